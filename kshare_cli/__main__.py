@@ -1,0 +1,5 @@
+"""Allow ``python -m kshare_cli`` where the console script is not on PATH."""
+
+from kshare_cli.cli.app import main
+
+main()

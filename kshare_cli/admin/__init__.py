@@ -1,0 +1,1 @@
+"""ShareGroupAdmin: typed share-group operations that return frozen domain models."""

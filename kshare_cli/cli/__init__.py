@@ -1,0 +1,1 @@
+"""Typer commands: parse, validate, call one service, hand the result to a renderer."""

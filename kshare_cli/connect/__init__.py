@@ -1,0 +1,1 @@
+"""Connection settings shared by the control plane and the data plane."""

@@ -1,0 +1,1 @@
+"""Console share consumer and producer on confluent-kafka (the data plane)."""

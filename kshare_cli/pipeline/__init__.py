@@ -1,0 +1,1 @@
+"""PySpark data sources and audit jobs."""

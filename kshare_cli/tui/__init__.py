@@ -1,0 +1,1 @@
+"""Textual dashboard screens over the same services as the commands."""
