@@ -1,0 +1,140 @@
+"""The sandbox's network side: accept connections, read frames, dispatch, answer.
+
+Requests on one connection are answered strictly in order, one at a time, as
+Kafka's network layer does (it mutes a channel while a request is in flight);
+clients rely on that ordering. Frames that cannot be understood get what Kafka
+gives them: an ApiVersions request of an unknown version is answered in v0 with
+UNSUPPORTED_VERSION and the versions on offer, anything else malformed closes
+the connection. No client input can stop the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kshare_cli.wire.framing import (
+    API_VERSIONS_KEY,
+    DEFAULT_MAX_FRAME_BYTES,
+    FrameError,
+    Request,
+    UnsupportedVersion,
+    decode_request,
+    encode_response,
+    peek_request_prefix,
+    read_frame,
+)
+
+log = logging.getLogger("kshare.sandbox")
+
+
+@dataclass(slots=True)
+class Connection:
+    """What a handler may need to know about the peer (SASL state lives here in time)."""
+
+    peer_host: str
+    peer_port: int
+    listener: str = "PLAINTEXT"
+    authenticated_principal: str | None = None
+
+
+Dispatch = Callable[[Request, Connection], Awaitable[Any | None]]
+UnsupportedApiVersions = Callable[[int], bytes]
+
+
+class FrameServer:
+    """An asyncio TCP server that turns frames into ``dispatch`` calls.
+
+    ``dispatch`` returns a kio response payload, or None for requests that get
+    no response (Produce with acks=0).
+    """
+
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        unsupported_api_versions: UnsupportedApiVersions,
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        ssl_context: ssl.SSLContext | None = None,
+        listener: str = "PLAINTEXT",
+    ) -> None:
+        self._dispatch = dispatch
+        self._unsupported_api_versions = unsupported_api_versions
+        self._max_frame_bytes = max_frame_bytes
+        self._ssl_context = ssl_context
+        self._listener = listener
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen; returns the bound port (useful with port 0)."""
+        self._server = await asyncio.start_server(
+            self._on_connect, host, port, ssl=self._ssl_context, limit=2**20
+        )
+        sockets = self._server.sockets
+        return int(sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        peer = writer.get_extra_info("peername") or ("unknown", 0)
+        connection = Connection(str(peer[0]), int(peer[1]), self._listener)
+        try:
+            await self._serve(reader, writer, connection)
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        except FrameError as error:
+            log.info("closing connection from %s: %s", connection.peer_host, error)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: Connection
+    ) -> None:
+        while True:
+            frame = await read_frame(reader, self._max_frame_bytes)
+            if frame is None:
+                return
+            try:
+                request = decode_request(frame)
+                response = await self._dispatch(request, connection)
+            except UnsupportedVersion as error:
+                if error.api_key != API_VERSIONS_KEY:
+                    raise
+                _, _, correlation_id = peek_request_prefix(frame)
+                writer.write(self._unsupported_api_versions(correlation_id))
+                await writer.drain()
+                continue
+            except FrameError:
+                raise
+            except Exception:
+                # A bug in a handler must not take the broker down; Kafka would
+                # answer UNKNOWN_SERVER_ERROR, the closest we can do generically is
+                # to drop the connection, which every client treats as retriable.
+                log.exception("handler for API %d v%d failed", request.api_key, request.api_version)
+                return
+            if response is not None:
+                writer.write(encode_response(response, request.correlation_id))
+                await writer.drain()

@@ -1,0 +1,128 @@
+"""Build kio messages of any version from one version-agnostic description.
+
+kio generates one frozen dataclass per API version, each with exactly the
+fields of that version. Code that answers or sends several versions would
+otherwise repeat itself per version; instead it describes the message once,
+as nested mappings with every field it knows (snake_case, as kio names them),
+and ``build`` keeps the fields the chosen version has, converting plain ints to
+the error codes and durations kio expects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import sys
+import types
+import typing
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any, TypeVar
+
+from kio.schema.errors import ErrorCode
+
+T = TypeVar("T")
+
+_Converter = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _error_code(value: Any) -> Any:
+    return value if isinstance(value, ErrorCode) else ErrorCode(int(value))
+
+
+def _milliseconds(value: Any) -> Any:
+    if isinstance(value, datetime.timedelta):
+        return value
+    return datetime.timedelta(milliseconds=int(value))
+
+
+def _entity_of(annotation: Any) -> type | None:
+    """The dataclass inside ``X``, ``X | None`` or ``tuple[X, ...]``, if any."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _entity_of(arg)
+            if found is not None:
+                return found
+        return None
+    if origin is tuple:
+        args = typing.get_args(annotation)
+        return _entity_of(args[0]) if args else None
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    return None
+
+
+def _resolve_hints(cls: type) -> dict[str, Any]:
+    module = sys.modules[cls.__module__]
+    return typing.get_type_hints(cls, vars(module))
+
+
+@cache
+def _plan(cls: type) -> tuple[tuple[str, bool, _Converter], ...]:
+    hints = _resolve_hints(cls)
+    plan: list[tuple[str, bool, _Converter]] = []
+    for field in dataclasses.fields(cls):
+        kafka_type = field.metadata.get("kafka_type")
+        annotation = hints[field.name]
+        entity = _entity_of(annotation)
+        converter: _Converter
+        if entity is not None:
+            converter = _nested_converter(entity, typing.get_origin(annotation) is tuple)
+        elif kafka_type == "error_code":
+            converter = _error_code
+        elif kafka_type in ("timedelta_i32", "timedelta_i64"):
+            converter = _milliseconds
+        else:
+            converter = _identity
+        is_array = typing.get_origin(annotation) is tuple and entity is None
+        if is_array:
+            converter = _array_converter(converter)
+        plan.append((field.name, field.default is not dataclasses.MISSING, converter))
+    return tuple(plan)
+
+
+def _array_converter(inner: _Converter) -> _Converter:
+    def convert(value: Any) -> Any:
+        return None if value is None else tuple(inner(v) for v in value)
+
+    return convert
+
+
+def _nested_converter(entity: type, is_array: bool) -> _Converter:
+    def one(value: Any) -> Any:
+        if value is None or dataclasses.is_dataclass(value):
+            return value
+        return build(entity, value)
+
+    if not is_array:
+        return one
+
+    def many(value: Any) -> Any:
+        return None if value is None else tuple(one(v) for v in value)
+
+    return many
+
+
+def build(cls: type[T], data: Mapping[str, Any]) -> T:
+    """An instance of kio type ``cls`` from ``data``, ignoring keys the version lacks.
+
+    A field the version has but ``data`` omits takes its schema default; one
+    without a default raises KeyError naming it, which is a programming error.
+    """
+    kwargs: dict[str, Any] = {}
+    for name, has_default, converter in _plan(cls):
+        if name in data:
+            kwargs[name] = converter(data[name])
+        elif not has_default:
+            raise KeyError(f"{cls.__module__}.{cls.__qualname__} needs field {name!r}")
+    return cls(**kwargs)
+
+
+def has_field(cls: type, name: str) -> bool:
+    """Whether this version of a message has a field (e.g. topic ids from Fetch v13)."""
+    return any(field.name == name for field in dataclasses.fields(cls))

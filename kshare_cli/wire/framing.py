@@ -1,0 +1,208 @@
+"""Kafka frames: the 4-byte size prefix, request and response headers, kio payloads.
+
+One implementation serves both ends of a connection -- the asyncio client and the
+sandbox broker -- so the two can never disagree about where a header ends. The
+header version is not in the frame: it follows from the API key and version
+(flexible versions use request header v2 and response header v1), with one
+historical exception, ApiVersions, whose response header is always v0 so that a
+client can read the error of a version it does not speak.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+API_VERSIONS_KEY: Final = 18
+
+#: Kafka's default ``socket.request.max.bytes``: larger frames are refused unread.
+DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024
+
+_SIZE = struct.Struct(">i")
+_PREFIX = struct.Struct(">hhi")
+
+
+class FrameError(Exception):
+    """A frame that cannot be turned into a request or response."""
+
+
+class OversizedFrame(FrameError):
+    """The size prefix announces more than the receiver accepts."""
+
+
+class UnknownApiKey(FrameError):
+    """The request names an API key that kio (and so Kafka 4.2) does not define."""
+
+    def __init__(self, api_key: int, correlation_id: int) -> None:
+        super().__init__(f"unknown API key {api_key}")
+        self.api_key = api_key
+        self.correlation_id = correlation_id
+
+
+class UnsupportedVersion(FrameError):
+    """The request uses a version of a known API that has no schema."""
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+        super().__init__(f"unsupported version {api_version} of API key {api_key}")
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+class MalformedFrame(FrameError):
+    """The bytes do not decode as the schema they claim to follow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A decoded request: who sent it, which API and version, and its payload."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    payload: Any
+    trailing_bytes: int = 0
+
+
+def request_schema(api_key: int, api_version: int) -> type[RequestPayload]:
+    """The kio request type, or a FrameError that says whether key or version is unknown."""
+    try:
+        return load_request_schema(api_key, api_version)
+    except UnknownAPIKey:
+        raise UnknownApiKey(api_key, -1) from None
+    except UnknownEntity:
+        raise UnsupportedVersion(api_key, api_version, -1) from None
+
+
+def response_schema(api_key: int, api_version: int) -> type[ResponsePayload]:
+    """The kio response type for an API version (raising FrameError when kio has none)."""
+    try:
+        return load_response_schema(api_key, api_version)
+    except UnknownAPIKey:
+        raise UnknownApiKey(api_key, -1) from None
+    except UnknownEntity:
+        raise UnsupportedVersion(api_key, api_version, -1) from None
+
+
+def peek_request_prefix(frame: bytes) -> tuple[int, int, int]:
+    """API key, version and correlation id: the part of every request header that never varies.
+
+    The broker needs these even when the rest cannot be parsed, to answer an
+    unsupported ApiVersions request with the versions it does support.
+    """
+    if len(frame) < _PREFIX.size:
+        raise MalformedFrame(f"request frame of {len(frame)} bytes has no header")
+    api_key, api_version, correlation_id = _PREFIX.unpack_from(frame)
+    return api_key, api_version, correlation_id
+
+
+def decode_request(frame: bytes) -> Request:
+    """Decode a request frame (without its size prefix)."""
+    api_key, api_version, correlation_id = peek_request_prefix(frame)
+    try:
+        schema = load_request_schema(api_key, api_version)
+    except UnknownAPIKey:
+        raise UnknownApiKey(api_key, correlation_id) from None
+    except UnknownEntity:
+        raise UnsupportedVersion(api_key, api_version, correlation_id) from None
+    try:
+        header, offset = entity_reader(schema.__header_schema__)(frame, 0)
+        payload, end = entity_reader(schema)(frame, offset)
+    except Exception as error:  # noqa: BLE001 -- kio raises many types on bad bytes
+        raise MalformedFrame(
+            f"{schema.__name__} v{api_version}: {type(error).__name__}: {error}"
+        ) from None
+    return Request(
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=header.client_id,
+        payload=payload,
+        trailing_bytes=len(frame) - end,
+    )
+
+
+def encode_request(
+    payload: RequestPayload, correlation_id: int, client_id: str | None, *, size_prefix: bool = True
+) -> bytes:
+    """Encode a request with the header its API version calls for."""
+    header_type = type(payload).__header_schema__
+    header: RequestHeaderV1 | RequestHeaderV2 = header_type(
+        request_api_key=payload.__api_key__,
+        request_api_version=payload.__version__,
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    buffer = io.BytesIO()
+    if size_prefix:
+        buffer.write(b"\0\0\0\0")
+    entity_writer(header_type)(buffer, header)
+    entity_writer(type(payload))(buffer, payload)
+    return _finish(buffer, size_prefix)
+
+
+def encode_response(
+    payload: ResponsePayload, correlation_id: int, *, size_prefix: bool = True
+) -> bytes:
+    """Encode a response with the header its API version calls for."""
+    header_type = type(payload).__header_schema__
+    header: ResponseHeaderV0 | ResponseHeaderV1 = header_type(correlation_id=i32(correlation_id))
+    buffer = io.BytesIO()
+    if size_prefix:
+        buffer.write(b"\0\0\0\0")
+    entity_writer(header_type)(buffer, header)
+    entity_writer(type(payload))(buffer, payload)
+    return _finish(buffer, size_prefix)
+
+
+def decode_response(frame: bytes, schema: type[ResponsePayload]) -> tuple[int, Any]:
+    """Decode a response frame (without size prefix) as ``schema``: (correlation id, payload)."""
+    try:
+        header, offset = entity_reader(schema.__header_schema__)(frame, 0)
+        payload, _ = entity_reader(schema)(frame, offset)
+    except Exception as error:  # noqa: BLE001 -- kio raises many types on bad bytes
+        raise MalformedFrame(f"{schema.__name__}: {type(error).__name__}: {error}") from None
+    return int(header.correlation_id), payload
+
+
+def _finish(buffer: io.BytesIO, size_prefix: bool) -> bytes:
+    data = bytearray(buffer.getvalue())
+    if size_prefix:
+        _SIZE.pack_into(data, 0, len(data) - 4)
+    return bytes(data)
+
+
+async def read_frame(
+    reader: asyncio.StreamReader, max_bytes: int = DEFAULT_MAX_FRAME_BYTES
+) -> bytes | None:
+    """Read one size-prefixed frame; None at a clean end of stream.
+
+    The size is checked before the body is read, so a hostile prefix cannot make
+    the reader allocate gigabytes.
+    """
+    try:
+        prefix = await reader.readexactly(4)
+    except asyncio.IncompleteReadError as error:
+        if not error.partial:
+            return None
+        raise MalformedFrame("connection closed inside a size prefix") from None
+    (size,) = _SIZE.unpack(prefix)
+    if size < 0 or size > max_bytes:
+        raise OversizedFrame(f"frame of {size} bytes exceeds the limit of {max_bytes}")
+    try:
+        return await reader.readexactly(size)
+    except asyncio.IncompleteReadError:
+        raise MalformedFrame("connection closed inside a frame") from None
