@@ -1,0 +1,43 @@
+"""The ``kshare`` command: one Typer app, one module per command family.
+
+Tracebacks are off (``pretty_exceptions_enable=False``): Typer's pretty
+tracebacks print local variables, which would include SASL passwords.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from kshare_cli import __version__
+from kshare_cli.cli import sandbox_cmd
+
+app = typer.Typer(
+    name="kshare",
+    help="Operator toolkit for Apache Kafka share groups (KIP-932).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kshare {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Operator toolkit for Apache Kafka share groups (KIP-932)."""
+
+
+app.command("sandbox")(sandbox_cmd.sandbox)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,58 @@
+"""One error hierarchy and one table of exit codes for every kshare command.
+
+Lower layers raise these; only the command edge turns them into an exit code
+and one line on stderr. stdout carries data and nothing else, so a script can
+always trust what it reads there.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Documented exit codes (README, man page); tests hold every command to them."""
+
+    OK = 0
+    PARTIAL = 1
+    USAGE = 2
+    CONNECTION = 3
+    TIMEOUT = 4
+    NOT_FOUND = 5
+    INTERRUPTED = 130
+
+
+class KshareError(Exception):
+    """Base of every error kshare reports to an operator."""
+
+    exit_code: ExitCode = ExitCode.PARTIAL
+
+
+class UsageError(KshareError):
+    """Bad input from the command line or a file; nothing was changed."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConnectionFailed(KshareError):
+    """The cluster could not be reached, or refused our credentials."""
+
+    exit_code = ExitCode.CONNECTION
+
+
+class TimedOut(KshareError):
+    """The operation did not finish within --timeout."""
+
+    exit_code = ExitCode.TIMEOUT
+
+
+class NotFound(KshareError):
+    """A group, topic or partition that does not exist."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+class Refused(KshareError):
+    """The cluster (or our safety checks) refused a change, e.g. a non-empty group."""
+
+    exit_code = ExitCode.PARTIAL

@@ -1,0 +1,97 @@
+"""Run the sandbox: in the foreground for ``kshare sandbox``, or in a thread for tests.
+
+Tests drive it with synchronous third-party clients (confluent-kafka, kcat), so
+the broker gets its own event loop in a daemon thread; ``SandboxThread.call``
+runs a function on that loop to inspect or change broker state safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from kshare_cli.sandbox.broker import Broker
+
+T = TypeVar("T")
+
+
+def new_broker(data_dir: Path | None = None, **options: Any) -> Broker:
+    """A broker with every part of the emulator installed (share groups included)."""
+    from kshare_cli.sandbox.share import install_share_groups
+
+    broker = Broker(data_dir=data_dir)
+    install_share_groups(broker, **options)
+    return broker
+
+
+class SandboxThread:
+    """A sandbox broker on a free (or given) port, served from a background thread."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        data_dir: Path | None = None,
+        **options: Any,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._data_dir = data_dir
+        self._options = options
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="sandbox")
+        self.broker: Broker | None = None
+        self.port = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self._host}:{self.port}"
+
+    def start(self) -> SandboxThread:
+        self._thread.start()
+
+        async def boot() -> int:
+            self.broker = new_broker(self._data_dir, **self._options)
+            return await self.broker.start(self._host, self._port)
+
+        self.port = asyncio.run_coroutine_threadsafe(boot(), self._loop).result(30)
+        return self
+
+    def call(self, function: Callable[[Broker], T], timeout: float = 30) -> T:
+        """Run ``function(broker)`` on the broker's loop and return its result."""
+        broker = self.broker
+        if broker is None:
+            raise RuntimeError("sandbox not started")
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                future.set_result(function(broker))
+            except BaseException as error:  # noqa: BLE001 -- handed to the caller
+                future.set_exception(error)
+
+        self._loop.call_soon_threadsafe(run)
+        return future.result(timeout)
+
+    def stop(self) -> None:
+        if self.broker is not None:
+            asyncio.run_coroutine_threadsafe(self.broker.close(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def __enter__(self) -> SandboxThread:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

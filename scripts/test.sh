@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install kshare with its test extras into .venv, plus the third-party peers the
+# tests talk to (kcat), and run the whole suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v kcat >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null
+  else
+    sudo sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat' >/dev/null
+  fi
+fi
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+exec .venv/bin/python -m pytest "$@"
