@@ -119,8 +119,8 @@ def decode_request(frame: bytes) -> Request:
     except UnknownEntity:
         raise UnsupportedVersion(api_key, api_version, correlation_id) from None
     try:
-        header, offset = entity_reader(schema.__header_schema__)(frame, 0)
-        payload, end = entity_reader(schema)(frame, offset)
+        header, header_size = entity_reader(schema.__header_schema__)(frame, 0)
+        payload, body_size = entity_reader(schema)(frame, header_size)
     except Exception as error:  # noqa: BLE001 -- kio raises many types on bad bytes
         raise MalformedFrame(
             f"{schema.__name__} v{api_version}: {type(error).__name__}: {error}"
@@ -131,7 +131,7 @@ def decode_request(frame: bytes) -> Request:
         correlation_id=correlation_id,
         client_id=header.client_id,
         payload=payload,
-        trailing_bytes=len(frame) - end,
+        trailing_bytes=len(frame) - header_size - body_size,
     )
 
 
@@ -171,8 +171,8 @@ def encode_response(
 def decode_response(frame: bytes, schema: type[ResponsePayload]) -> tuple[int, Any]:
     """Decode a response frame (without size prefix) as ``schema``: (correlation id, payload)."""
     try:
-        header, offset = entity_reader(schema.__header_schema__)(frame, 0)
-        payload, _ = entity_reader(schema)(frame, offset)
+        header, header_size = entity_reader(schema.__header_schema__)(frame, 0)
+        payload, _ = entity_reader(schema)(frame, header_size)
     except Exception as error:  # noqa: BLE001 -- kio raises many types on bad bytes
         raise MalformedFrame(f"{schema.__name__}: {type(error).__name__}: {error}") from None
     return int(header.correlation_id), payload
