@@ -1,12 +1,1013 @@
-"""Share groups in the sandbox (placeholder wiring replaced as the engine lands)."""
+"""Share groups in the sandbox: the group coordinator, share-partitions and share coordinator.
+
+This module is the broker glue around three pure engines -- ``group_coordinator``
+(membership, epochs, assignment), ``share_partition`` (acquisition locks,
+delivery counts, acknowledgements) and ``state.replay`` (the share coordinator's
+durable state) -- and the RPCs that reach them: ShareGroupHeartbeat, ShareFetch,
+ShareAcknowledge, and the admin RPCs. Durable state goes where Kafka puts it,
+as ShareSnapshot/ShareUpdate records in ``__share_group_state``, written through
+the same partition logs as any topic and replayed from them on start; the
+in-memory share-partitions are a cache rebuilt from that state, exactly like a
+share-partition leader reading ReadShareGroupState after a restart.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import base64
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Final
 
-from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.broker import (
+    NONE,
+    SHARE_STATE_PARTITIONS,
+    SHARE_STATE_TOPIC,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    Broker,
+    BrokerExtension,
+    handles,
+    now_ms,
+    response_type,
+)
+from kshare_cli.sandbox.group_configs import BrokerGroupSettings, GroupConfigError, GroupConfigStore
+from kshare_cli.sandbox.group_coordinator import ShareGroupCoordinator, ShareInitialization
+from kshare_cli.sandbox.log import Topic
+from kshare_cli.sandbox.server import Connection
+from kshare_cli.sandbox.share_partition import (
+    AcknowledgementBatch,
+    SharePartition,
+    SharePartitionConfig,
+    StateWrite,
+    share_partition_lag,
+)
+from kshare_cli.sandbox.share_partition import StateBatch as EngineBatch
+from kshare_cli.state.records import StateBatch, StateRecord, decode_record, encode_record
+from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, SharePartitionState
+from kshare_cli.wire.build import build
+from kshare_cli.wire.framing import Request
+from kshare_cli.wire.records import encode_batch
+
+log = logging.getLogger("kshare.sandbox")
+
+GROUP_ID_NOT_FOUND: Final = 69
+NON_EMPTY_GROUP: Final = 68
+INVALID_REQUEST: Final = 42
+UNKNOWN_MEMBER_ID: Final = 25
+SHARE_SESSION_NOT_FOUND: Final = 122
+INVALID_SHARE_SESSION_EPOCH: Final = 123
+INVALID_GROUP_ID: Final = 24
+UNKNOWN_TOPIC_ID: Final = 100
+INVALID_CONFIG: Final = 40
+GROUP_RESOURCE: Final = 32
+TOPIC_RESOURCE: Final = 2
+BROKER_RESOURCE: Final = 4
+TIMER_INTERVAL_S: Final = 0.05
 
 
-def install_share_groups(broker: Broker, **options: Any) -> None:
-    """Install the share-group coordinator, share partitions and share coordinator."""
-    return None
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``, which Kafka uses to place keys on coordinator partitions."""
+    value = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        value = (31 * value + int(unit, 16)) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def kafka_uuid(topic_id: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def state_partition_for(key: SharePartitionKey) -> int:
+    """The ``__share_group_state`` partition of a share-partition, as ShareCoordinatorService."""
+    hashed = java_string_hash(f"{key.group_id}:{kafka_uuid(key.topic_id)}:{key.partition}")
+    return 0 if hashed == -(1 << 31) else abs(hashed) % SHARE_STATE_PARTITIONS
+
+
+@dataclass(slots=True)
+class ShareSession:
+    """A member's share session: which partitions it fetches and the epoch it must send next."""
+
+    group_id: str
+    member_id: str
+    next_epoch: int
+    partitions: set[tuple[uuid.UUID, int]] = field(default_factory=set)
+
+
+class ShareGroups(BrokerExtension):
+    """Everything share-group about the broker, installed as an extension."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        *,
+        settings: BrokerGroupSettings | None = None,
+        updates_per_snapshot: int | None = None,
+    ) -> None:
+        self.broker = broker
+        self.configs = GroupConfigStore(settings)
+        self.groups = ShareGroupCoordinator(self.configs)
+        kwargs: dict[str, Any] = {"clock": now_ms}
+        if updates_per_snapshot is not None:
+            kwargs["updates_per_snapshot"] = updates_per_snapshot
+        self.state = ShareCoordinatorState(**kwargs)
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def started(self, broker: Broker) -> None:
+        if broker.topic(SHARE_STATE_TOPIC) is None:
+            broker.create_topic(SHARE_STATE_TOPIC, SHARE_STATE_PARTITIONS, internal=True)
+        self._replay_state_topic()
+        broker.spawn(self._timers())
+
+    def _replay_state_topic(self) -> None:
+        from kio.records.readers import read_batch
+
+        topic = self.broker.topic(SHARE_STATE_TOPIC)
+        assert topic is not None
+        for partition_log in topic.partitions:
+            for stored in partition_log.batches:
+                decoded, _ = read_batch(stored.data, 0)
+                for record in decoded.records:
+                    if record.key is None:
+                        continue
+                    self.state.apply(decode_record(bytes(record.key), _bytes(record.value)))
+        # Kafka keeps share groups themselves in __consumer_offsets; the sandbox has no
+        # such log, so a restart re-creates each group that still has share-partition
+        # state, empty, with its partitions marked initialised.
+        for key in self.state.states():
+            topic = self.broker.logs.by_id.get(key.topic_id)
+            if topic is None:
+                continue
+            self.groups.ensure_group(key.group_id)
+            self.groups.mark_initialized(key.group_id, {topic.name: [key.partition]})
+
+    async def _timers(self) -> None:
+        while True:
+            await asyncio.sleep(TIMER_INTERVAL_S)
+            try:
+                self.tick(now_ms())
+            except Exception:
+                log.exception("share-group timers failed")
+
+    def tick(self, now: int) -> None:
+        """Expire acquisition locks and member sessions: what Kafka's timers do."""
+        released = False
+        for key, share_partition in list(self.partitions.items()):
+            for write in share_partition.release_expired_locks(now):
+                self._persist(key, write)
+                released = True
+        for removed in self.groups.expire_members(now):
+            self._member_gone(removed.group_id, removed.member_id, now)
+            released = True
+        if released:
+            self.broker.notify_data_changed()
+
+    def topic_deleted(self, broker: Broker, topic: Topic) -> None:
+        for key in [k for k in self.partitions if k.topic_id == topic.topic_id]:
+            del self.partitions[key]
+
+    # -- durable state -------------------------------------------------------
+
+    def _append_state(self, key: SharePartitionKey, record: StateRecord) -> None:
+        record_key, record_value = encode_record(record)
+        log_ = self.broker.partition_log(SHARE_STATE_TOPIC, state_partition_for(key))
+        assert log_ is not None
+        now = now_ms()
+        log_.append(encode_batch([(record_key, record_value)], now), now)
+        self.state.apply(record)
+
+    def _persist(self, key: SharePartitionKey, write: StateWrite) -> None:
+        record = self.state.write(
+            key,
+            start_offset=write.start_offset,
+            delivery_complete_count=write.delivery_complete_count,
+            leader_epoch=write.leader_epoch,
+            state_epoch=write.state_epoch,
+            state_batches=[
+                StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                for b in write.state_batches
+            ],
+        )
+        self._append_state(key, record)
+
+    def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> None:
+        self._append_state(
+            key, self.state.initialize(key, state_epoch=state_epoch, start_offset=start_offset)
+        )
+
+    def initialize_assigned(self, initialization: ShareInitialization) -> None:
+        """Write the initial state of newly assigned share-partitions (InitializeShareGroupState)."""
+        for name, partitions in sorted(initialization.partitions.items()):
+            topic = self.broker.topic(name)
+            if topic is None:
+                continue
+            for partition in sorted(partitions):
+                key = SharePartitionKey(initialization.group_id, topic.topic_id, partition)
+                if self.state.state(key) is None:
+                    self.initialize(key, initialization.state_epoch, initialization.start_offset)
+
+    def persisted(self, key: SharePartitionKey) -> SharePartitionState | None:
+        return self.state.state(key)
+
+    # -- share-partitions ----------------------------------------------------
+
+    def share_partition(self, key: SharePartitionKey) -> SharePartition | None:
+        """The live share-partition, built from durable state on first use (as a leader does)."""
+        found = self.partitions.get(key)
+        if found is not None:
+            return found
+        topic = self.broker.logs.by_id.get(key.topic_id)
+        if topic is None or not 0 <= key.partition < len(topic.partitions):
+            return None
+        persisted = self.state.state(key)
+        if persisted is None:
+            self.initialize(key, 1, -1)
+            persisted = self.state.state(key)
+            assert persisted is not None
+        partition_log = topic.partitions[key.partition]
+        reset_to: int | None = None
+        if persisted.start_offset < 0:
+            reset_to = self._auto_offset_reset(key.group_id, partition_log)
+        config = SharePartitionConfig(
+            max_in_flight_records=self.configs.max_record_locks(key.group_id),
+            delivery_count_limit=self.configs.delivery_count_limit(key.group_id),
+            record_lock_duration_ms=self.configs.record_lock_duration_ms(key.group_id),
+        )
+        share_partition = SharePartition(
+            start_offset=persisted.start_offset,
+            state_epoch=persisted.state_epoch,
+            state_batches=[
+                EngineBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                for b in persisted.state_batches
+                if b.last_offset >= max(persisted.start_offset, 0)
+            ],
+            leader_epoch=persisted.leader_epoch,
+            reset_start_offset=reset_to,
+            config=config,
+        )
+        self.partitions[key] = share_partition
+        return share_partition
+
+    def _auto_offset_reset(self, group_id: str, partition_log: Any) -> int:
+        strategy = self.configs.auto_offset_reset_strategy(group_id)
+        if strategy.kind == "earliest":
+            return int(partition_log.log_start_offset)
+        if strategy.kind == "latest":
+            return int(partition_log.log_end_offset)
+        found = partition_log.offset_for_timestamp(strategy.timestamp(now_ms()))
+        return int(partition_log.log_end_offset if found is None else found[0])
+
+    def _member_gone(self, group_id: str, member_id: str, now: int) -> None:
+        """A member left or was fenced: release what it held.
+
+        Its share session stays until the client closes it (epoch -1) -- Kafka answers
+        the closing ShareAcknowledge that follows a leave heartbeat without error.
+        """
+        for key, share_partition in list(self.partitions.items()):
+            if key.group_id != group_id:
+                continue
+            write = share_partition.release_member(member_id, now)
+            if write is not None:
+                self._persist(key, write)
+
+    def group_topic_states(self, group_id: str) -> dict[SharePartitionKey, SharePartitionState]:
+        return {k: v for k, v in self.state.states().items() if k.group_id == group_id}
+
+    def forget_live(self, keys: list[SharePartitionKey]) -> None:
+        for key in keys:
+            self.partitions.pop(key, None)
+
+
+def install_share_groups(broker: Broker, **options: Any) -> ShareGroups:
+    """Install the share-group parts on a broker and return them (tests reach in here)."""
+    extension = ShareGroups(broker, **options)
+    broker.extensions.append(extension)
+    return extension
+
+
+def share_groups(broker: Broker) -> ShareGroups:
+    for extension in broker.extensions:
+        if isinstance(extension, ShareGroups):
+            return extension
+    raise RuntimeError("share groups are not installed on this broker")
+
+
+def _bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+# -- ShareGroupHeartbeat ------------------------------------------------------
+
+
+@handles(76)
+async def share_group_heartbeat(broker: Broker, request: Request, connection: Connection) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    now = now_ms()
+    topics = {name: len(t.partitions) for name, t in broker.logs.topics.items() if not t.internal}
+    result = shares.groups.heartbeat(
+        group_id=payload.group_id,
+        member_id=payload.member_id,
+        member_epoch=int(payload.member_epoch),
+        rack_id=payload.rack_id,
+        client_id=request.client_id or "",
+        client_host=f"/{connection.peer_host}",
+        subscribed_topic_names=(
+            None if payload.subscribed_topic_names is None else list(payload.subscribed_topic_names)
+        ),
+        topic_partitions=topics,
+        now_ms=now,
+    )
+    if result.removed_member is not None:
+        removed = result.removed_member
+        shares._member_gone(removed.group_id, removed.member_id, now)
+    if result.initialization is not None:
+        shares.initialize_assigned(result.initialization)
+    assignment = None
+    if result.assignment is not None:
+        topic_partitions = []
+        for name, partitions in sorted(result.assignment.items()):
+            topic = broker.topic(name)
+            if topic is None:
+                continue
+            for partition in partitions:
+                shares.share_partition(SharePartitionKey(payload.group_id, topic.topic_id, partition))
+            topic_partitions.append({"topic_id": topic.topic_id, "partitions": sorted(partitions)})
+        assignment = {"topic_partitions": topic_partitions}
+    broker.notify_data_changed()
+    return build(
+        response_type(request),
+        {
+            "throttle_time": 0,
+            "error_code": result.error_code,
+            "error_message": result.error_message,
+            "member_id": result.member_id,
+            "member_epoch": result.member_epoch,
+            "heartbeat_interval": result.heartbeat_interval_ms,
+            "assignment": assignment,
+        },
+    )
+
+
+# -- ShareFetch / ShareAcknowledge --------------------------------------------
+
+
+def _session_for(
+    shares: ShareGroups, group_id: str, member_id: str, epoch: int
+) -> tuple[ShareSession | None, int]:
+    """Kafka's share-session rules: 0 opens, -1 closes, otherwise the epoch must follow on."""
+    key = (group_id, member_id)
+    if epoch == 0:
+        session = ShareSession(group_id, member_id, 1)
+        shares.sessions[key] = session
+        return session, NONE
+    session = shares.sessions.get(key)
+    if session is None:
+        return None, SHARE_SESSION_NOT_FOUND
+    if epoch == -1:
+        return session, NONE
+    if epoch != session.next_epoch:
+        return None, INVALID_SHARE_SESSION_EPOCH
+    session.next_epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+    return session, NONE
+
+
+def _acknowledge(
+    shares: ShareGroups, group_id: str, member_id: str, topics: Any, now: int
+) -> dict[tuple[uuid.UUID, int], int]:
+    results: dict[tuple[uuid.UUID, int], int] = {}
+    for topic in topics:
+        for partition in topic.partitions:
+            if not partition.acknowledgement_batches:
+                continue
+            key = SharePartitionKey(group_id, topic.topic_id, int(partition.partition_index))
+            share_partition = shares.share_partition(key)
+            if share_partition is None:
+                results[(topic.topic_id, key.partition)] = UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            batches = [
+                AcknowledgementBatch(
+                    int(b.first_offset), int(b.last_offset), tuple(int(t) for t in b.acknowledge_types)
+                )
+                for b in partition.acknowledgement_batches
+            ]
+            outcome = share_partition.acknowledge(member_id, batches, now)
+            if outcome.state_write is not None:
+                shares._persist(key, outcome.state_write)
+            results[(topic.topic_id, key.partition)] = outcome.error_code
+    return results
+
+
+def _acquire(
+    shares: ShareGroups,
+    session: ShareSession,
+    max_records: int,
+    max_bytes: int,
+    batch_size: int,
+    now: int,
+) -> dict[tuple[uuid.UUID, int], tuple[bytes, list[dict[str, int]]]]:
+    fetched: dict[tuple[uuid.UUID, int], tuple[bytes, list[dict[str, int]]]] = {}
+    remaining = max_records
+    for topic_id, partition in sorted(session.partitions, key=lambda p: (str(p[0]), p[1])):
+        if remaining <= 0 or max_bytes <= 0:
+            break
+        key = SharePartitionKey(session.group_id, topic_id, partition)
+        share_partition = shares.share_partition(key)
+        topic = shares.broker.logs.by_id.get(topic_id)
+        if share_partition is None or topic is None:
+            continue
+        partition_log = topic.partitions[partition]
+        start = share_partition.next_fetch_offset()
+        if start >= partition_log.log_end_offset:
+            continue
+        acquired = share_partition.acquire(
+            session.member_id,
+            partition_log.log_end_offset,
+            remaining,
+            now,
+            record_batches=partition_log.batch_ranges(start, partition_log.log_end_offset),
+            batch_size=batch_size or None,
+        )
+        if not acquired:
+            continue
+        first = min(a.first_offset for a in acquired)
+        last = max(a.last_offset for a in acquired)
+        chunks = []
+        size = 0
+        for first_offset, last_offset in partition_log.batch_ranges(first, last + 1):
+            index = partition_log.batch_index(first_offset)
+            data = partition_log.batches[index].data
+            chunks.append(data)
+            size += len(data)
+            del last_offset
+        remaining -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+        max_bytes -= size
+        fetched[(topic_id, partition)] = (
+            b"".join(chunks),
+            [
+                {
+                    "first_offset": a.first_offset,
+                    "last_offset": a.last_offset,
+                    "delivery_count": a.delivery_count,
+                }
+                for a in acquired
+            ],
+        )
+    return fetched
+
+
+_LEADER: Final = {"leader_id": 0, "leader_epoch": 0}
+
+
+@handles(78)
+async def share_fetch(broker: Broker, request: Request, connection: Connection) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    group_id = payload.group_id or ""
+    member_id = payload.member_id or ""
+    epoch = int(payload.share_session_epoch)
+    lock_ms = shares.configs.record_lock_duration_ms(group_id) if group_id else 30000
+
+    def top_level(error_code: int) -> Any:
+        return build(
+            response_type(request),
+            {
+                "throttle_time": 0,
+                "error_code": error_code,
+                "error_message": None,
+                "acquisition_lock_timeout": lock_ms,
+                "responses": [],
+                "node_endpoints": [],
+            },
+        )
+
+    if not group_id or not member_id:
+        return top_level(INVALID_REQUEST)
+    has_acks = any(p.acknowledgement_batches for t in payload.topics for p in t.partitions)
+    if epoch == 0 and has_acks:
+        return top_level(INVALID_REQUEST)
+    session, error = _session_for(shares, group_id, member_id, epoch)
+    if session is None:
+        return top_level(error)
+    now = now_ms()
+    ack_results = _acknowledge(shares, group_id, member_id, payload.topics, now)
+    for forgotten in payload.forgotten_topics_data:
+        for partition in forgotten.partitions:
+            session.partitions.discard((forgotten.topic_id, int(partition)))
+    errors: dict[tuple[uuid.UUID, int], int] = {}
+    for topic in payload.topics:
+        for partition in topic.partitions:
+            key = SharePartitionKey(group_id, topic.topic_id, int(partition.partition_index))
+            if shares.share_partition(key) is None:
+                errors[(topic.topic_id, key.partition)] = (
+                    UNKNOWN_TOPIC_ID
+                    if topic.topic_id not in broker.logs.by_id
+                    else UNKNOWN_TOPIC_OR_PARTITION
+                )
+            elif epoch != -1:
+                session.partitions.add((topic.topic_id, key.partition))
+    fetched: dict[tuple[uuid.UUID, int], tuple[bytes, list[dict[str, int]]]] = {}
+    if epoch == -1:
+        shares.sessions.pop((group_id, member_id), None)
+        for key, share_partition in list(shares.partitions.items()):
+            if key.group_id == group_id:
+                write = share_partition.release_member(member_id, now)
+                if write is not None:
+                    shares._persist(key, write)
+        broker.notify_data_changed()
+    else:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + payload.max_wait.total_seconds()
+        while True:
+            fetched = _acquire(
+                shares,
+                session,
+                int(payload.max_records) or 500,
+                int(payload.max_bytes),
+                int(getattr(payload, "batch_size", 0) or 0),
+                now_ms(),
+            )
+            remaining = deadline - loop.time()
+            if fetched or ack_results or remaining <= 0:
+                break
+            await broker.wait_data_changed(remaining)
+    touched = set(ack_results) | set(fetched) | set(errors)
+    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for topic_id, partition in sorted(touched, key=lambda p: (str(p[0]), p[1])):
+        records, acquired = fetched.get((topic_id, partition), (b"", []))
+        by_topic.setdefault(topic_id, []).append(
+            {
+                "partition_index": partition,
+                "error_code": errors.get((topic_id, partition), NONE),
+                "error_message": None,
+                "acknowledge_error_code": ack_results.get((topic_id, partition), NONE),
+                "acknowledge_error_message": None,
+                "current_leader": _LEADER,
+                "records": records,
+                "acquired_records": acquired,
+            }
+        )
+    return build(
+        response_type(request),
+        {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "error_message": None,
+            "acquisition_lock_timeout": lock_ms,
+            "responses": [
+                {"topic_id": topic_id, "partitions": partitions}
+                for topic_id, partitions in by_topic.items()
+            ],
+            "node_endpoints": [],
+        },
+    )
+
+
+@handles(79)
+async def share_acknowledge(broker: Broker, request: Request, connection: Connection) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    group_id = payload.group_id or ""
+    member_id = payload.member_id or ""
+    epoch = int(payload.share_session_epoch)
+
+    def top_level(error_code: int) -> Any:
+        return build(
+            response_type(request),
+            {
+                "throttle_time": 0,
+                "error_code": error_code,
+                "error_message": None,
+                "responses": [],
+                "node_endpoints": [],
+            },
+        )
+
+    if not group_id or not member_id:
+        return top_level(INVALID_REQUEST)
+    if epoch == 0:
+        return top_level(INVALID_SHARE_SESSION_EPOCH)
+    session, error = _session_for(shares, group_id, member_id, epoch)
+    if session is None:
+        return top_level(error)
+    now = now_ms()
+    results = _acknowledge(shares, group_id, member_id, payload.topics, now)
+    if epoch == -1:
+        shares.sessions.pop((group_id, member_id), None)
+        for key, share_partition in list(shares.partitions.items()):
+            if key.group_id == group_id:
+                write = share_partition.release_member(member_id, now)
+                if write is not None:
+                    shares._persist(key, write)
+    broker.notify_data_changed()
+    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for (topic_id, partition), code in sorted(results.items(), key=lambda r: (str(r[0][0]), r[0][1])):
+        by_topic.setdefault(topic_id, []).append(
+            {
+                "partition_index": partition,
+                "error_code": code,
+                "error_message": None,
+                "current_leader": _LEADER,
+            }
+        )
+    return build(
+        response_type(request),
+        {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "error_message": None,
+            "responses": [{"topic_id": t, "partitions": p} for t, p in by_topic.items()],
+            "node_endpoints": [],
+        },
+    )
+
+
+# -- admin RPCs ----------------------------------------------------------------
+
+
+@handles(16)
+async def list_groups(broker: Broker, request: Request, connection: Connection) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    states = {s.lower() for s in (getattr(payload, "states_filter", ()) or ())}
+    types = {t.lower() for t in (getattr(payload, "types_filter", ()) or ())}
+    groups = []
+    if not types or "share" in types:
+        for listing in shares.groups.list_groups(states):
+            groups.append(
+                {
+                    "group_id": listing.group_id,
+                    "protocol_type": "share",
+                    "group_state": listing.state,
+                    "group_type": "share",
+                }
+            )
+    return build(
+        response_type(request), {"throttle_time": 0, "error_code": NONE, "groups": groups}
+    )
+
+
+@handles(77)
+async def share_group_describe(broker: Broker, request: Request, connection: Connection) -> Any:
+    shares = share_groups(broker)
+    groups = []
+    for group_id in request.payload.group_ids:
+        description = shares.groups.describe(group_id)
+        if description.error_code != NONE:
+            groups.append(
+                {
+                    "error_code": GROUP_ID_NOT_FOUND,
+                    "error_message": f"Group {group_id} not found.",
+                    "group_id": group_id,
+                    "group_state": "Dead",
+                    "group_epoch": -1,
+                    "assignment_epoch": -1,
+                    "assignor_name": "",
+                    "members": [],
+                    "authorized_operations": -2147483648,
+                }
+            )
+            continue
+        members = []
+        for member in description.members:
+            topic_partitions = []
+            for name, partitions in sorted(member.assignment.items()):
+                topic = broker.topic(name)
+                if topic is None:
+                    continue
+                topic_partitions.append(
+                    {"topic_id": topic.topic_id, "topic_name": name, "partitions": sorted(partitions)}
+                )
+            members.append(
+                {
+                    "member_id": member.member_id,
+                    "rack_id": member.rack_id,
+                    "member_epoch": member.member_epoch,
+                    "client_id": member.client_id,
+                    "client_host": member.client_host,
+                    "subscribed_topic_names": list(member.subscribed_topic_names),
+                    "assignment": {"topic_partitions": topic_partitions},
+                }
+            )
+        groups.append(
+            {
+                "error_code": NONE,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": description.state,
+                "group_epoch": description.group_epoch,
+                "assignment_epoch": description.assignment_epoch,
+                "assignor_name": description.assignor_name,
+                "members": members,
+                "authorized_operations": -2147483648,
+            }
+        )
+    return build(response_type(request), {"throttle_time": 0, "groups": groups})
+
+
+def _group_error(shares: ShareGroups, group_id: str, *, must_be_empty: bool) -> int:
+    description = shares.groups.describe(group_id)
+    if description.error_code != NONE:
+        return description.error_code
+    if must_be_empty and description.members:
+        return NON_EMPTY_GROUP
+    return NONE
+
+
+@handles(90)
+async def describe_share_group_offsets(
+    broker: Broker, request: Request, connection: Connection
+) -> Any:
+    shares = share_groups(broker)
+    groups = []
+    for wanted in request.payload.groups:
+        group_id = wanted.group_id
+        if shares.groups.describe(group_id).error_code != NONE:
+            groups.append(
+                {
+                    "group_id": group_id,
+                    "topics": [],
+                    "error_code": GROUP_ID_NOT_FOUND,
+                    "error_message": f"Group {group_id} not found.",
+                }
+            )
+            continue
+        states = shares.group_topic_states(group_id)
+        requested: list[tuple[str, list[int] | None]]
+        if wanted.topics is None:
+            names = sorted(
+                {t.name for k in states if (t := broker.logs.by_id.get(k.topic_id)) is not None}
+            )
+            requested = [(name, None) for name in names]
+        else:
+            requested = [(t.topic_name, [int(p) for p in t.partitions]) for t in wanted.topics]
+        topics = []
+        for name, partitions in requested:
+            topic = broker.topic(name)
+            if topic is None:
+                topics.append(
+                    {
+                        "topic_name": name,
+                        "topic_id": uuid.UUID(int=0),
+                        "partitions": [
+                            _offset_entry(p, -1, -1, -1, UNKNOWN_TOPIC_OR_PARTITION)
+                            for p in partitions or []
+                        ],
+                    }
+                )
+                continue
+            if partitions is None:
+                partitions = sorted(
+                    k.partition for k in states if k.topic_id == topic.topic_id and states[k]
+                )
+            entries = []
+            for partition in partitions:
+                key = SharePartitionKey(group_id, topic.topic_id, partition)
+                persisted = states.get(key)
+                if not 0 <= partition < len(topic.partitions):
+                    entries.append(_offset_entry(partition, -1, -1, -1, UNKNOWN_TOPIC_OR_PARTITION))
+                elif persisted is None:
+                    entries.append(_offset_entry(partition, -1, -1, -1, NONE))
+                else:
+                    end = topic.partitions[partition].log_end_offset
+                    lag = share_partition_lag(
+                        end, persisted.start_offset, persisted.delivery_complete_count
+                    )
+                    entries.append(
+                        _offset_entry(
+                            partition, persisted.start_offset, persisted.leader_epoch, lag, NONE
+                        )
+                    )
+            topics.append({"topic_name": name, "topic_id": topic.topic_id, "partitions": entries})
+        groups.append(
+            {"group_id": group_id, "topics": topics, "error_code": NONE, "error_message": None}
+        )
+    return build(response_type(request), {"throttle_time": 0, "groups": groups})
+
+
+def _offset_entry(
+    partition: int, start_offset: int, leader_epoch: int, lag: int, error_code: int
+) -> dict[str, Any]:
+    return {
+        "partition_index": partition,
+        "start_offset": start_offset,
+        "leader_epoch": leader_epoch,
+        "lag": lag,
+        "error_code": error_code,
+        "error_message": None,
+    }
+
+
+@handles(91)
+async def alter_share_group_offsets(
+    broker: Broker, request: Request, connection: Connection
+) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    group_id = payload.group_id
+    error = _group_error(shares, group_id, must_be_empty=True)
+    if error == GROUP_ID_NOT_FOUND:
+        # Kafka creates the (empty) share group when offsets are altered for a new group id.
+        shares.groups.ensure_group(group_id)
+        error = NONE
+    body: dict[str, Any] = {"throttle_time": 0, "error_code": error, "error_message": None}
+    if error != NONE:
+        body["error_message"] = (
+            "The group is not empty." if error == NON_EMPTY_GROUP else None
+        )
+        body["responses"] = []
+        return build(response_type(request), body)
+    responses = []
+    for wanted in payload.topics:
+        topic = broker.topic(wanted.topic_name)
+        partitions = []
+        for partition in wanted.partitions:
+            index = int(partition.partition_index)
+            start = int(partition.start_offset)
+            code = NONE
+            message = None
+            if topic is None or not 0 <= index < len(topic.partitions):
+                code = UNKNOWN_TOPIC_OR_PARTITION
+                message = "This server does not host this topic-partition."
+            else:
+                key = SharePartitionKey(group_id, topic.topic_id, index)
+                persisted = shares.persisted(key)
+                epoch = 1 if persisted is None else persisted.state_epoch + 1
+                shares.initialize(key, epoch, start)
+                shares.forget_live([key])
+                shares.groups.mark_initialized(group_id, {wanted.topic_name: [index]})
+            partitions.append({"partition_index": index, "error_code": code, "error_message": message})
+        responses.append(
+            {
+                "topic_name": wanted.topic_name,
+                "topic_id": uuid.UUID(int=0) if topic is None else topic.topic_id,
+                "partitions": partitions,
+            }
+        )
+    body["responses"] = responses
+    return build(response_type(request), body)
+
+
+@handles(92)
+async def delete_share_group_offsets(
+    broker: Broker, request: Request, connection: Connection
+) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    group_id = payload.group_id
+    error = _group_error(shares, group_id, must_be_empty=True)
+    body: dict[str, Any] = {"throttle_time": 0, "error_code": error, "error_message": None}
+    if error != NONE:
+        body["error_message"] = {
+            NON_EMPTY_GROUP: "The group is not empty.",
+            GROUP_ID_NOT_FOUND: f"Group {group_id} not found.",
+        }.get(error)
+        body["responses"] = []
+        return build(response_type(request), body)
+    states = shares.group_topic_states(group_id)
+    responses = []
+    for wanted in payload.topics:
+        topic = broker.topic(wanted.topic_name)
+        if topic is None:
+            responses.append(
+                {
+                    "topic_name": wanted.topic_name,
+                    "topic_id": uuid.UUID(int=0),
+                    "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                    "error_message": "This server does not host this topic-partition.",
+                }
+            )
+            continue
+        keys = [k for k in states if k.topic_id == topic.topic_id]
+        for key in sorted(keys, key=lambda k: k.partition):
+            record = shares.state.delete(key)
+            if record is not None:
+                shares._append_state(key, record)
+        shares.forget_live(keys)
+        shares.groups.mark_uninitialized(group_id, [wanted.topic_name])
+        responses.append(
+            {
+                "topic_name": wanted.topic_name,
+                "topic_id": topic.topic_id,
+                "error_code": NONE,
+                "error_message": None,
+            }
+        )
+    body["responses"] = responses
+    return build(response_type(request), body)
+
+
+@handles(42)
+async def delete_groups(broker: Broker, request: Request, connection: Connection) -> Any:
+    shares = share_groups(broker)
+    results = []
+    for group_id in request.payload.groups_names:
+        error = _group_error(shares, group_id, must_be_empty=True)
+        if error == NONE:
+            states = shares.group_topic_states(group_id)
+            for key in sorted(states, key=lambda k: (str(k.topic_id), k.partition)):
+                record = shares.state.delete(key)
+                if record is not None:
+                    shares._append_state(key, record)
+            shares.forget_live(list(states))
+            shares.groups.delete_group(group_id)
+        results.append({"group_id": group_id, "error_code": error})
+    return build(response_type(request), {"throttle_time": 0, "results": results})
+
+
+# -- group configs ---------------------------------------------------------------
+
+
+@handles(32)
+async def describe_configs(broker: Broker, request: Request, connection: Connection) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    include_synonyms = bool(getattr(payload, "include_synonyms", False))
+    include_documentation = bool(getattr(payload, "include_documentation", False))
+    results = []
+    for resource in payload.resources:
+        kind = int(resource.resource_type)
+        name = resource.resource_name
+        entry: dict[str, Any] = {
+            "error_code": NONE,
+            "error_message": None,
+            "resource_type": kind,
+            "resource_name": name,
+            "configs": [],
+        }
+        if kind == GROUP_RESOURCE:
+            try:
+                configs = shares.configs.describe(
+                    name,
+                    None if resource.configuration_keys is None else list(resource.configuration_keys),
+                    include_documentation,
+                    include_synonyms=include_synonyms,
+                )
+            except GroupConfigError as error:
+                entry.update(error_code=error.error_code, error_message=error.message)
+            else:
+                entry["configs"] = [
+                    {
+                        "name": c.name,
+                        "value": c.value,
+                        "read_only": c.read_only,
+                        "config_source": int(c.source),
+                        "is_sensitive": c.is_sensitive,
+                        "synonyms": [
+                            {"name": s.name, "value": s.value, "source": int(s.source)}
+                            for s in c.synonyms
+                        ],
+                        "config_type": int(c.config_type),
+                        "documentation": c.documentation,
+                    }
+                    for c in configs
+                ]
+        elif kind == TOPIC_RESOURCE:
+            topic = broker.topic(name)
+            if topic is None:
+                entry.update(
+                    error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message=f"Topic {name} does not exist.",
+                )
+        elif kind != BROKER_RESOURCE:
+            entry.update(error_code=INVALID_REQUEST, error_message="Unsupported resource type")
+        results.append(entry)
+    return build(response_type(request), {"throttle_time": 0, "results": results})
+
+
+@handles(44)
+async def incremental_alter_configs(
+    broker: Broker, request: Request, connection: Connection
+) -> Any:
+    shares = share_groups(broker)
+    payload = request.payload
+    responses = []
+    for resource in payload.resources:
+        kind = int(resource.resource_type)
+        name = resource.resource_name
+        if kind != GROUP_RESOURCE:
+            responses.append(
+                {
+                    "error_code": INVALID_REQUEST,
+                    "error_message": "The sandbox only alters GROUP configs.",
+                    "resource_type": kind,
+                    "resource_name": name,
+                }
+            )
+            continue
+        ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+        code, message = shares.configs.incremental_alter(name, ops, bool(payload.validate_only))
+        responses.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": kind,
+                "resource_name": name,
+            }
+        )
+    return build(response_type(request), {"throttle_time": 0, "responses": responses})
+

@@ -104,3 +104,41 @@ def rebase(batch: bytes | memoryview, base_offset: int, leader_epoch: int = 0) -
     _BASE_OFFSET.pack_into(data, 0, base_offset)
     _LEADER_EPOCH.pack_into(data, LOG_OVERHEAD, leader_epoch)
     return bytes(data)
+
+
+def encode_batch(
+    records: list[tuple[bytes | None, bytes | None]], timestamp_ms: int, base_offset: int = 0
+) -> bytes:
+    """An uncompressed v2 batch of (key, value) records, all with one CreateTime.
+
+    Brokers write their own internal records (``__share_group_state``) this way;
+    producers' batches never pass through here.
+    """
+    import datetime
+    import io
+
+    from kio.records.schema import NewRecordBatch, Record
+    from kio.records.writers import write_new_batch
+    from kio.static.primitive import i8, i16, i32, i64
+
+    moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
+    batch = NewRecordBatch(
+        producer_id=i64(-1),
+        producer_epoch=i16(-1),
+        base_sequence=i32(-1),
+        attributes=i16(0),
+        records=tuple(
+            Record(
+                attributes=i8(0),
+                timestamp=moment,  # type: ignore[arg-type]
+                offset=i64(base_offset + index),
+                key=key,
+                value=value,
+                headers=(),
+            )
+            for index, (key, value) in enumerate(records)
+        ),
+    )
+    buffer = io.BytesIO()
+    write_new_batch(buffer, batch)
+    return buffer.getvalue()

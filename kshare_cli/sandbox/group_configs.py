@@ -1,0 +1,861 @@
+"""Group-level configs (``share.*`` and their siblings) for the sandbox broker.
+
+Kafka keeps dynamic per-group configs (resource type GROUP in DescribeConfigs and
+IncrementalAlterConfigs) next to broker-level ``group.*`` settings that supply the
+defaults and the bounds a group value is checked against. The sandbox has to
+answer those two RPCs the way Kafka 4.2 does, and its share-group coordinator and
+share-partitions have to read the effective values (lock duration, delivery
+limit, session timeout, ...), so both live here, without I/O.
+
+What this reproduces from Apache Kafka 4.2.0 (``GroupConfig``,
+``GroupConfigManager``, ``ConfigHelper``, ``ConfigurationControlManager``):
+
+* DescribeConfigs on a GROUP returns all eleven group configs (``consumer.*``,
+  ``share.*`` and ``streams.*``), whatever group type the name belongs to, in the
+  iteration order of Java's ``HashMap`` (reproduced, so the wire order matches the
+  golden recording). Source is DEFAULT_CONFIG (5) unless the group overrides the
+  key, then GROUP_CONFIG (8); the one synonym is the entry itself.
+* Defaults of ``share.session.timeout.ms``, ``share.heartbeat.interval.ms``,
+  ``share.record.lock.duration.ms`` and the two ``consumer.*`` timeouts are the
+  broker's ``group.*`` values; the rest are the static ConfigDef defaults.
+* IncrementalAlterConfigs validates the merged result before applying anything
+  (all-or-nothing per resource) and reports Kafka's error codes and messages,
+  e.g. INVALID_CONFIG (40) ``share.record.lock.duration.ms must be less than or
+  equal to group.share.max.record.lock.duration.ms``.
+* 4.2 quirk kept: validation fills keys the group has not set with the *static*
+  ConfigDef defaults (45000/5000/30000 ...), not with the broker's values, except
+  for the two ``consumer.*`` timeouts. A broker whose ``group.share.max.*`` bound
+  is below a static default therefore refuses every alter. 4.3 merges the broker
+  values first; the ``"4.3"`` profile does that.
+
+``share.delivery.count.limit``, ``share.partition.max.record.locks`` and
+``share.renew.acknowledge.enable`` do not exist as group configs in 4.2 (Kafka
+4.2 answers ``Unknown group config name``); they arrive in 4.3 and are enabled
+by ``kafka_version="4.3"``. In 4.2 the delivery limit and the record-lock cap
+come only from the broker (``group.share.delivery.count.limit``,
+``group.share.partition.max.record.locks``).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+KafkaVersion = Literal["4.2", "4.3"]
+
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+
+#: Kafka's cap on a stored config value (KRaft ConfigRecord), in characters.
+_MAX_VALUE_SIZE = 32767
+
+
+class ConfigSource(enum.IntEnum):
+    """DescribeConfigs ``configSource`` ids (``DescribeConfigsResponse.ConfigSource``)."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+class ConfigType(enum.IntEnum):
+    """DescribeConfigs ``configType`` ids (``DescribeConfigsResponse.ConfigType``)."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class AlterConfigOpType(enum.IntEnum):
+    """IncrementalAlterConfigs ``configOperation`` ids (``AlterConfigOp.OpType``)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class GroupConfigError(Exception):
+    """A request-level failure that Kafka reports as an error code on the resource.
+
+    Raised by :meth:`GroupConfigStore.describe` so the caller can put
+    ``error_code``/``message`` into the DescribeConfigs result for that resource.
+    """
+
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+class _ConfigException(Exception):
+    """Kafka's ``ConfigException``/``InvalidConfigurationException``: INVALID_CONFIG."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _invalid_value(name: str, value: object, detail: str | None) -> _ConfigException:
+    """Build the message Kafka's ``ConfigException(name, value, message)`` carries."""
+    suffix = "" if detail is None else f": {detail}"
+    return _ConfigException(f"Invalid value {_java_str(value)} for configuration {name}{suffix}")
+
+
+def _java_str(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerGroupSettings:
+    """The broker's ``group.*`` settings that give group configs defaults and bounds.
+
+    Field names follow the Kafka property names (``group.share.session.timeout.ms``
+    is ``share_session_timeout_ms``). The defaults are Kafka 4.2's. Construction
+    applies the consistency checks Kafka applies at broker start-up, with Kafka's
+    messages, because a combination Kafka would refuse to start with would make
+    the sandbox answer things no real cluster answers.
+    """
+
+    consumer_session_timeout_ms: int = 45000
+    consumer_min_session_timeout_ms: int = 45000
+    consumer_max_session_timeout_ms: int = 60000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_min_heartbeat_interval_ms: int = 5000
+    consumer_max_heartbeat_interval_ms: int = 15000
+
+    share_session_timeout_ms: int = 45000
+    share_min_session_timeout_ms: int = 45000
+    share_max_session_timeout_ms: int = 60000
+    share_heartbeat_interval_ms: int = 5000
+    share_min_heartbeat_interval_ms: int = 5000
+    share_max_heartbeat_interval_ms: int = 15000
+    share_max_size: int = 200
+    share_record_lock_duration_ms: int = 30000
+    share_min_record_lock_duration_ms: int = 15000
+    share_max_record_lock_duration_ms: int = 60000
+    share_delivery_count_limit: int = 5
+    share_partition_max_record_locks: int = 2000
+    # 4.3 only: the bounds of the group-level overrides introduced there.
+    share_min_delivery_count_limit: int = 2
+    share_max_delivery_count_limit: int = 10
+    share_min_partition_max_record_locks: int = 100
+    share_max_partition_max_record_locks: int = 4000
+
+    streams_session_timeout_ms: int = 45000
+    streams_min_session_timeout_ms: int = 45000
+    streams_max_session_timeout_ms: int = 60000
+    streams_heartbeat_interval_ms: int = 5000
+    streams_min_heartbeat_interval_ms: int = 5000
+    streams_max_heartbeat_interval_ms: int = 15000
+    streams_num_standby_replicas: int = 0
+    streams_max_standby_replicas: int = 2
+    streams_initial_rebalance_delay_ms: int = 3000
+
+    def __post_init__(self) -> None:
+        checks: list[tuple[bool, str]] = [
+            (self.share_max_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
+             "group.share.max.heartbeat.interval.ms must be greater than or equal to "
+             "group.share.min.heartbeat.interval.ms"),
+            (self.share_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
+             "group.share.heartbeat.interval.ms must be greater than or equal to "
+             "group.share.min.heartbeat.interval.ms"),
+            (self.share_heartbeat_interval_ms <= self.share_max_heartbeat_interval_ms,
+             "group.share.heartbeat.interval.ms must be less than or equal to "
+             "group.share.max.heartbeat.interval.ms"),
+            (self.share_max_session_timeout_ms >= self.share_min_session_timeout_ms,
+             "group.share.max.session.timeout.ms must be greater than or equal to "
+             "group.share.min.session.timeout.ms"),
+            (self.share_session_timeout_ms >= self.share_min_session_timeout_ms,
+             "group.share.session.timeout.ms must be greater than or equal to "
+             "group.share.min.session.timeout.ms"),
+            (self.share_session_timeout_ms <= self.share_max_session_timeout_ms,
+             "group.share.session.timeout.ms must be less than or equal to "
+             "group.share.max.session.timeout.ms"),
+            (self.share_heartbeat_interval_ms < self.share_session_timeout_ms,
+             "group.share.heartbeat.interval.ms must be less than "
+             "group.share.session.timeout.ms"),
+            (self.share_record_lock_duration_ms >= self.share_min_record_lock_duration_ms,
+             "group.share.record.lock.duration.ms must be greater than or equal to "
+             "group.share.min.record.lock.duration.ms"),
+            (self.share_max_record_lock_duration_ms >= self.share_record_lock_duration_ms,
+             "group.share.max.record.lock.duration.ms must be greater than or equal to "
+             "group.share.record.lock.duration.ms"),
+            (1 <= self.share_max_size <= 1000,
+             f"Invalid value {self.share_max_size} for configuration group.share.max.size"),
+            (self.consumer_heartbeat_interval_ms < self.consumer_session_timeout_ms,
+             "group.consumer.heartbeat.interval.ms must be less than "
+             "group.consumer.session.timeout.ms"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    """One DescribeConfigs synonym: where a value could come from, highest precedence first."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One DescribeConfigs result entry, field for field as Kafka fills it for a GROUP."""
+
+    name: str
+    value: str | None
+    read_only: bool
+    source: ConfigSource
+    is_sensitive: bool
+    synonyms: tuple[ConfigSynonym, ...]
+    config_type: ConfigType
+    documentation: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AutoOffsetReset:
+    """A parsed ``share.auto.offset.reset``: where a share-partition starts.
+
+    ``duration_ms`` is set for ``by_duration``; :meth:`timestamp` gives the
+    ListOffsets timestamp the share-partition leader looks up, so the broker
+    does not have to parse ISO-8601 itself.
+    """
+
+    kind: Literal["earliest", "latest", "by_duration"]
+    duration_ms: int | None = None
+
+    def timestamp(self, now_ms: int) -> int:
+        """ListOffsets timestamp: -2 earliest, -1 latest, else ``now - duration``."""
+        if self.kind == "earliest":
+            return -2
+        if self.kind == "latest":
+            return -1
+        return now_ms - (self.duration_ms or 0)
+
+
+# --- value parsing (ConfigDef semantics) -------------------------------------------------------
+
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+# java.time.Duration.parse: [-+]PnDTnHnMn.nS, case-insensitive, signs per unit.
+_JAVA_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?"
+    r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def _java_trim(text: str) -> str:
+    """``String.trim()``: strips every char <= U+0020, which ``str.strip()`` does not."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def parse_java_duration_ms(text: str) -> int | None:
+    """Parse an ISO-8601 duration as ``java.time.Duration.parse`` does; None if invalid.
+
+    Kafka validates ``by_duration:`` with Java's parser, whose grammar differs from
+    Python's libraries (days at most, no years/months/weeks, signs on each unit),
+    so the sandbox must accept and refuse exactly the same strings.
+    """
+    match = _JAVA_DURATION.fullmatch(text)
+    if match is None:
+        return None
+    sign, days, t_part, hours, minutes, seconds, fraction = match.groups()
+    if t_part is not None and hours is None and minutes is None and seconds is None:
+        return None
+    if days is None and t_part is None:
+        return None
+    total_ns = 0
+    for amount, unit_seconds in ((days, 86400), (hours, 3600), (minutes, 60), (seconds, 1)):
+        if amount is not None:
+            total_ns += int(amount) * unit_seconds * 1_000_000_000
+    if fraction:
+        fraction_ns = int((fraction + "000000000")[:9])
+        total_ns += -fraction_ns if seconds is not None and seconds.startswith("-") else fraction_ns
+    if sign == "-":
+        total_ns = -total_ns
+    return total_ns // 1_000_000
+
+
+def parse_auto_offset_reset(value: str) -> AutoOffsetReset | None:
+    """Parse a trimmed ``share.auto.offset.reset`` value; None where Kafka refuses it.
+
+    ``none`` is a valid consumer strategy but not a share-group one, and names are
+    case-sensitive (``EARLIEST`` is refused), as in ``ShareGroupAutoOffsetResetStrategy``.
+    """
+    if value == "earliest":
+        return AutoOffsetReset("earliest")
+    if value == "latest":
+        return AutoOffsetReset("latest")
+    if value.startswith("by_duration:"):
+        duration_ms = parse_java_duration_ms(value[len("by_duration:"):])
+        if duration_ms is None or duration_ms < 0:
+            return None
+        return AutoOffsetReset("by_duration", duration_ms)
+    return None
+
+
+Parsed = int | str | bool
+
+
+def _parse_int(name: str, raw: str) -> int:
+    trimmed = _java_trim(raw)
+    if _JAVA_INT.fullmatch(trimmed) is None:
+        raise _invalid_value(name, raw, "Not a number of type INT")
+    number = int(trimmed)
+    if not _INT32_MIN <= number <= _INT32_MAX:
+        raise _invalid_value(name, raw, "Not a number of type INT")
+    return number
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    trimmed = _java_trim(raw).lower()
+    if trimmed == "true":
+        return True
+    if trimmed == "false":
+        return False
+    raise _invalid_value(name, raw, "Expected value to be either true or false")
+
+
+def _at_least(minimum: int) -> Callable[[str, Parsed], None]:
+    def check(name: str, value: Parsed) -> None:
+        if isinstance(value, int) and value < minimum:
+            raise _invalid_value(name, value, f"Value must be at least {minimum}")
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[str, Parsed], None]:
+    def check(name: str, value: Parsed) -> None:
+        if value not in choices:
+            raise _invalid_value(name, value, "String must be one of: " + ", ".join(choices))
+
+    return check
+
+
+def _auto_offset_reset_validator(name: str, value: Parsed) -> None:
+    if not isinstance(value, str) or parse_auto_offset_reset(value) is None:
+        raise _invalid_value(
+            name,
+            value,
+            f"Invalid value `{_java_str(value)}` for configuration {name}. The value must be "
+            "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
+        )
+
+
+# --- the definitions -------------------------------------------------------------------------
+
+_SHARE_AUTO_OFFSET_RESET_DOC = (
+    "The strategy to initialize the share-partition start offset. "
+    "<ul><li>earliest: automatically reset the offset to the earliest offset</li>"
+    "<li>latest: automatically reset the offset to the latest offset</li>"
+    "<li>by_duration:&lt;duration&gt;: automatically reset the offset to a configured duration "
+    "from the current timestamp. "
+    "&lt;duration&gt; must be specified in ISO8601 format (PnDTnHnMn.nS). "
+    "Negative duration is not allowed.</li>"
+    "<li>anything else: throw exception to the share consumer.</li></ul>"
+)
+_SHARE_ISOLATION_LEVEL_DOC = (
+    "Controls how to read records written transactionally. "
+    'If set to "read_committed", the share group will only deliver transactional records '
+    "which have been committed. "
+    'If set to "read_uncommitted", the share group will return all messages, even '
+    "transactional messages which have been aborted. "
+    "Non-transactional records will be returned unconditionally in either mode."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDefinition:
+    """One group config as Kafka's ``GroupConfig`` ConfigDef defines it.
+
+    ``static_default`` is the ConfigDef default (used by 4.2's validation);
+    ``broker_default`` names the :class:`BrokerGroupSettings` field that supplies
+    the default shown by DescribeConfigs and used at run time, when there is one.
+    """
+
+    name: str
+    config_type: ConfigType
+    static_default: Parsed
+    documentation: str
+    validator: Callable[[str, Parsed], None] | None = field(default=None, compare=False)
+    broker_default: str | None = None
+    since: KafkaVersion = "4.2"
+
+
+_DEFINITIONS: tuple[GroupConfigDefinition, ...] = (
+    GroupConfigDefinition(
+        "consumer.session.timeout.ms", ConfigType.INT, 45000,
+        "The timeout to detect client failures when using the consumer group protocol.",
+        _at_least(1), "consumer_session_timeout_ms"),
+    GroupConfigDefinition(
+        "consumer.heartbeat.interval.ms", ConfigType.INT, 5000,
+        "The heartbeat interval given to the members of a consumer group.",
+        _at_least(1), "consumer_heartbeat_interval_ms"),
+    GroupConfigDefinition(
+        "share.session.timeout.ms", ConfigType.INT, 45000,
+        "The timeout to detect client failures when using the share group protocol.",
+        _at_least(1), "share_session_timeout_ms"),
+    GroupConfigDefinition(
+        "share.heartbeat.interval.ms", ConfigType.INT, 5000,
+        "The heartbeat interval given to the members of a share group.",
+        _at_least(1), "share_heartbeat_interval_ms"),
+    GroupConfigDefinition(
+        "share.record.lock.duration.ms", ConfigType.INT, 30000,
+        "The record acquisition lock duration in milliseconds for share groups.",
+        _at_least(1000), "share_record_lock_duration_ms"),
+    GroupConfigDefinition(
+        "share.delivery.count.limit", ConfigType.INT, 5,
+        "The maximum number of delivery attempts for a record delivered to a share group.",
+        _at_least(2), "share_delivery_count_limit", since="4.3"),
+    GroupConfigDefinition(
+        "share.partition.max.record.locks", ConfigType.INT, 2000,
+        "Share-group record lock limit per share-partition.",
+        _at_least(100), "share_partition_max_record_locks", since="4.3"),
+    GroupConfigDefinition(
+        "share.auto.offset.reset", ConfigType.STRING, "latest",
+        _SHARE_AUTO_OFFSET_RESET_DOC, _auto_offset_reset_validator),
+    GroupConfigDefinition(
+        "share.isolation.level", ConfigType.STRING, "read_uncommitted",
+        _SHARE_ISOLATION_LEVEL_DOC, _one_of("read_committed", "read_uncommitted")),
+    GroupConfigDefinition(
+        "share.renew.acknowledge.enable", ConfigType.BOOLEAN, True,
+        "Whether the renew acknowledge type is enabled for the share group.",
+        None, since="4.3"),
+    GroupConfigDefinition(
+        "streams.session.timeout.ms", ConfigType.INT, 45000,
+        "The timeout to detect client failures when using the streams group protocol.",
+        _at_least(1), "streams_session_timeout_ms"),
+    GroupConfigDefinition(
+        "streams.heartbeat.interval.ms", ConfigType.INT, 5000,
+        "The heartbeat interval given to the members.",
+        _at_least(1), "streams_heartbeat_interval_ms"),
+    GroupConfigDefinition(
+        "streams.num.standby.replicas", ConfigType.INT, 0,
+        "The number of standby replicas for each task.",
+        _at_least(0), "streams_num_standby_replicas"),
+    GroupConfigDefinition(
+        "streams.initial.rebalance.delay.ms", ConfigType.INT, 3000,
+        "The amount of time the group coordinator will wait for more streams clients to join "
+        "a new group before performing the first rebalance. A longer delay means potentially "
+        "fewer rebalances.",
+        _at_least(0), "streams_initial_rebalance_delay_ms"),
+)
+
+#: Configs whose DescribeConfigs default is the broker's value in 4.2
+#: (``extractGroupConfigMap``); in 4.3 every definition with a broker_default is.
+_BROKER_DEFAULTED_42 = frozenset({
+    "consumer.session.timeout.ms",
+    "consumer.heartbeat.interval.ms",
+    "share.session.timeout.ms",
+    "share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms",
+})
+#: Keys 4.2's validation takes from the broker; the others use static defaults.
+_VALIDATION_BROKER_KEYS_42 = frozenset({
+    "consumer.session.timeout.ms",
+    "consumer.heartbeat.interval.ms",
+})
+
+
+def _java_string_hash(text: str) -> int:
+    """``String.hashCode`` over UTF-16 code units, as a signed-agnostic 32-bit value."""
+    h = 0
+    encoded = text.encode("utf-16-be")
+    for i in range(0, len(encoded), 2):
+        h = (31 * h + int.from_bytes(encoded[i:i + 2], "big")) & 0xFFFFFFFF
+    return h
+
+
+def java_hashmap_order(names: Sequence[str]) -> list[str]:
+    """The iteration order of a ``java.util.HashMap`` filled with ``names`` in order.
+
+    Kafka builds the DescribeConfigs list by iterating such a map, so clients (and
+    the golden recording) see this order; it is reproduced rather than sorted.
+    """
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = _java_string_hash(name)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(names, key=lambda name: (bucket(name), names.index(name)))
+
+
+# --- the store --------------------------------------------------------------------------------
+
+
+class GroupConfigStore:
+    """Dynamic group configs of one sandbox cluster, answering as Kafka 4.2 (or 4.3).
+
+    Group configs exist independently of groups (Kafka lets you configure a group
+    that never had a member), so this store is keyed by group name only and never
+    consults the group coordinator.
+    """
+
+    def __init__(
+        self,
+        broker: BrokerGroupSettings | None = None,
+        *,
+        kafka_version: KafkaVersion = "4.2",
+    ) -> None:
+        self.broker = broker if broker is not None else BrokerGroupSettings()
+        self.kafka_version: KafkaVersion = kafka_version
+        self._definitions = tuple(
+            d for d in _DEFINITIONS if d.since == "4.2" or kafka_version == "4.3"
+        )
+        self._by_name = {d.name: d for d in self._definitions}
+        self._describe_order = java_hashmap_order([d.name for d in self._definitions])
+        self._overrides: dict[str, dict[str, str]] = {}
+
+    # -- introspection
+
+    @property
+    def definitions(self) -> tuple[GroupConfigDefinition, ...]:
+        """The group configs this Kafka version knows, in ConfigDef (validation) order."""
+        return self._definitions
+
+    def overrides(self, group: str) -> dict[str, str]:
+        """The values set on ``group`` as stored (untrimmed), for persistence or display."""
+        return dict(self._overrides.get(group, {}))
+
+    def configured_groups(self) -> list[str]:
+        """Groups with at least one override: what ListConfigResources returns for GROUP."""
+        return [group for group, values in self._overrides.items() if values]
+
+    # -- DescribeConfigs
+
+    def describe(
+        self,
+        group: str,
+        keys: Sequence[str] | None = None,
+        include_documentation: bool = False,
+        *,
+        include_synonyms: bool = False,
+    ) -> list[ConfigEntry]:
+        """DescribeConfigs for one GROUP resource, entry for entry as Kafka builds it.
+
+        ``keys`` None or empty means all; unknown keys are silently left out, as
+        Kafka does. An empty group name raises :class:`GroupConfigError`
+        (INVALID_REQUEST, ``Group name must not be empty``).
+        """
+        if not group:
+            raise GroupConfigError(INVALID_REQUEST, "Group name must not be empty")
+        overrides = self._overrides.get(group, {})
+        wanted = set(keys) if keys else None
+        entries: list[ConfigEntry] = []
+        for name in self._describe_order:
+            if wanted is not None and name not in wanted:
+                continue
+            definition = self._by_name[name]
+            if name in overrides:
+                value = self._parse(definition, overrides[name])
+                source = ConfigSource.GROUP_CONFIG
+            else:
+                value = self._describe_default(definition)
+                source = ConfigSource.DEFAULT_CONFIG
+            text = _java_str(value)
+            synonyms = (ConfigSynonym(name, text, source),) if include_synonyms else ()
+            entries.append(
+                ConfigEntry(
+                    name=name,
+                    value=text,
+                    read_only=False,
+                    source=source,
+                    is_sensitive=False,
+                    synonyms=synonyms,
+                    config_type=definition.config_type,
+                    documentation=definition.documentation if include_documentation else None,
+                )
+            )
+        return entries
+
+    # -- IncrementalAlterConfigs
+
+    def incremental_alter(
+        self,
+        group: str,
+        ops: Sequence[tuple[str, int, str | None]],
+        validate_only: bool = False,
+    ) -> tuple[int, str | None]:
+        """Apply ``(key, op, value)`` operations to one GROUP resource, all or nothing.
+
+        Returns Kafka's ``(error_code, error_message)`` for the resource; ``(0,
+        None)`` on success. Nothing is stored when validation fails or when
+        ``validate_only`` is set. The checks run in Kafka's order: duplicate keys,
+        null values, operation types, value size, group name, unknown names, value
+        parsing (in ConfigDef order), then the broker bounds.
+        """
+        names = [name for name, _, _ in ops]
+        if len(set(names)) != len(names):
+            return INVALID_REQUEST, "Error due to duplicate config keys"
+        null_updates = [
+            name for name, op, value in ops
+            if op != AlterConfigOpType.DELETE and value is None
+        ]
+        if null_updates:
+            return INVALID_REQUEST, "Null value not supported for : " + ", ".join(null_updates)
+
+        current = self._overrides.get(group, {})
+        merged = dict(current)
+        for name, op, value in ops:
+            if op == AlterConfigOpType.SET and value is not None:
+                merged[name] = value
+            elif op == AlterConfigOpType.DELETE:
+                merged.pop(name, None)
+            elif op in (AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT):
+                op_name = AlterConfigOpType(op).name
+                return (
+                    INVALID_CONFIG,
+                    f"Can't {op_name} to key {name} because its type is not LIST.",
+                )
+            else:
+                return INVALID_REQUEST, f"Unknown operations type {op}"
+        for name, value in merged.items():
+            if current.get(name) != value and len(value) > _MAX_VALUE_SIZE:
+                return (
+                    INVALID_CONFIG,
+                    "The configuration value cannot be added because it exceeds the maximum "
+                    f"value size of {_MAX_VALUE_SIZE} bytes.",
+                )
+        if not group:
+            return INVALID_REQUEST, "Default group resources are not allowed."
+        try:
+            self._validate(merged)
+        except _ConfigException as error:
+            return INVALID_CONFIG, error.message
+        if not validate_only:
+            if merged:
+                self._overrides[group] = merged
+            else:
+                self._overrides.pop(group, None)
+        return 0, None
+
+    def forget(self, group: str) -> None:
+        """Drop every override of ``group`` (what deleting its config record does)."""
+        self._overrides.pop(group, None)
+
+    # -- typed getters (effective values for the sandbox's share machinery)
+
+    def session_timeout_ms(self, group: str) -> int:
+        """``share.session.timeout.ms``: when the coordinator fences a silent member."""
+        return self._effective_int(group, "share.session.timeout.ms")
+
+    def heartbeat_interval_ms(self, group: str) -> int:
+        """``share.heartbeat.interval.ms``: what ShareGroupHeartbeat tells members."""
+        return self._effective_int(group, "share.heartbeat.interval.ms")
+
+    def record_lock_duration_ms(self, group: str) -> int:
+        """``share.record.lock.duration.ms``: how long an acquired record stays locked."""
+        return self._effective_int(group, "share.record.lock.duration.ms")
+
+    def delivery_count_limit(self, group: str) -> int:
+        """Delivery attempts before a record is archived.
+
+        A group-level override exists from 4.3 on; in 4.2 this is always the
+        broker's ``group.share.delivery.count.limit``.
+        """
+        return self._effective_int(group, "share.delivery.count.limit")
+
+    def max_record_locks(self, group: str) -> int:
+        """In-flight (acquired) records a share-partition may hold for the group.
+
+        Group-level from 4.3 on; the broker's ``group.share.partition.max.record.locks``
+        in 4.2.
+        """
+        return self._effective_int(group, "share.partition.max.record.locks")
+
+    def auto_offset_reset(self, group: str) -> str:
+        """``earliest``, ``latest`` or ``by_duration:<ISO-8601 duration>`` as configured."""
+        value = self._effective(group, "share.auto.offset.reset")
+        return value if isinstance(value, str) else "latest"
+
+    def auto_offset_reset_strategy(self, group: str) -> AutoOffsetReset:
+        """:meth:`auto_offset_reset`, parsed, so callers get a ListOffsets timestamp."""
+        parsed = parse_auto_offset_reset(self.auto_offset_reset(group))
+        return parsed if parsed is not None else AutoOffsetReset("latest")
+
+    def isolation_level(self, group: str) -> str:
+        """``read_uncommitted`` or ``read_committed``."""
+        value = self._effective(group, "share.isolation.level")
+        return value if isinstance(value, str) else "read_uncommitted"
+
+    # -- internals
+
+    def _broker_value(self, definition: GroupConfigDefinition) -> Parsed:
+        if definition.broker_default is None:
+            return definition.static_default
+        value: int = getattr(self.broker, definition.broker_default)
+        return value
+
+    def _describe_default(self, definition: GroupConfigDefinition) -> Parsed:
+        if self.kafka_version == "4.3" or definition.name in _BROKER_DEFAULTED_42:
+            return self._broker_value(definition)
+        return definition.static_default
+
+    def _effective(self, group: str, name: str) -> Parsed:
+        definition = self._by_name.get(name)
+        if definition is None:
+            # 4.2 has no group-level key for this: the broker value is the only one.
+            for candidate in _DEFINITIONS:
+                if candidate.name == name:
+                    return self._broker_value(candidate)
+            raise KeyError(name)
+        raw = self._overrides.get(group, {}).get(name)
+        if raw is None:
+            return self._broker_value(definition)
+        value = self._parse(definition, raw)
+        if self.kafka_version == "4.3" and isinstance(value, int):
+            value = self._clamp_43(name, value)
+        return value
+
+    def _effective_int(self, group: str, name: str) -> int:
+        value = self._effective(group, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} is not an INT config")
+        return value
+
+    def _clamp_43(self, name: str, value: int) -> int:
+        """4.3 caps a stored value into the broker's current bounds when reading it."""
+        bounds = self._bounds().get(name)
+        if bounds is None:
+            return value
+        low, high = bounds[0][0], bounds[1][0]
+        return max(low, min(high, value))
+
+    def _parse(self, definition: GroupConfigDefinition, raw: str) -> Parsed:
+        if definition.config_type == ConfigType.INT:
+            return _parse_int(definition.name, raw)
+        if definition.config_type == ConfigType.BOOLEAN:
+            return _parse_bool(definition.name, raw)
+        return _java_trim(raw)
+
+    def _bounds(self) -> dict[str, tuple[tuple[int, str], tuple[int, str]]]:
+        """Per key: ((min, broker min name), (max, broker max name)), in check order."""
+        b = self.broker
+        bounds: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {
+            "consumer.heartbeat.interval.ms": (
+                (b.consumer_min_heartbeat_interval_ms, "group.consumer.min.heartbeat.interval.ms"),
+                (b.consumer_max_heartbeat_interval_ms, "group.consumer.max.heartbeat.interval.ms"),
+            ),
+            "consumer.session.timeout.ms": (
+                (b.consumer_min_session_timeout_ms, "group.consumer.min.session.timeout.ms"),
+                (b.consumer_max_session_timeout_ms, "group.consumer.max.session.timeout.ms"),
+            ),
+            "share.heartbeat.interval.ms": (
+                (b.share_min_heartbeat_interval_ms, "group.share.min.heartbeat.interval.ms"),
+                (b.share_max_heartbeat_interval_ms, "group.share.max.heartbeat.interval.ms"),
+            ),
+            "share.session.timeout.ms": (
+                (b.share_min_session_timeout_ms, "group.share.min.session.timeout.ms"),
+                (b.share_max_session_timeout_ms, "group.share.max.session.timeout.ms"),
+            ),
+            "share.record.lock.duration.ms": (
+                (b.share_min_record_lock_duration_ms, "group.share.min.record.lock.duration.ms"),
+                (b.share_max_record_lock_duration_ms, "group.share.max.record.lock.duration.ms"),
+            ),
+        }
+        if self.kafka_version == "4.3":
+            bounds["share.delivery.count.limit"] = (
+                (b.share_min_delivery_count_limit, "group.share.min.delivery.count.limit"),
+                (b.share_max_delivery_count_limit, "group.share.max.delivery.count.limit"),
+            )
+            bounds["share.partition.max.record.locks"] = (
+                (b.share_min_partition_max_record_locks,
+                 "group.share.min.partition.max.record.locks"),
+                (b.share_max_partition_max_record_locks,
+                 "group.share.max.partition.max.record.locks"),
+            )
+        bounds["streams.heartbeat.interval.ms"] = (
+            (b.streams_min_heartbeat_interval_ms, "group.streams.min.heartbeat.interval.ms"),
+            (b.streams_max_heartbeat_interval_ms, "group.streams.max.heartbeat.interval.ms"),
+        )
+        bounds["streams.session.timeout.ms"] = (
+            (b.streams_min_session_timeout_ms, "group.streams.min.session.timeout.ms"),
+            (b.streams_max_session_timeout_ms, "group.streams.max.session.timeout.ms"),
+        )
+        return bounds
+
+    def _validate(self, merged: Mapping[str, str]) -> None:
+        """``GroupConfigManager.validate``: names, then ConfigDef parse, then bounds."""
+        for name in merged:
+            if name not in self._by_name:
+                raise _ConfigException(f"Unknown group config name: {name}")
+        combined: dict[str, str | Parsed] = {}
+        for definition in self._definitions:
+            use_broker = (
+                self.kafka_version == "4.3" and definition.broker_default is not None
+            ) or definition.name in _VALIDATION_BROKER_KEYS_42
+            if use_broker:
+                combined[definition.name] = self._broker_value(definition)
+        combined.update(merged)
+        values: dict[str, Parsed] = {}
+        for definition in self._definitions:
+            raw = combined.get(definition.name)
+            if raw is None:
+                value = definition.static_default
+            elif isinstance(raw, str):
+                value = self._parse(definition, raw)
+            else:
+                value = raw
+            if definition.validator is not None:
+                definition.validator(definition.name, value)
+            values[definition.name] = value
+        self._check_bounds(values)
+
+    def _check_bounds(self, values: Mapping[str, Parsed]) -> None:
+        for name, ((low, low_name), (high, high_name)) in self._bounds().items():
+            value = values[name]
+            assert isinstance(value, int)
+            if value < low:
+                raise _ConfigException(f"{name} must be greater than or equal to {low_name}")
+            if value > high:
+                raise _ConfigException(f"{name} must be less than or equal to {high_name}")
+            if name == "streams.session.timeout.ms":
+                replicas = values["streams.num.standby.replicas"]
+                assert isinstance(replicas, int)
+                if replicas > self.broker.streams_max_standby_replicas:
+                    raise _ConfigException(
+                        "streams.num.standby.replicas must be less than or equal to "
+                        "group.streams.max.standby.replicas"
+                    )
+        for kind in ("consumer", "share", "streams"):
+            session = values[f"{kind}.session.timeout.ms"]
+            heartbeat = values[f"{kind}.heartbeat.interval.ms"]
+            assert isinstance(session, int) and isinstance(heartbeat, int)
+            if session <= heartbeat:
+                raise _ConfigException(
+                    f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
+                )
+

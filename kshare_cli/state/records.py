@@ -1,0 +1,463 @@
+"""Codec for the records of the `__share_group_state` topic.
+
+The share coordinator persists every share-partition's durable state as
+ShareSnapshot and ShareUpdate records. kio carries no schemas for them, and
+every reader of the topic (sandbox, dashboard, audit) must agree with a real
+broker byte for byte, so the layout is written out here by hand from Kafka
+4.2's `share-coordinator/src/main/resources/common/message/Share*.json`:
+
+* key   = int16 record type (0 ShareSnapshot, 1 ShareUpdate; Kafka's
+  `CoordinatorRecordType`) + the key struct, which is non-flexible version 0
+  (int16-length string group id, 16-byte topic id, int32 partition) for both
+  types.
+* value = int16 value version + the value struct. Both value schemas have a
+  single version, 0, and it is flexible: compact arrays, a tagged-field
+  section after every struct, and DeliveryCompleteCount (KIP-1226, added in
+  4.2 without a version bump) travels as tagged field 0, written only when it
+  differs from its default -1. A value without it is therefore an older
+  broker's record or a state whose count is unknown; both decode to -1.
+* a null value is a tombstone: the share-partition's state was deleted.
+
+Decoding is a straight walk over `struct.unpack_from` because replaying the
+topic must keep up with 100,000 records a second; malformed bytes always
+surface as `StateRecordError`, never as a struct or index error.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final
+
+__all__ = [
+    "DELIVERY_COMPLETE_COUNT_UNKNOWN",
+    "LATEST_VALUE_VERSION",
+    "DeliveryState",
+    "ShareSnapshotValue",
+    "ShareStateKey",
+    "ShareUpdateValue",
+    "StateBatch",
+    "StateRecord",
+    "StateRecordError",
+    "StateRecordKind",
+    "StateValue",
+    "decode_key",
+    "decode_record",
+    "decode_value",
+    "encode_key",
+    "encode_record",
+    "encode_value",
+]
+
+DELIVERY_COMPLETE_COUNT_UNKNOWN: Final = -1
+"""The schema default: Kafka writes no tagged field when the count is unknown."""
+
+LATEST_VALUE_VERSION: Final = 0
+"""The value version Kafka 4.2's share coordinator writes (the only one defined)."""
+
+_SUPPORTED_VALUE_VERSIONS: Final = frozenset({0})
+_DELIVERY_COMPLETE_COUNT_TAG: Final = 0
+
+
+class StateRecordError(ValueError):
+    """Bytes that are not a share-state record this codec understands.
+
+    A ValueError so that callers validating input can treat it like any other
+    bad value; the message names the field so a corrupt topic can be located.
+    """
+
+
+class StateRecordKind(IntEnum):
+    """The record type that prefixes every key; its value is the wire number."""
+
+    SNAPSHOT = 0
+    UPDATE = 1
+
+
+class DeliveryState(IntEnum):
+    """Per-offset delivery state as Kafka numbers it.
+
+    ACQUIRED is never persisted (an acquisition lock lives only in the
+    broker's memory), but it appears in the protocol and on screen.
+    """
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    """A run of offsets sharing one delivery state and delivery count.
+
+    delivery_state stays a plain int: a newer broker may persist a state this
+    release does not name, and the codec must carry it through unchanged.
+    """
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateKey:
+    """Which share-partition a record is about, and whether it is a snapshot or an update."""
+
+    kind: StateRecordKind
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotValue:
+    """The complete state of a share-partition; it supersedes everything before it."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    create_timestamp: int
+    write_timestamp: int
+    state_batches: tuple[StateBatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareUpdateValue:
+    """A delta on top of the snapshot with the same snapshot_epoch.
+
+    start_offset -1 means "unchanged"; the record has no state epoch and no
+    timestamps because those belong to the snapshot.
+    """
+
+    snapshot_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    state_batches: tuple[StateBatch, ...]
+
+
+StateValue = ShareSnapshotValue | ShareUpdateValue
+
+
+@dataclass(frozen=True, slots=True)
+class StateRecord:
+    """One record of the state topic; value None is a tombstone."""
+
+    key: ShareStateKey
+    value: StateValue | None
+
+    def __post_init__(self) -> None:
+        value = self.value
+        if value is not None and type(value) is not _VALUE_TYPES[self.key.kind]:
+            expected = _VALUE_TYPES[self.key.kind]
+            raise StateRecordError(
+                f"a {self.key.kind.name} key needs a {expected.__name__}, "
+                f"got {type(self.value).__name__}"
+            )
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.value is None
+
+
+# Indexed by the record type number (an IntEnum indexes a tuple at C speed).
+_VALUE_TYPES: Final[tuple[type, ...]] = (ShareSnapshotValue, ShareUpdateValue)
+
+_SNAPSHOT: Final = StateRecordKind.SNAPSHOT
+_UPDATE: Final = StateRecordKind.UPDATE
+_KINDS: Final = (_SNAPSHOT, _UPDATE)
+
+_KEY_HEAD = struct.Struct(">hh")
+_KEY_TAIL = struct.Struct(">16si")
+# SnapshotEpoch, StateEpoch, LeaderEpoch, StartOffset, CreateTimestamp, WriteTimestamp
+_SNAPSHOT_HEAD = struct.Struct(">hiiiqqq")
+# SnapshotEpoch, LeaderEpoch, StartOffset
+_UPDATE_HEAD = struct.Struct(">hiiq")
+# FirstOffset, LastOffset, DeliveryState, DeliveryCount, then the first byte of
+# the batch's tagged-field count: almost always 0, so one unpack reads a batch.
+_BATCH = struct.Struct(">qqbhB")
+_BATCH_WITHOUT_TAGS = struct.Struct(">qqbh")
+_INT32 = struct.Struct(">i")
+_NO_TAGGED_FIELDS: Final = b"\x00"
+# One tagged field, tag 0 (DeliveryCompleteCount), 4 bytes long.
+_ONLY_DELIVERY_COMPLETE_COUNT: Final = b"\x01\x00\x04"
+_KEY_CACHE_LIMIT: Final = 65_536
+
+# Keys repeat for every write to a share-partition, so decoded keys are shared.
+_key_cache: dict[bytes, ShareStateKey] = {}
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def decode_key(data: bytes) -> ShareStateKey:
+    """Decode a record key; identical key bytes yield the same (immutable) object."""
+    if type(data) is not bytes:
+        data = bytes(data)
+    cached = _key_cache.get(data)
+    if cached is not None:
+        return cached
+    key = _decode_key_uncached(data)
+    if len(_key_cache) >= _KEY_CACHE_LIMIT:
+        _key_cache.clear()
+    _key_cache[data] = key
+    return key
+
+
+def _decode_key_uncached(data: bytes) -> ShareStateKey:
+    if len(data) < 4:
+        raise StateRecordError(f"key is {len(data)} bytes, too short for a record type")
+    record_type, group_length = _KEY_HEAD.unpack_from(data, 0)
+    if record_type not in (0, 1):
+        raise StateRecordError(
+            f"unknown record type {record_type} in key (0 ShareSnapshot, 1 ShareUpdate)"
+        )
+    if group_length < 0:
+        raise StateRecordError("key has a null group id")
+    end = 4 + group_length
+    if len(data) != end + _KEY_TAIL.size:
+        raise StateRecordError(
+            f"key is {len(data)} bytes, expected {end + _KEY_TAIL.size} "
+            f"for a {group_length}-byte group id"
+        )
+    try:
+        group_id = data[4:end].decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise StateRecordError(f"key group id is not UTF-8: {error}") from None
+    topic_id_bytes, partition = _KEY_TAIL.unpack_from(data, end)
+    return ShareStateKey(_KINDS[record_type], group_id, uuid.UUID(bytes=topic_id_bytes), partition)
+
+
+def decode_value(kind: StateRecordKind, data: bytes) -> StateValue:
+    """Decode a non-null record value of the type the key announced."""
+    try:
+        if kind is _UPDATE:
+            return _decode_update(data)
+        if kind is _SNAPSHOT:
+            return _decode_snapshot(data)
+    except (struct.error, IndexError):
+        raise StateRecordError(
+            f"{kind.name.lower()} value truncated ({len(data)} bytes)"
+        ) from None
+    raise StateRecordError(f"unknown record kind {kind!r}")
+
+
+def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> StateRecord:
+    """Decode one record as read from the topic; a None value is a tombstone."""
+    key = decode_key(key_bytes)
+    if value_bytes is None:
+        return StateRecord(key, None)
+    return StateRecord(key, decode_value(key.kind, value_bytes))
+
+
+def _check_version(version: int, what: str) -> None:
+    if version not in _SUPPORTED_VALUE_VERSIONS:
+        raise StateRecordError(
+            f"unsupported {what} version {version} (this codec knows Kafka 4.2's "
+            f"version {sorted(_SUPPORTED_VALUE_VERSIONS)})"
+        )
+
+
+def _decode_snapshot(data: bytes) -> ShareSnapshotValue:
+    (
+        version,
+        snapshot_epoch,
+        state_epoch,
+        leader_epoch,
+        start_offset,
+        create_timestamp,
+        write_timestamp,
+    ) = _SNAPSHOT_HEAD.unpack_from(data, 0)
+    if version != 0:
+        _check_version(version, "ShareSnapshotValue")
+    batches, position = _decode_batches(data, _SNAPSHOT_HEAD.size)
+    return ShareSnapshotValue(
+        snapshot_epoch,
+        state_epoch,
+        leader_epoch,
+        start_offset,
+        _decode_top_level_tags(data, position),
+        create_timestamp,
+        write_timestamp,
+        batches,
+    )
+
+
+def _decode_update(data: bytes) -> ShareUpdateValue:
+    version, snapshot_epoch, leader_epoch, start_offset = _UPDATE_HEAD.unpack_from(data, 0)
+    if version != 0:
+        _check_version(version, "ShareUpdateValue")
+    batches, position = _decode_batches(data, _UPDATE_HEAD.size)
+    return ShareUpdateValue(
+        snapshot_epoch,
+        leader_epoch,
+        start_offset,
+        _decode_top_level_tags(data, position),
+        batches,
+    )
+
+
+def _read_uvarint(data: bytes, position: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, position
+        shift += 7
+        if shift > 28:
+            raise StateRecordError("unsigned varint longer than 5 bytes")
+
+
+def _decode_batches(data: bytes, position: int) -> tuple[tuple[StateBatch, ...], int]:
+    length_plus_one = data[position]
+    if length_plus_one < 0x80:
+        position += 1
+    else:
+        length_plus_one, position = _read_uvarint(data, position)
+    if length_plus_one == 0:
+        raise StateRecordError("StateBatches is null, but the schema does not allow it")
+    count = length_plus_one - 1
+    if count * _BATCH.size > len(data) - position:
+        raise StateRecordError(
+            f"StateBatches claims {count} batches, more than the "
+            f"{len(data) - position} bytes left can hold"
+        )
+    batches = []
+    unpack_batch = _BATCH.unpack_from
+    for _ in range(count):
+        first_offset, last_offset, delivery_state, delivery_count, tag_count = unpack_batch(
+            data, position
+        )
+        if tag_count == 0:
+            position += _BATCH.size
+        else:
+            position = _skip_tagged_fields(data, position + _BATCH_WITHOUT_TAGS.size)
+        batches.append(StateBatch(first_offset, last_offset, delivery_state, delivery_count))
+    return tuple(batches), position
+
+
+def _skip_tagged_fields(data: bytes, position: int) -> int:
+    """Skip a tagged-field section whose tags this schema does not define, as Kafka does."""
+    tag_count, position = _read_uvarint(data, position)
+    for _ in range(tag_count):
+        _, position = _read_uvarint(data, position)
+        size, position = _read_uvarint(data, position)
+        position += size
+    if position > len(data):
+        raise StateRecordError("tagged field runs past the end of the value")
+    return position
+
+
+def _decode_top_level_tags(data: bytes, position: int) -> int:
+    remaining = len(data) - position
+    if remaining == 1 and data[position] == 0:
+        return DELIVERY_COMPLETE_COUNT_UNKNOWN
+    if remaining == 7 and data[position : position + 3] == _ONLY_DELIVERY_COMPLETE_COUNT:
+        count: int = _INT32.unpack_from(data, position + 3)[0]
+        return count
+    delivery_complete_count = DELIVERY_COMPLETE_COUNT_UNKNOWN
+    tag_count, position = _read_uvarint(data, position)
+    for _ in range(tag_count):
+        tag, position = _read_uvarint(data, position)
+        size, position = _read_uvarint(data, position)
+        if tag == _DELIVERY_COMPLETE_COUNT_TAG:
+            if size != _INT32.size:
+                raise StateRecordError(
+                    f"DeliveryCompleteCount tagged field is {size} bytes, expected 4"
+                )
+            (delivery_complete_count,) = _INT32.unpack_from(data, position)
+        position += size
+    if position != len(data):
+        raise StateRecordError(
+            f"value has {len(data) - position} bytes after its end "
+            f"(or a tagged field runs past it)"
+        )
+    return delivery_complete_count
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode_key(key: ShareStateKey) -> bytes:
+    """Encode a record key exactly as Kafka's CoordinatorRecordSerde does."""
+    group_id = key.group_id.encode("utf-8")
+    if len(group_id) > 0x7FFF:
+        raise StateRecordError(f"group id is {len(group_id)} bytes, the limit is 32767")
+    try:
+        return b"".join(
+            (
+                _KEY_HEAD.pack(int(key.kind), len(group_id)),
+                group_id,
+                _KEY_TAIL.pack(key.topic_id.bytes, key.partition),
+            )
+        )
+    except struct.error as error:
+        raise StateRecordError(f"cannot encode key {key}: {error}") from None
+
+
+def encode_value(value: StateValue, version: int = LATEST_VALUE_VERSION) -> bytes:
+    """Encode a record value; Kafka 4.2 writes version 0, the only one there is."""
+    _check_version(version, type(value).__name__)
+    try:
+        if isinstance(value, ShareSnapshotValue):
+            head = _SNAPSHOT_HEAD.pack(
+                version,
+                value.snapshot_epoch,
+                value.state_epoch,
+                value.leader_epoch,
+                value.start_offset,
+                value.create_timestamp,
+                value.write_timestamp,
+            )
+        else:
+            head = _UPDATE_HEAD.pack(
+                version, value.snapshot_epoch, value.leader_epoch, value.start_offset
+            )
+        parts = [head, _encode_uvarint(len(value.state_batches) + 1)]
+        pack_batch = _BATCH.pack
+        for batch in value.state_batches:
+            parts.append(
+                pack_batch(
+                    batch.first_offset,
+                    batch.last_offset,
+                    batch.delivery_state,
+                    batch.delivery_count,
+                    0,
+                )
+            )
+        if value.delivery_complete_count == DELIVERY_COMPLETE_COUNT_UNKNOWN:
+            parts.append(_NO_TAGGED_FIELDS)
+        else:
+            parts.append(_ONLY_DELIVERY_COMPLETE_COUNT)
+            parts.append(_INT32.pack(value.delivery_complete_count))
+    except struct.error as error:
+        raise StateRecordError(f"cannot encode {type(value).__name__}: {error}") from None
+    return b"".join(parts)
+
+
+def encode_record(record: StateRecord) -> tuple[bytes, bytes | None]:
+    """Encode a record as the (key, value) pair to produce; tombstones get a None value."""
+    key = encode_key(record.key)
+    if record.value is None:
+        return key, None
+    return key, encode_value(record.value)
+
+
+def _encode_uvarint(number: int) -> bytes:
+    if number < 0 or number > 0xFFFFFFFF:
+        raise StateRecordError(f"{number} does not fit an unsigned varint")
+    out = bytearray()
+    while number >= 0x80:
+        out.append((number & 0x7F) | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
