@@ -377,8 +377,19 @@ def _session_for(
 
 
 def _acknowledge(
-    shares: ShareGroups, group_id: str, member_id: str, topics: Any, now: int
+    shares: ShareGroups,
+    group_id: str,
+    member_id: str,
+    topics: Any,
+    now: int,
+    deferred: list[SharePartition] | None = None,
 ) -> dict[tuple[uuid.UUID, int], int]:
+    """Apply acknowledgements; with ``deferred``, their records stay mid-write until committed.
+
+    A real broker cannot hand out a record whose acknowledgement is still being
+    persisted, so a ShareFetch that piggybacks a release gets that record back
+    only on a later fetch; ``deferred`` reproduces that ordering.
+    """
     results: dict[tuple[uuid.UUID, int], int] = {}
     for topic in topics:
         for partition in topic.partitions:
@@ -395,7 +406,11 @@ def _acknowledge(
                 )
                 for b in partition.acknowledgement_batches
             ]
-            outcome = share_partition.acknowledge(member_id, batches, now)
+            outcome = share_partition.acknowledge(
+                member_id, batches, now, defer_commit=deferred is not None
+            )
+            if deferred is not None and share_partition.has_pending_writes:
+                deferred.append(share_partition)
             if outcome.state_write is not None:
                 shares._persist(key, outcome.state_write)
             results[(topic.topic_id, key.partition)] = outcome.error_code
@@ -463,6 +478,12 @@ def _acquire(
 _LEADER: Final = {"leader_id": 0, "leader_epoch": 0}
 
 
+def _commit(deferred: list[SharePartition]) -> None:
+    for share_partition in deferred:
+        share_partition.commit_pending()
+    deferred.clear()
+
+
 @handles(78)
 async def share_fetch(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = share_groups(broker)
@@ -494,7 +515,8 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
     if session is None:
         return top_level(error)
     now = now_ms()
-    ack_results = _acknowledge(shares, group_id, member_id, payload.topics, now)
+    deferred: list[SharePartition] = []
+    ack_results = _acknowledge(shares, group_id, member_id, payload.topics, now, deferred)
     for forgotten in payload.forgotten_topics_data:
         for partition in forgotten.partitions:
             session.partitions.discard((forgotten.topic_id, int(partition)))
@@ -531,10 +553,15 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
                 int(getattr(payload, "batch_size", 0) or 0),
                 now_ms(),
             )
+            if not fetched and deferred:
+                # Kafka parks such a fetch until the acknowledgement's write completes.
+                _commit(deferred)
+                continue
             remaining = deadline - loop.time()
             if fetched or ack_results or remaining <= 0:
                 break
             await broker.wait_data_changed(remaining)
+    _commit(deferred)
     touched = set(ack_results) | set(fetched) | set(errors)
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for topic_id, partition in sorted(touched, key=lambda p: (str(p[0]), p[1])):

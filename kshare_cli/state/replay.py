@@ -138,6 +138,20 @@ class SharePartitionState:
         )
 
 
+class _Slot:
+    """Where one share-partition's state lives during replay.
+
+    Every key (snapshot and update) of a share-partition resolves to the same
+    slot once, so replaying a record costs one dictionary hit.
+    """
+
+    __slots__ = ("share_partition", "state")
+
+    def __init__(self, share_partition: SharePartitionKey) -> None:
+        self.share_partition = share_partition
+        self.state: SharePartitionState | None = None
+
+
 class ShareStateReplayer:
     """Replays state records in log order into the current state of every share-partition.
 
@@ -146,46 +160,52 @@ class ShareStateReplayer:
     """
 
     def __init__(self) -> None:
-        self._states: dict[SharePartitionKey, SharePartitionState] = {}
-        self._keys: dict[ShareStateKey, SharePartitionKey] = {}
+        self._slots: dict[SharePartitionKey, _Slot] = {}
+        self._slot_by_key: dict[ShareStateKey, _Slot] = {}
 
     def apply(self, record: StateRecord) -> None:
-        share_partition = self._share_partition(record.key)
+        slot = self._slot_by_key.get(record.key)
+        if slot is None:
+            slot = self._slot(record.key)
         value = record.value
         if value is None:
             # Kafka only writes tombstones with a snapshot key; an update-key
             # tombstone (which Kafka itself could not replay) is read the same way.
-            self._states.pop(share_partition, None)
+            slot.state = None
         elif type(value) is ShareUpdateValue:
-            current = self._states.get(share_partition)
-            self._states[share_partition] = (
+            current = slot.state
+            slot.state = (
                 SharePartitionState.from_update(value)
                 if current is None
                 else current.merged_with(value)
             )
         else:
             assert type(value) is ShareSnapshotValue
-            self._states[share_partition] = SharePartitionState.from_snapshot(value)
+            slot.state = SharePartitionState.from_snapshot(value)
 
     def apply_all(self, records: Iterable[StateRecord]) -> None:
         for record in records:
             self.apply(record)
 
     def state(self, share_partition: SharePartitionKey) -> SharePartitionState | None:
-        return self._states.get(share_partition)
+        slot = self._slots.get(share_partition)
+        return None if slot is None else slot.state
 
     def states(self) -> dict[SharePartitionKey, SharePartitionState]:
         """A copy, so callers can keep it while replay goes on."""
-        return dict(self._states)
+        return {
+            share_partition: slot.state
+            for share_partition, slot in self._slots.items()
+            if slot.state is not None
+        }
 
-    def _share_partition(self, key: ShareStateKey) -> SharePartitionKey:
-        # Decoded keys are shared objects, so this turns hashing a dataclass of
-        # four fields per record into a dictionary hit on an identical object.
-        share_partition = self._keys.get(key)
-        if share_partition is None:
-            share_partition = SharePartitionKey.of(key)
-            self._keys[key] = share_partition
-        return share_partition
+    def _slot(self, key: ShareStateKey) -> _Slot:
+        share_partition = SharePartitionKey.of(key)
+        slot = self._slots.get(share_partition)
+        if slot is None:
+            slot = self._slots[share_partition] = _Slot(share_partition)
+        self._slot_by_key[key] = slot
+        return slot
 
 
 class ShareStateWriteError(ValueError):
