@@ -8,6 +8,9 @@ import pytest
 
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 
+# The sandbox (or a real cluster named by KSHARE_TEST_BOOTSTRAP): fixtures ``cluster``, ``unique``.
+pytest_plugins = ["tests.support.sandbox"]
+
 # The mock's defaults are Kafka's (5 s heartbeats, 30 s locks, 45 s sessions); tests
 # shorten them so joining takes milliseconds and a lock expiry a second or two.
 MOCK_HEARTBEAT_INTERVAL_MS = 100

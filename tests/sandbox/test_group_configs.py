@@ -312,7 +312,10 @@ def test_session_must_exceed_heartbeat() -> None:
         [("share.session.timeout.ms", SET, "10000"),
          ("share.heartbeat.interval.ms", SET, "10000")],
         False,
-    ) == (INVALID_CONFIG, "share.session.timeout.ms must be greater than share.heartbeat.interval.ms")
+    ) == (
+        INVALID_CONFIG,
+        "share.session.timeout.ms must be greater than share.heartbeat.interval.ms",
+    )
 
 
 def test_broker_defaults_feed_describe_and_getters() -> None:
