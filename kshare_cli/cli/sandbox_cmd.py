@@ -58,15 +58,18 @@ def sandbox(
             typer.echo(f"kshare: cannot use --data-dir {data_dir}: {error.strerror}", err=True)
             raise typer.Exit(ExitCode.USAGE) from None
     try:
-        asyncio.run(_serve(host, port, data_dir, demo))
+        interrupted = asyncio.run(_serve(host, port, data_dir, demo))
     except OSError as error:
         typer.echo(f"kshare: cannot listen on {host}:{port}: {error.strerror or error}", err=True)
         raise typer.Exit(ExitCode.CONNECTION) from None
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None
+    if interrupted:
+        raise typer.Exit(ExitCode.INTERRUPTED)
 
 
-async def _serve(host: str, port: int, data_dir: Path | None, demo: bool) -> None:
+async def _serve(host: str, port: int, data_dir: Path | None, demo: bool) -> bool:
+    """Serve until SIGINT or SIGTERM; True when it was SIGINT (exit 130, as documented)."""
     from kshare_cli.sandbox.runner import new_broker
 
     broker = new_broker(data_dir)
@@ -74,10 +77,16 @@ async def _serve(host: str, port: int, data_dir: Path | None, demo: bool) -> Non
     print(f"{broker.advertised.host}:{bound}", flush=True)
     print(BANNER, file=sys.stderr, flush=True)
     stop = asyncio.Event()
+    received: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, on_signal, signum)
     demo_task = None
     if demo:
         from kshare_cli.sandbox.demo import run_demo
@@ -91,3 +100,4 @@ async def _serve(host: str, port: int, data_dir: Path | None, demo: bool) -> Non
         if demo_task is not None:
             await demo_task
         await broker.close()
+    return signal.SIGINT in received

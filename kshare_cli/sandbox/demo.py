@@ -1,0 +1,95 @@
+"""Live demo traffic for ``kshare sandbox --demo``: a queue that is never quite empty.
+
+A producer trickles orders into ``demo-orders`` and three share consumers of
+``demo-group`` work on them: one accepts everything, one releases every fifth
+record (so delivery counts climb), one rejects every seventh (so records get
+archived). That gives the dashboard and ``kshare describe`` something real to
+show: lag that moves, redeliveries, archived records, several members.
+They use confluent-kafka like any outside client would, over the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import threading
+import time
+from typing import Final
+
+from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer
+
+from kshare_cli.sandbox.broker import Broker
+
+TOPIC: Final = "demo-orders"
+GROUP: Final = "demo-group"
+PARTITIONS: Final = 3
+RECORDS_PER_SECOND: Final = 20
+
+
+def _producer_loop(bootstrap: str, stop: threading.Event) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": "demo-producer"})
+    sequence = 0
+    while not stop.is_set():
+        order = {"order": sequence, "amount": round(random.uniform(1, 500), 2)}
+        producer.produce(TOPIC, key=f"customer-{sequence % 17}", value=json.dumps(order))
+        producer.poll(0)
+        sequence += 1
+        stop.wait(1 / RECORDS_PER_SECOND)
+    producer.flush(5)
+
+
+def _consumer_loop(bootstrap: str, name: str, stop: threading.Event) -> None:
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "client.id": name,
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    consumer.subscribe([TOPIC])
+    seen = 0
+    try:
+        while not stop.is_set():
+            for message in consumer.poll(0.5):
+                if message.error() is not None:
+                    continue
+                seen += 1
+                action = AcknowledgeType.ACCEPT
+                if name == "demo-releaser" and seen % 5 == 0:
+                    action = AcknowledgeType.RELEASE
+                elif name == "demo-rejecter" and seen % 7 == 0:
+                    action = AcknowledgeType.REJECT
+                consumer.acknowledge(message, action)
+            with contextlib.suppress(KafkaException):
+                consumer.commit_sync()
+            # Work takes time: keep the queue from draining instantly.
+            stop.wait(0.2)
+    finally:
+        consumer.close()
+
+
+async def run_demo(broker: Broker, bootstrap: str, stop: asyncio.Event) -> None:
+    """Create the demo topic and group config, then run the clients until ``stop``."""
+    if broker.topic(TOPIC) is None:
+        broker.create_topic(TOPIC, PARTITIONS)
+    from kshare_cli.sandbox.share import share_groups
+
+    share_groups(broker).configs.incremental_alter(
+        GROUP, [("share.auto.offset.reset", 0, "earliest")]
+    )
+    halt = threading.Event()
+    threads = [threading.Thread(target=_producer_loop, args=(bootstrap, halt), daemon=True)]
+    for name in ("demo-accepter", "demo-releaser", "demo-rejecter"):
+        threads.append(
+            threading.Thread(target=_consumer_loop, args=(bootstrap, name, halt), daemon=True)
+        )
+    for thread in threads:
+        thread.start()
+    await stop.wait()
+    halt.set()
+    deadline = time.monotonic() + 10
+    for thread in threads:
+        await asyncio.to_thread(thread.join, max(0.0, deadline - time.monotonic()))
