@@ -92,7 +92,9 @@ async def _serve(host: str, port: int, data_dir: Path | None, demo: bool) -> boo
         from kshare_cli.sandbox.demo import run_demo
 
         bootstrap = f"{broker.advertised.host}:{bound}"
-        print(f"demo: topic 'demo-orders', share group 'demo-group' on {bootstrap}", file=sys.stderr)
+        print(
+            f"demo: topic 'demo-orders', share group 'demo-group' on {bootstrap}", file=sys.stderr
+        )
         demo_task = asyncio.ensure_future(run_demo(broker, bootstrap, stop))
     try:
         await stop.wait()

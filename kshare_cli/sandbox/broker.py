@@ -118,7 +118,9 @@ class Broker:
         server = FrameServer(self.dispatch, self.unsupported_api_versions)
         bound = await server.start(host, port)
         self._servers.append(server)
-        self.advertised = Listener(host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound)
+        self.advertised = Listener(
+            host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound
+        )
         for extension in self.extensions:
             await extension.started(self)
         return bound
@@ -364,7 +366,9 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
             "configs": [],
         }
         if not is_valid_topic_name(name):
-            result.update(error_code=INVALID_TOPIC_EXCEPTION, error_message=f"Topic name {name!r} is illegal.")
+            result.update(
+                error_code=INVALID_TOPIC_EXCEPTION, error_message=f"Topic name {name!r} is illegal."
+            )
         elif broker.topic(name) is not None:
             result.update(
                 error_code=TOPIC_ALREADY_EXISTS, error_message=f"Topic '{name}' already exists."
@@ -445,7 +449,9 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
             if acks not in (-1, 0, 1):
                 entry["error_code"] = INVALID_REQUIRED_ACKS
             elif partition is None or (topic is not None and topic.internal):
-                entry["error_code"] = UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
+                entry["error_code"] = (
+                    UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
+                )
             elif data.records:
                 try:
                     entry["base_offset"] = partition.append(bytes(data.records), now)
@@ -454,9 +460,7 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
                     entry["error_code"] = CORRUPT_MESSAGE
                     entry["error_message"] = str(error)
             partitions.append(entry)
-        responses.append(
-            {"name": name, "topic_id": topic_id, "partition_responses": partitions}
-        )
+        responses.append({"name": name, "topic_id": topic_id, "partition_responses": partitions})
     broker.notify_data_changed()
     if acks == 0:
         return None
@@ -506,7 +510,9 @@ def _fetch_once(broker: Broker, payload: Any) -> tuple[list[dict[str, Any]], int
             }
             log_ = None if topic is None else broker.partition_log(topic.name, part.partition)
             if log_ is None:
-                entry["error_code"] = UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
+                entry["error_code"] = (
+                    UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
+                )
                 entry["records"] = None
             else:
                 offset = int(part.fetch_offset)

@@ -16,9 +16,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kshare_cli.wire.records import BatchHeader, RecordBatchError, read_batch_headers, rebase
-
 from kio.records.readers import read_batch
+
+from kshare_cli.wire.records import BatchHeader, RecordBatchError, read_batch_headers, rebase
 
 
 @dataclass(slots=True)
@@ -208,10 +208,16 @@ class LogStore:
         temporary.replace(index)
 
     def _add(
-        self, name: str, topic_id: uuid.UUID, partitions: int, internal: bool, configs: dict[str, str]
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        partitions: int,
+        internal: bool,
+        configs: dict[str, str],
     ) -> Topic:
         logs = [
-            PartitionLog(name, p, self._partition_path(name, topic_id, p)) for p in range(partitions)
+            PartitionLog(name, p, self._partition_path(name, topic_id, p))
+            for p in range(partitions)
         ]
         topic = Topic(name, topic_id, logs, internal, configs)
         self.topics[name] = topic

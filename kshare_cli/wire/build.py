@@ -115,7 +115,7 @@ def build(cls: type[T], data: Mapping[str, Any]) -> T:
     without a default raises KeyError naming it, which is a programming error.
     """
     kwargs: dict[str, Any] = {}
-    for name, has_default, converter in _plan(cls):
+    for name, has_default, converter in _plan(cls):  # type: ignore[arg-type]
         if name in data:
             kwargs[name] = converter(data[name])
         elif not has_default:

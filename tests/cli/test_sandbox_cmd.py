@@ -76,10 +76,14 @@ def _wait_for(condition: object, timeout: float, what: str) -> None:
 
 def test_demo_serves_live_share_traffic_and_sigint_exits_130() -> None:
     with running_sandbox("--demo") as (process, bootstrap):
+
         def three_members() -> bool:
-            response = call(bootstrap, ShareGroupDescribeRequest(
+            response = call(
+                bootstrap,
+                ShareGroupDescribeRequest(
                     group_ids=("demo-group",), include_authorized_operations=False
-                ))
+                ),
+            )
             group = response.groups[0]
             return group.error_code == 0 and len(group.members) == 3
 
