@@ -156,7 +156,7 @@ class Topic:
 
 
 class LogStore:
-    """All topics, in memory or under a data directory (``topics.json`` plus one file a partition)."""
+    """All topics, in memory or under a data directory (``topics.json``, a file a partition)."""
 
     def __init__(self, data_dir: Path | None = None) -> None:
         self.data_dir = data_dir
