@@ -101,6 +101,10 @@ class FrameServer:
             await self._serve(reader, writer, connection)
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
             pass
+        except asyncio.CancelledError:
+            # The server is closing; ending quietly keeps asyncio from logging the
+            # cancellation as an error of the connection callback.
+            pass
         except FrameError as error:
             log.info("closing connection from %s: %s", connection.peer_host, error)
         finally:
