@@ -53,7 +53,9 @@ def prune_state_batches(batches: Sequence[StateBatch], start_offset: int) -> lis
             kept.append(batch)
         else:
             kept.append(
-                StateBatch(start_offset, batch.last_offset, batch.delivery_state, batch.delivery_count)
+                StateBatch(
+                    start_offset, batch.last_offset, batch.delivery_state, batch.delivery_count
+                )
             )
     return kept
 

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "DELIVERY_COMPLETE_COUNT_UNKNOWN",
@@ -169,6 +170,69 @@ class StateRecord:
 # Indexed by the record type number (an IntEnum indexes a tuple at C speed).
 _VALUE_TYPES: Final[tuple[type, ...]] = (ShareSnapshotValue, ShareUpdateValue)
 
+# Decoding builds several frozen dataclasses per record, and their generated
+# __init__ (one object.__setattr__ call per field) is most of the decoding
+# time. Writing the slots through their descriptors builds the same objects
+# at about half the cost; only the decoder uses these, for values it built
+# (snapshots are rare enough to keep the ordinary constructor).
+_new = object.__new__
+_SlotSetter = Callable[[Any, Any], None]
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[_SlotSetter, ...]:
+    setters: tuple[_SlotSetter, ...] = tuple(vars(cls)[name].__set__ for name in names)
+    return setters
+
+
+(_set_first_offset, _set_last_offset, _set_delivery_state, _set_delivery_count) = _slot_setters(
+    StateBatch, "first_offset", "last_offset", "delivery_state", "delivery_count"
+)
+(_set_record_key, _set_record_value) = _slot_setters(StateRecord, "key", "value")
+_update_setters = _slot_setters(
+    ShareUpdateValue,
+    "snapshot_epoch",
+    "leader_epoch",
+    "start_offset",
+    "delivery_complete_count",
+    "state_batches",
+)
+
+
+def _build_state_batch(
+    first_offset: int, last_offset: int, delivery_state: int, delivery_count: int
+) -> StateBatch:
+    batch: StateBatch = _new(StateBatch)
+    _set_first_offset(batch, first_offset)
+    _set_last_offset(batch, last_offset)
+    _set_delivery_state(batch, delivery_state)
+    _set_delivery_count(batch, delivery_count)
+    return batch
+
+
+def _build_update(
+    snapshot_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    delivery_complete_count: int,
+    state_batches: tuple[StateBatch, ...],
+) -> ShareUpdateValue:
+    value: ShareUpdateValue = _new(ShareUpdateValue)
+    set_snapshot_epoch, set_leader_epoch, set_start_offset, set_count, set_batches = _update_setters
+    set_snapshot_epoch(value, snapshot_epoch)
+    set_leader_epoch(value, leader_epoch)
+    set_start_offset(value, start_offset)
+    set_count(value, delivery_complete_count)
+    set_batches(value, state_batches)
+    return value
+
+
+def _build_record(key: ShareStateKey, value: StateValue | None) -> StateRecord:
+    record: StateRecord = _new(StateRecord)
+    _set_record_key(record, key)
+    _set_record_value(record, value)
+    return record
+
+
 _SNAPSHOT: Final = StateRecordKind.SNAPSHOT
 _UPDATE: Final = StateRecordKind.UPDATE
 _KINDS: Final = (_SNAPSHOT, _UPDATE)
@@ -236,24 +300,30 @@ def _decode_key_uncached(data: bytes) -> ShareStateKey:
 
 def decode_value(kind: StateRecordKind, data: bytes) -> StateValue:
     """Decode a non-null record value of the type the key announced."""
+    if kind not in _KINDS:
+        raise StateRecordError(f"unknown record kind {kind!r}")
     try:
-        if kind is _UPDATE:
-            return _decode_update(data)
-        if kind is _SNAPSHOT:
-            return _decode_snapshot(data)
+        return _VALUE_DECODERS[kind](data)
     except (struct.error, IndexError):
-        raise StateRecordError(
-            f"{kind.name.lower()} value truncated ({len(data)} bytes)"
-        ) from None
-    raise StateRecordError(f"unknown record kind {kind!r}")
+        raise StateRecordError(f"{kind.name.lower()} value truncated ({len(data)} bytes)") from None
 
 
 def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> StateRecord:
     """Decode one record as read from the topic; a None value is a tombstone."""
-    key = decode_key(key_bytes)
+    key = _key_cache.get(key_bytes) if type(key_bytes) is bytes else None
+    if key is None:
+        key = decode_key(key_bytes)
     if value_bytes is None:
-        return StateRecord(key, None)
-    return StateRecord(key, decode_value(key.kind, value_bytes))
+        return _build_record(key, None)
+    if type(value_bytes) is not bytes:
+        value_bytes = bytes(value_bytes)
+    try:
+        value = _VALUE_DECODERS[key.kind](value_bytes)
+    except (struct.error, IndexError):
+        raise StateRecordError(
+            f"{key.kind.name.lower()} value truncated ({len(value_bytes)} bytes)"
+        ) from None
+    return _build_record(key, value)
 
 
 def _check_version(version: int, what: str) -> None:
@@ -294,13 +364,16 @@ def _decode_update(data: bytes) -> ShareUpdateValue:
     if version != 0:
         _check_version(version, "ShareUpdateValue")
     batches, position = _decode_batches(data, _UPDATE_HEAD.size)
-    return ShareUpdateValue(
+    return _build_update(
         snapshot_epoch,
         leader_epoch,
         start_offset,
         _decode_top_level_tags(data, position),
         batches,
     )
+
+
+_VALUE_DECODERS: Final = (_decode_snapshot, _decode_update)
 
 
 def _read_uvarint(data: bytes, position: int) -> tuple[int, int]:
@@ -341,7 +414,9 @@ def _decode_batches(data: bytes, position: int) -> tuple[tuple[StateBatch, ...],
             position += _BATCH.size
         else:
             position = _skip_tagged_fields(data, position + _BATCH_WITHOUT_TAGS.size)
-        batches.append(StateBatch(first_offset, last_offset, delivery_state, delivery_count))
+        batches.append(
+            _build_state_batch(first_offset, last_offset, delivery_state, delivery_count)
+        )
     return tuple(batches), position
 
 
@@ -378,8 +453,7 @@ def _decode_top_level_tags(data: bytes, position: int) -> int:
         position += size
     if position != len(data):
         raise StateRecordError(
-            f"value has {len(data) - position} bytes after its end "
-            f"(or a tagged field runs past it)"
+            f"value has {len(data) - position} bytes after its end (or a tagged field runs past it)"
         )
     return delivery_complete_count
 

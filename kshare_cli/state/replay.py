@@ -460,7 +460,9 @@ class ShareCoordinatorState:
         )
 
     @staticmethod
-    def _raise_epoch(epochs: dict[SharePartitionKey, int], key: SharePartitionKey, epoch: int) -> None:
+    def _raise_epoch(
+        epochs: dict[SharePartitionKey, int], key: SharePartitionKey, epoch: int
+    ) -> None:
         known = epochs.get(key)
         if known is None or known < epoch:
             epochs[key] = epoch
