@@ -524,8 +524,8 @@ def lock_timeout(
     produced_at = 0.0
     completed = False
     with (
-        _share_consumer(bootstrap, topic, group, client_config) as consumer_a,
-        _share_consumer(bootstrap, topic, group, client_config) as consumer_b,
+        _share_consumer(bootstrap, topic, group, client_config, **_ONE_RECORD) as consumer_a,
+        _share_consumer(bootstrap, topic, group, client_config, **_ONE_RECORD) as consumer_b,
     ):
         consumers = {"a": consumer_a, "b": consumer_b}
         # Joining happens in librdkafka's background threads once a poll has started it.
@@ -533,6 +533,8 @@ def lock_timeout(
             _poll(consumer, name, recorder, join_deadline)
         if members_joined is not None:
             members_joined(group, topic, len(consumers))
+        if not _warm_up(bootstrap, topic, consumers, join_deadline, client_config):
+            return recorder.result("lock_timeout", topic, group, (), 0.0, False)
         produced_at = recorder.now()
         produced = produce_records(
             bootstrap, topic, 1, deadline=join_deadline, client_config=client_config
@@ -560,6 +562,53 @@ def lock_timeout(
                 Deadline.after(redelivery_timeout),
             )
     return recorder.result("lock_timeout", topic, group, produced, produced_at, completed)
+
+
+_ONE_RECORD: Final[dict[str, object]] = {"max.poll.records": 1}
+
+
+def _warm_up(
+    bootstrap: str,
+    topic: str,
+    consumers: Mapping[str, ShareConsumer],
+    deadline: Deadline,
+    client_config: ClientConfig | None,
+) -> bool:
+    """Feed every consumer records until each has had one accepted; False if out of time.
+
+    A consumer that has just joined, or whose assignment just changed, may still reset
+    its share session, which releases whatever it holds (librdkafka's mock does this in
+    the first few hundred milliseconds). A consumer that has had a record accepted has a
+    working session, so a scenario that times locks starts only then. These records are
+    not the scenario's: they are neither recorded nor checked, and one that comes back
+    after such a reset is simply accepted again.
+    """
+    warmed: set[str] = set()
+    starving = True  # nothing arrived in the last round: feed more
+    while len(warmed) < len(consumers):
+        if deadline.expired():
+            return False
+        if starving:
+            produce_records(
+                bootstrap,
+                topic,
+                len(consumers),
+                deadline=deadline,
+                client_config=client_config,
+                prefix="warm-up",
+            )
+        starving = True
+        for name, consumer in consumers.items():
+            records = consumer.poll(min(_POLL_INTERVAL, max(deadline.remaining(), 0.001)))
+            accepted = [message for message in records if message.error() is None]
+            for message in accepted:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+            if accepted:
+                starving = False
+                results = consumer.commit_sync(_COMMIT_TIMEOUT)
+                if all(error is None for error in results.values()):
+                    warmed.add(name)
+    return True
 
 
 def two_consumers(

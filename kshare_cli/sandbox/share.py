@@ -335,7 +335,9 @@ async def share_group_heartbeat(broker: Broker, request: Request, connection: Co
             if topic is None:
                 continue
             for partition in partitions:
-                shares.share_partition(SharePartitionKey(payload.group_id, topic.topic_id, partition))
+                shares.share_partition(
+                    SharePartitionKey(payload.group_id, topic.topic_id, partition)
+                )
             topic_partitions.append({"topic_id": topic.topic_id, "partitions": sorted(partitions)})
         assignment = {"topic_partitions": topic_partitions}
     broker.notify_data_changed()
@@ -362,9 +364,9 @@ def _session_for(
     """Kafka's share-session rules: 0 opens, -1 closes, otherwise the epoch must follow on."""
     key = (group_id, member_id)
     if epoch == 0:
-        session = ShareSession(group_id, member_id, 1)
-        shares.sessions[key] = session
-        return session, NONE
+        opened = ShareSession(group_id, member_id, 1)
+        shares.sessions[key] = opened
+        return opened, NONE
     session = shares.sessions.get(key)
     if session is None:
         return None, SHARE_SESSION_NOT_FOUND
@@ -402,7 +404,9 @@ def _acknowledge(
                 continue
             batches = [
                 AcknowledgementBatch(
-                    int(b.first_offset), int(b.last_offset), tuple(int(t) for t in b.acknowledge_types)
+                    int(b.first_offset),
+                    int(b.last_offset),
+                    tuple(int(t) for t in b.acknowledge_types),
                 )
                 for b in partition.acknowledgement_batches
             ]
@@ -632,7 +636,9 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
                     shares._persist(key, write)
     broker.notify_data_changed()
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
-    for (topic_id, partition), code in sorted(results.items(), key=lambda r: (str(r[0][0]), r[0][1])):
+    for (topic_id, partition), code in sorted(
+        results.items(), key=lambda r: (str(r[0][0]), r[0][1])
+    ):
         by_topic.setdefault(topic_id, []).append(
             {
                 "partition_index": partition,
@@ -673,9 +679,7 @@ async def list_groups(broker: Broker, request: Request, connection: Connection) 
                     "group_type": "share",
                 }
             )
-    return build(
-        response_type(request), {"throttle_time": 0, "error_code": NONE, "groups": groups}
-    )
+    return build(response_type(request), {"throttle_time": 0, "error_code": NONE, "groups": groups})
 
 
 @handles(77)
@@ -687,13 +691,14 @@ async def share_group_describe(broker: Broker, request: Request, connection: Con
         if description.error_code != NONE:
             groups.append(
                 {
-                    "error_code": GROUP_ID_NOT_FOUND,
-                    "error_message": f"Group {group_id} not found.",
+                    "error_code": description.error_code,
+                    "error_message": description.error_message,
                     "group_id": group_id,
-                    "group_state": "Dead",
-                    "group_epoch": -1,
-                    "assignment_epoch": -1,
-                    "assignor_name": "",
+                    # Kafka leaves the defaults: "", 0, 0 (golden line 249, no-such-group).
+                    "group_state": description.state,
+                    "group_epoch": description.group_epoch,
+                    "assignment_epoch": description.assignment_epoch,
+                    "assignor_name": description.assignor_name,
                     "members": [],
                     "authorized_operations": -2147483648,
                 }
@@ -707,7 +712,11 @@ async def share_group_describe(broker: Broker, request: Request, connection: Con
                 if topic is None:
                     continue
                 topic_partitions.append(
-                    {"topic_id": topic.topic_id, "topic_name": name, "partitions": sorted(partitions)}
+                    {
+                        "topic_id": topic.topic_id,
+                        "topic_name": name,
+                        "partitions": sorted(partitions),
+                    }
                 )
             members.append(
                 {
@@ -843,11 +852,10 @@ async def alter_share_group_offsets(
         error = NONE
     body: dict[str, Any] = {"throttle_time": 0, "error_code": error, "error_message": None}
     if error != NONE:
-        body["error_message"] = (
-            "The group is not empty." if error == NON_EMPTY_GROUP else None
-        )
+        body["error_message"] = "The group is not empty." if error == NON_EMPTY_GROUP else None
         body["responses"] = []
         return build(response_type(request), body)
+    group_epoch = shares.groups.describe(group_id).group_epoch
     responses = []
     for wanted in payload.topics:
         topic = broker.topic(wanted.topic_name)
@@ -862,12 +870,14 @@ async def alter_share_group_offsets(
                 message = "This server does not host this topic-partition."
             else:
                 key = SharePartitionKey(group_id, topic.topic_id, index)
-                persisted = shares.persisted(key)
-                epoch = 1 if persisted is None else persisted.state_epoch + 1
-                shares.initialize(key, epoch, start)
+                # Kafka initializes the state with the group epoch as the state epoch (the
+                # golden reset after close wrote stateEpoch 3 twice, at group epoch 3).
+                shares.initialize(key, group_epoch, start)
                 shares.forget_live([key])
                 shares.groups.mark_initialized(group_id, {wanted.topic_name: [index]})
-            partitions.append({"partition_index": index, "error_code": code, "error_message": message})
+            partitions.append(
+                {"partition_index": index, "error_code": code, "error_message": message}
+            )
         responses.append(
             {
                 "topic_name": wanted.topic_name,
@@ -961,7 +971,8 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
         name = resource.resource_name
         entry: dict[str, Any] = {
             "error_code": NONE,
-            "error_message": None,
+            # Kafka leaves the schema default, "", on a successful result (golden line 396).
+            "error_message": "",
             "resource_type": kind,
             "resource_name": name,
             "configs": [],
@@ -970,7 +981,9 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
             try:
                 configs = shares.configs.describe(
                     name,
-                    None if resource.configuration_keys is None else list(resource.configuration_keys),
+                    None
+                    if resource.configuration_keys is None
+                    else list(resource.configuration_keys),
                     include_documentation,
                     include_synonyms=include_synonyms,
                 )
@@ -1037,4 +1050,3 @@ async def incremental_alter_configs(
             }
         )
     return build(response_type(request), {"throttle_time": 0, "responses": responses})
-

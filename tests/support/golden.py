@@ -14,8 +14,9 @@ import enum
 import json
 import socket
 import struct
+import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -223,8 +224,6 @@ def wait_for(
     condition: Callable[[], Any], timeout: float, interval: float = 0.05, what: str = ""
 ) -> Any:
     """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
-    import time
-
     deadline = time.monotonic() + timeout
     while True:
         result = condition()
@@ -233,9 +232,3 @@ def wait_for(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
         time.sleep(interval)
-
-
-def iter_lines(capture: str, keys: frozenset[int], client_id: str) -> Iterator[WireLine]:
-    for line in wire_lines(capture):
-        if line.api_key in keys and line.client_id == client_id:
-            yield line
