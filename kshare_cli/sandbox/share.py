@@ -200,7 +200,7 @@ class ShareGroups(BrokerExtension):
         )
 
     def initialize_assigned(self, initialization: ShareInitialization) -> None:
-        """Write the initial state of newly assigned share-partitions (InitializeShareGroupState)."""
+        """Write the first state of newly assigned share-partitions (InitializeShareGroupState)."""
         for name, partitions in sorted(initialization.partitions.items()):
             topic = self.broker.topic(name)
             if topic is None:
