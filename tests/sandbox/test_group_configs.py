@@ -125,8 +125,10 @@ def test_tool_output_sources_match_describe_all() -> None:
     store.incremental_alter("golden-h", _alter_ops(_line(397)), False)
     printed = (CONFIGS_TOOL / "04-describe-golden-h-all.out").read_text().splitlines()[1:]
     pattern = re.compile(r"  (\S+)=(\S+) sensitive=false synonyms=\{(\w+):(\S+)=(\S+)\}")
-    tool_sources = {"DEFAULT_CONFIG": ConfigSource.DEFAULT_CONFIG,
-                    "DYNAMIC_GROUP_CONFIG": ConfigSource.GROUP_CONFIG}
+    tool_sources = {
+        "DEFAULT_CONFIG": ConfigSource.DEFAULT_CONFIG,
+        "DYNAMIC_GROUP_CONFIG": ConfigSource.GROUP_CONFIG,
+    }
     expected = set()
     for text in printed:
         match = pattern.fullmatch(text)
@@ -172,43 +174,82 @@ def test_describe_of_empty_group_name_is_invalid_request() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("share.record.lock.duration.ms", "14999",
-         "share.record.lock.duration.ms must be greater than or equal to "
-         "group.share.min.record.lock.duration.ms"),
-        ("share.record.lock.duration.ms", "60001",
-         "share.record.lock.duration.ms must be less than or equal to "
-         "group.share.max.record.lock.duration.ms"),
-        ("share.record.lock.duration.ms", "999",
-         "Invalid value 999 for configuration share.record.lock.duration.ms: "
-         "Value must be at least 1000"),
-        ("share.record.lock.duration.ms", "abc",
-         "Invalid value abc for configuration share.record.lock.duration.ms: "
-         "Not a number of type INT"),
-        ("share.record.lock.duration.ms", "99999999999",
-         "Invalid value 99999999999 for configuration share.record.lock.duration.ms: "
-         "Not a number of type INT"),
-        ("share.session.timeout.ms", "44999",
-         "share.session.timeout.ms must be greater than or equal to "
-         "group.share.min.session.timeout.ms"),
-        ("share.heartbeat.interval.ms", "15001",
-         "share.heartbeat.interval.ms must be less than or equal to "
-         "group.share.max.heartbeat.interval.ms"),
-        ("share.isolation.level", "serializable",
-         "Invalid value serializable for configuration share.isolation.level: "
-         "String must be one of: read_committed, read_uncommitted"),
-        ("share.auto.offset.reset", "none",
-         "Invalid value none for configuration share.auto.offset.reset: Invalid value `none` "
-         "for configuration share.auto.offset.reset. The value must be either 'earliest', "
-         "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."),
-        ("share.delivery.count.limit", "3",
-         "Unknown group config name: share.delivery.count.limit"),
-        ("share.partition.max.record.locks", "500",
-         "Unknown group config name: share.partition.max.record.locks"),
-        ("share.renew.acknowledge.enable", "false",
-         "Unknown group config name: share.renew.acknowledge.enable"),
-        ("streams.num.standby.replicas", "3",
-         "streams.num.standby.replicas must be less than or equal to "
-         "group.streams.max.standby.replicas"),
+        (
+            "share.record.lock.duration.ms",
+            "14999",
+            "share.record.lock.duration.ms must be greater than or equal to "
+            "group.share.min.record.lock.duration.ms",
+        ),
+        (
+            "share.record.lock.duration.ms",
+            "60001",
+            "share.record.lock.duration.ms must be less than or equal to "
+            "group.share.max.record.lock.duration.ms",
+        ),
+        (
+            "share.record.lock.duration.ms",
+            "999",
+            "Invalid value 999 for configuration share.record.lock.duration.ms: "
+            "Value must be at least 1000",
+        ),
+        (
+            "share.record.lock.duration.ms",
+            "abc",
+            "Invalid value abc for configuration share.record.lock.duration.ms: "
+            "Not a number of type INT",
+        ),
+        (
+            "share.record.lock.duration.ms",
+            "99999999999",
+            "Invalid value 99999999999 for configuration share.record.lock.duration.ms: "
+            "Not a number of type INT",
+        ),
+        (
+            "share.session.timeout.ms",
+            "44999",
+            "share.session.timeout.ms must be greater than or equal to "
+            "group.share.min.session.timeout.ms",
+        ),
+        (
+            "share.heartbeat.interval.ms",
+            "15001",
+            "share.heartbeat.interval.ms must be less than or equal to "
+            "group.share.max.heartbeat.interval.ms",
+        ),
+        (
+            "share.isolation.level",
+            "serializable",
+            "Invalid value serializable for configuration share.isolation.level: "
+            "String must be one of: read_committed, read_uncommitted",
+        ),
+        (
+            "share.auto.offset.reset",
+            "none",
+            "Invalid value none for configuration share.auto.offset.reset: Invalid value `none` "
+            "for configuration share.auto.offset.reset. The value must be either 'earliest', "
+            "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
+        ),
+        (
+            "share.delivery.count.limit",
+            "3",
+            "Unknown group config name: share.delivery.count.limit",
+        ),
+        (
+            "share.partition.max.record.locks",
+            "500",
+            "Unknown group config name: share.partition.max.record.locks",
+        ),
+        (
+            "share.renew.acknowledge.enable",
+            "false",
+            "Unknown group config name: share.renew.acknowledge.enable",
+        ),
+        (
+            "streams.num.standby.replicas",
+            "3",
+            "streams.num.standby.replicas must be less than or equal to "
+            "group.streams.max.standby.replicas",
+        ),
     ],
 )
 def test_invalid_values_are_refused_with_kafka_messages(key: str, value: str, message: str) -> None:
@@ -219,8 +260,16 @@ def test_invalid_values_are_refused_with_kafka_messages(key: str, value: str, me
 
 @pytest.mark.parametrize(
     "value",
-    ["EARLIEST", "by_duration", "by_duration:", "by_duration:P1Y", "by_duration:-PT1H",
-     "by_duration:PT", "by_duration:P", "by_duration:1H"],
+    [
+        "EARLIEST",
+        "by_duration",
+        "by_duration:",
+        "by_duration:P1Y",
+        "by_duration:-PT1H",
+        "by_duration:PT",
+        "by_duration:P",
+        "by_duration:1H",
+    ],
 )
 def test_auto_offset_reset_spellings_kafka_refuses(value: str) -> None:
     code, _ = GroupConfigStore().incremental_alter(
@@ -262,16 +311,19 @@ def test_alter_is_all_or_nothing_and_validate_only_stores_nothing() -> None:
     store = GroupConfigStore()
     code, message = store.incremental_alter(
         "g",
-        [("share.auto.offset.reset", SET, "earliest"),
-         ("share.record.lock.duration.ms", SET, "999999999")],
+        [
+            ("share.auto.offset.reset", SET, "earliest"),
+            ("share.record.lock.duration.ms", SET, "999999999"),
+        ],
         False,
     )
     assert code == INVALID_CONFIG
     assert message is not None and message.startswith("share.record.lock.duration.ms")
     assert store.auto_offset_reset("g") == "latest"
-    assert store.incremental_alter(
-        "g", [("share.auto.offset.reset", SET, "earliest")], True
-    ) == (0, None)
+    assert store.incremental_alter("g", [("share.auto.offset.reset", SET, "earliest")], True) == (
+        0,
+        None,
+    )
     assert store.auto_offset_reset("g") == "latest"
     assert store.configured_groups() == []
 
@@ -292,25 +344,32 @@ def test_delete_returns_a_key_to_its_default() -> None:
 def test_request_level_errors() -> None:
     store = GroupConfigStore()
     key = "share.isolation.level"
-    assert store.incremental_alter("g", [(key, SET, "read_committed"), (key, DELETE, None)],
-                                   False) == (INVALID_REQUEST, "Error due to duplicate config keys")
+    assert store.incremental_alter(
+        "g", [(key, SET, "read_committed"), (key, DELETE, None)], False
+    ) == (INVALID_REQUEST, "Error due to duplicate config keys")
     assert store.incremental_alter("g", [(key, SET, None)], False) == (
-        INVALID_REQUEST, "Null value not supported for : share.isolation.level")
+        INVALID_REQUEST,
+        "Null value not supported for : share.isolation.level",
+    )
     assert store.incremental_alter("g", [(key, AlterConfigOpType.APPEND, "x")], False) == (
-        INVALID_CONFIG, "Can't APPEND to key share.isolation.level because its type is not LIST.")
+        INVALID_CONFIG,
+        "Can't APPEND to key share.isolation.level because its type is not LIST.",
+    )
     assert store.incremental_alter("", [(key, SET, "read_committed")], False) == (
-        INVALID_REQUEST, "Default group resources are not allowed.")
+        INVALID_REQUEST,
+        "Default group resources are not allowed.",
+    )
 
 
 def test_session_must_exceed_heartbeat() -> None:
     broker = BrokerGroupSettings(
-        share_min_session_timeout_ms=1000, share_min_heartbeat_interval_ms=1000,
+        share_min_session_timeout_ms=1000,
+        share_min_heartbeat_interval_ms=1000,
     )
     store = GroupConfigStore(broker)
     assert store.incremental_alter(
         "g",
-        [("share.session.timeout.ms", SET, "10000"),
-         ("share.heartbeat.interval.ms", SET, "10000")],
+        [("share.session.timeout.ms", SET, "10000"), ("share.heartbeat.interval.ms", SET, "10000")],
         False,
     ) == (
         INVALID_CONFIG,
@@ -354,18 +413,25 @@ def test_42_validates_unset_keys_against_static_defaults_but_43_uses_broker_valu
         "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms",
     )
     assert GroupConfigStore(broker, kafka_version="4.3").incremental_alter("g", op, False) == (
-        0, None)
+        0,
+        None,
+    )
 
 
 def test_43_group_level_delivery_limit_and_record_locks() -> None:
     store = GroupConfigStore(kafka_version="4.3")
     names = {e.name for e in store.describe("g", None, False)}
-    assert {"share.delivery.count.limit", "share.partition.max.record.locks",
-            "share.renew.acknowledge.enable"} <= names
+    assert {
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.renew.acknowledge.enable",
+    } <= names
     assert store.incremental_alter(
         "g",
-        [("share.delivery.count.limit", SET, "3"),
-         ("share.partition.max.record.locks", SET, "500")],
+        [
+            ("share.delivery.count.limit", SET, "3"),
+            ("share.partition.max.record.locks", SET, "500"),
+        ],
         False,
     ) == (0, None)
     assert store.delivery_count_limit("g") == 3

@@ -79,9 +79,7 @@ def _recorded_assignment(
 ) -> dict[str, list[int]] | None:
     if assignment is None:
         return None
-    return {
-        names[tp["topicId"]]: sorted(tp["partitions"]) for tp in assignment["topicPartitions"]
-    }
+    return {names[tp["topicId"]]: sorted(tp["partitions"]) for tp in assignment["topicPartitions"]}
 
 
 def _described(description: GroupDescription, names: dict[str, str]) -> dict[str, Any]:
@@ -138,7 +136,8 @@ def _replay(name: str) -> tuple[int, int]:
         for topic, partitions in init.partitions.items():
             for partition in partitions:
                 matches = [
-                    e for e in init_requests
+                    e
+                    for e in init_requests
                     if e.t_ms >= at
                     and e.entry["request"]["groupId"] == init.group_id
                     and any(
@@ -173,11 +172,18 @@ def _replay(name: str) -> tuple[int, int]:
                 topic_partitions=topic_partitions,
             )
             assert (
-                result.error_code, result.error_message, result.member_id,
-                result.member_epoch, result.heartbeat_interval_ms, result.assignment,
+                result.error_code,
+                result.error_message,
+                result.member_id,
+                result.member_epoch,
+                result.heartbeat_interval_ms,
+                result.assignment,
             ) == (
-                response["errorCode"], response["errorMessage"], response["memberId"],
-                response["memberEpoch"], response["heartbeatIntervalMs"],
+                response["errorCode"],
+                response["errorMessage"],
+                response["memberId"],
+                response["memberEpoch"],
+                response["heartbeatIntervalMs"],
                 _recorded_assignment(response["assignment"], names),
             ), f"{name} line {entry['line']}"
             if result.initialization is not None:
@@ -227,16 +233,34 @@ class _Clock:
         self.epochs: dict[str, int] = {}
 
     def join(self, member: str, subscription: list[str], group: str = "g") -> HeartbeatResult:
-        result = self.coordinator.heartbeat(group, member, 0, None, f"client-{member}",
-                                            "/127.0.0.1", subscription, self.now, self.topics)
+        result = self.coordinator.heartbeat(
+            group,
+            member,
+            0,
+            None,
+            f"client-{member}",
+            "/127.0.0.1",
+            subscription,
+            self.now,
+            self.topics,
+        )
         self.epochs[member] = result.member_epoch
         return result
 
-    def beat(self, member: str, group: str = "g",
-             subscription: list[str] | None = None) -> HeartbeatResult:
-        result = self.coordinator.heartbeat(group, member, self.epochs[member], None,
-                                            f"client-{member}", "/127.0.0.1", subscription,
-                                            self.now, self.topics)
+    def beat(
+        self, member: str, group: str = "g", subscription: list[str] | None = None
+    ) -> HeartbeatResult:
+        result = self.coordinator.heartbeat(
+            group,
+            member,
+            self.epochs[member],
+            None,
+            f"client-{member}",
+            "/127.0.0.1",
+            subscription,
+            self.now,
+            self.topics,
+        )
         if result.error_code == 0:
             self.epochs[member] = result.member_epoch
         return result
@@ -257,7 +281,9 @@ def test_join_gets_empty_assignment_until_partitions_are_initialised() -> None:
     assert (joined.member_epoch, joined.assignment) == (1, {})
     assert joined.initialization is not None
     assert (joined.initialization.state_epoch, joined.initialization.partitions) == (
-        1, {"t": [0, 1]})
+        1,
+        {"t": [0, 1]},
+    )
     waiting = clock.beat("a")
     assert (waiting.member_epoch, waiting.assignment, waiting.initialization) == (1, None, None)
     assert clock.coordinator.mark_initialized("g", {"t": [0, 1]})
@@ -349,16 +375,26 @@ def test_leave_empties_the_group_and_reports_what_the_member_held() -> None:
     clock = _Clock(ShareGroupCoordinator(on_member_removed=removed.append), {"t": 2})
     clock.join("a", ["t"])
     clock.settle("a")
-    left = clock.coordinator.heartbeat("g", "a", -1, None, "client-a", "/127.0.0.1", [],
-                                       clock.now, clock.topics)
-    assert (left.error_code, left.member_id, left.member_epoch, left.heartbeat_interval_ms,
-            left.assignment) == (0, "a", -1, 0, None)
+    left = clock.coordinator.heartbeat(
+        "g", "a", -1, None, "client-a", "/127.0.0.1", [], clock.now, clock.topics
+    )
+    assert (
+        left.error_code,
+        left.member_id,
+        left.member_epoch,
+        left.heartbeat_interval_ms,
+        left.assignment,
+    ) == (0, "a", -1, 0, None)
     expected = RemovedMember("g", "a", 2, {"t": [0, 1]}, "left")
     assert left.removed_member == expected
     assert removed == [expected]
     description = clock.coordinator.describe("g")
-    assert (description.state, description.group_epoch, description.assignment_epoch,
-            description.members) == ("Empty", 3, 2, ())
+    assert (
+        description.state,
+        description.group_epoch,
+        description.assignment_epoch,
+        description.members,
+    ) == ("Empty", 3, 2, ())
     assert [(g.group_id, g.state) for g in clock.coordinator.list_groups()] == [("g", "Empty")]
 
 
@@ -373,8 +409,10 @@ def test_rejoin_after_leave_is_assigned_at_once_from_initialised_state() -> None
 
 def test_session_expiry_fences_silent_members() -> None:
     broker = BrokerGroupSettings(
-        share_session_timeout_ms=3000, share_min_session_timeout_ms=1000,
-        share_heartbeat_interval_ms=1000, share_min_heartbeat_interval_ms=1000,
+        share_session_timeout_ms=3000,
+        share_min_session_timeout_ms=1000,
+        share_heartbeat_interval_ms=1000,
+        share_min_heartbeat_interval_ms=1000,
     )
     coordinator = ShareGroupCoordinator(GroupConfigStore(broker))
     clock = _Clock(coordinator, {"t": 2})
@@ -400,22 +438,24 @@ def test_fenced_member_epoch() -> None:
     clock.join("a", ["t"])
     clock.settle("a")
     assert clock.epochs["a"] == 2
-    ahead = clock.coordinator.heartbeat("g", "a", 3, None, "c", "/h", None, clock.now,
-                                        clock.topics)
+    ahead = clock.coordinator.heartbeat("g", "a", 3, None, "c", "/h", None, clock.now, clock.topics)
     assert (ahead.error_code, ahead.error_message, ahead.member_id, ahead.member_epoch) == (
         FENCED_MEMBER_EPOCH,
         "The share group member has a greater member epoch (3) than the one known by the group "
         "coordinator (2). The member must abandon all its partitions and rejoin.",
-        None, 0,
+        None,
+        0,
     )
     # The previous epoch is accepted: the response that bumped it may have been lost.
-    previous = clock.coordinator.heartbeat("g", "a", 1, None, "c", "/h", None, clock.now,
-                                           clock.topics)
+    previous = clock.coordinator.heartbeat(
+        "g", "a", 1, None, "c", "/h", None, clock.now, clock.topics
+    )
     assert (previous.error_code, previous.member_epoch) == (0, 2)
     clock.join("b", ["t"])
     clock.settle("a")
-    behind = clock.coordinator.heartbeat("g", "a", 1, None, "c", "/h", None, clock.now,
-                                         clock.topics)
+    behind = clock.coordinator.heartbeat(
+        "g", "a", 1, None, "c", "/h", None, clock.now, clock.topics
+    )
     assert (behind.error_code, behind.error_message) == (
         FENCED_MEMBER_EPOCH,
         "The share group member has a smaller member epoch (1) than the one known by the group "
@@ -423,8 +463,7 @@ def test_fenced_member_epoch() -> None:
         "abandon all its partitions and rejoin.",
     )
     rejoined = clock.join("a", ["t"])
-    assert (rejoined.error_code, rejoined.member_epoch, rejoined.assignment) == (
-        0, 3, {"t": [0]})
+    assert (rejoined.error_code, rejoined.member_epoch, rejoined.assignment) == (0, 3, {"t": [0]})
 
 
 @pytest.mark.parametrize(
@@ -440,8 +479,9 @@ def test_fenced_member_epoch() -> None:
 def test_invalid_requests(
     group: str, member: str, epoch: int, subscription: list[str] | None, message: str
 ) -> None:
-    result = ShareGroupCoordinator().heartbeat(group, member, epoch, None, "c", "/h",
-                                               subscription, 0, {"t": 1})
+    result = ShareGroupCoordinator().heartbeat(
+        group, member, epoch, None, "c", "/h", subscription, 0, {"t": 1}
+    )
     assert (result.error_code, result.error_message) == (INVALID_REQUEST, message)
 
 
@@ -454,14 +494,20 @@ def test_unknown_group_and_member() -> None:
     coordinator = ShareGroupCoordinator()
     unknown_group = coordinator.heartbeat("g", "a", 5, None, "c", "/h", None, 0, {"t": 1})
     assert (unknown_group.error_code, unknown_group.error_message) == (
-        GROUP_ID_NOT_FOUND, "Share group g not found.")
+        GROUP_ID_NOT_FOUND,
+        "Share group g not found.",
+    )
     leave_unknown = coordinator.heartbeat("g", "a", -1, None, "c", "/h", None, 0, {"t": 1})
     assert (leave_unknown.error_code, leave_unknown.error_message) == (
-        GROUP_ID_NOT_FOUND, "Group g not found.")
+        GROUP_ID_NOT_FOUND,
+        "Group g not found.",
+    )
     coordinator.heartbeat("g", "a", 0, None, "c", "/h", ["t"], 0, {"t": 1})
     stranger = coordinator.heartbeat("g", "z", 1, None, "c", "/h", None, 0, {"t": 1})
     assert (stranger.error_code, stranger.error_message) == (
-        UNKNOWN_MEMBER_ID, "Member z is not a member of group g.")
+        UNKNOWN_MEMBER_ID,
+        "Member z is not a member of group g.",
+    )
     assert coordinator.list_groups() != []
     assert coordinator.describe("nope").error_code == GROUP_ID_NOT_FOUND
 
@@ -471,7 +517,9 @@ def test_group_max_size() -> None:
     assert coordinator.heartbeat("g", "a", 0, None, "c", "/h", ["t"], 0, {"t": 1}).error_code == 0
     full = coordinator.heartbeat("g", "b", 0, None, "c", "/h", ["t"], 0, {"t": 1})
     assert (full.error_code, full.error_message) == (
-        GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of 1 members.")
+        GROUP_MAX_SIZE_REACHED,
+        "The share group has reached its maximum capacity of 1 members.",
+    )
     assert coordinator.heartbeat("g", "a", 0, None, "c", "/h", ["t"], 0, {"t": 1}).error_code == 0
 
 
@@ -552,6 +600,11 @@ def test_describe_reports_member_fields() -> None:
     coordinator.heartbeat("g", "a", 0, "rack-1", "cli", "/10.0.0.1", ["t"], 0, {"t": 1})
     (description,) = list(_all_descriptions(coordinator))
     (member,) = description.members
-    assert (member.member_id, member.rack_id, member.client_id, member.client_host,
-            member.member_epoch, description.assignor_name) == (
-        "a", "rack-1", "cli", "/10.0.0.1", 1, "simple")
+    assert (
+        member.member_id,
+        member.rack_id,
+        member.client_id,
+        member.client_host,
+        member.member_epoch,
+        description.assignor_name,
+    ) == ("a", "rack-1", "cli", "/10.0.0.1", 1, "simple")

@@ -32,8 +32,8 @@ from kshare_cli.state.records import (
     encode_record,
     encode_value,
 )
+from tests.support.golden import GOLDEN
 
-GOLDEN = Path("/work/shared/golden/kafka-4.2.0")
 TOPIC_ID = uuid.UUID("d1384e70-b203-4446-8f5e-1417096b3c51")  # golden-a
 
 

@@ -34,8 +34,8 @@ from kshare_cli.state.replay import (
     ShareStateReplayer,
     UninitializedSharePartitionError,
 )
+from tests.support.golden import GOLDEN
 
-GOLDEN = Path("/work/shared/golden/kafka-4.2.0")
 GOLDEN_TOPIC_ID = uuid.UUID("d1384e70-b203-4446-8f5e-1417096b3c51")  # golden-a
 P0 = SharePartitionKey("golden-g", GOLDEN_TOPIC_ID, 0)
 P1 = SharePartitionKey("golden-g", GOLDEN_TOPIC_ID, 1)
