@@ -25,6 +25,13 @@ Quirks of the mock that a caller must know (librdkafka 2.16):
   members than partitions some members get nothing. Kafka's share assignor shares a
   partition between members; :meth:`RdkafkaMockCluster.share_all_partitions` restores
   that by setting a manual target assignment.
+- Whenever any client connection to a broker closes, the mock closes every share
+  session on that broker, whoever owned it, and so releases every record acquired
+  through them (``rd_kafka_mock_connection_close``). A producer destroyed mid-test
+  makes held records come back early with a higher delivery count and makes the
+  consumers' next acknowledgements fail with SHARE_SESSION_NOT_FOUND.
+- A ShareFetch that fails with an injected top-level error creates no session; the
+  client's next ShareFetch then gets SHARE_SESSION_NOT_FOUND once and starts over.
 - It has no admin RPCs (no CreateTopics, no IncrementalAlterConfigs): topics and group
   configuration are set through this wrapper.
 """

@@ -45,6 +45,7 @@ __all__ = [
     "produce_records",
     "release_once",
     "release_until_archived",
+    "scenario_producer",
     "two_consumers",
 ]
 
@@ -219,13 +220,29 @@ class _Recorder:
             )
 
 
+@contextmanager
+def scenario_producer(
+    bootstrap: str, client_config: ClientConfig | None = None
+) -> Iterator[Producer]:
+    """The one producer a scenario uses from start to end, closed after the consumers.
+
+    librdkafka's mock closes every share session on a broker whenever any connection to
+    that broker closes, so a producer closed mid-scenario would release every record
+    the consumers hold; one producer that outlives the consumers avoids that anywhere.
+    """
+    producer = Producer({**(client_config or {}), "bootstrap.servers": bootstrap})
+    try:
+        yield producer
+    finally:
+        producer.close()
+
+
 def produce_records(
-    bootstrap: str,
+    producer: Producer,
     topic: str,
     count: int,
     *,
     deadline: Deadline,
-    client_config: ClientConfig | None = None,
     prefix: str = "record",
 ) -> tuple[RecordPosition, ...]:
     """Produce ``count`` records and return where the broker put them.
@@ -243,7 +260,6 @@ def produce_records(
         else:
             positions.append(RecordPosition(partition, offset))
 
-    producer = Producer({**(client_config or {}), "bootstrap.servers": bootstrap})
     for index in range(count):
         producer.produce(topic, value=f"{prefix}-{index}".encode(), on_delivery=on_delivery)
     remaining = producer.flush(deadline.remaining())
@@ -358,19 +374,18 @@ def all_delivered(
     if prepare_group is not None:
         prepare_group(group)
     produced_at = recorder.now()
-    produced = produce_records(
-        bootstrap, topic, records, deadline=deadline, client_config=client_config
-    )
-    with _share_consumer(bootstrap, topic, group, client_config) as consumer:
-        completed = _consume_until(
-            consumer,
-            "a",
-            recorder,
-            lambda message: Action.ACCEPT,
-            lambda: _accepted_all(recorder, produced),
-            deadline,
-        )
-    return recorder.result("all_delivered", topic, group, produced, produced_at, completed)
+    with scenario_producer(bootstrap, client_config) as producer:
+        produced = produce_records(producer, topic, records, deadline=deadline)
+        with _share_consumer(bootstrap, topic, group, client_config) as consumer:
+            completed = _consume_until(
+                consumer,
+                "a",
+                recorder,
+                lambda message: Action.ACCEPT,
+                lambda: _accepted_all(recorder, produced),
+                deadline,
+            )
+        return recorder.result("all_delivered", topic, group, produced, produced_at, completed)
 
 
 def release_once(
@@ -394,29 +409,28 @@ def release_once(
     if prepare_group is not None:
         prepare_group(group)
     produced_at = recorder.now()
-    produced = produce_records(
-        bootstrap, topic, records, deadline=deadline, client_config=client_config
-    )
-    target = produced[0]
-    released = False
+    with scenario_producer(bootstrap, client_config) as producer:
+        produced = produce_records(producer, topic, records, deadline=deadline)
+        target = produced[0]
+        released = False
 
-    def decide(message: Message) -> Action:
-        nonlocal released
-        if not released and _position(message) == target:
-            released = True
-            return Action.RELEASE
-        return Action.ACCEPT
+        def decide(message: Message) -> Action:
+            nonlocal released
+            if not released and _position(message) == target:
+                released = True
+                return Action.RELEASE
+            return Action.ACCEPT
 
-    with _share_consumer(bootstrap, topic, group, client_config) as consumer:
-        completed = _consume_until(
-            consumer,
-            "a",
-            recorder,
-            decide,
-            lambda: _accepted_all(recorder, produced),
-            deadline,
-        )
-    return recorder.result("release_once", topic, group, produced, produced_at, completed)
+        with _share_consumer(bootstrap, topic, group, client_config) as consumer:
+            completed = _consume_until(
+                consumer,
+                "a",
+                recorder,
+                decide,
+                lambda: _accepted_all(recorder, produced),
+                deadline,
+            )
+        return recorder.result("release_once", topic, group, produced, produced_at, completed)
 
 
 def release_until_archived(
@@ -445,49 +459,43 @@ def release_until_archived(
     if prepare_group is not None:
         prepare_group(group)
     produced_at = recorder.now()
-    produced = produce_records(
-        bootstrap, topic, records, deadline=deadline, client_config=client_config
-    )
-    target = produced[0]
-    releases = 0
+    with scenario_producer(bootstrap, client_config) as producer:
+        produced = produce_records(producer, topic, records, deadline=deadline)
+        target = produced[0]
+        releases = 0
 
-    def decide(message: Message) -> Action:
-        nonlocal releases
-        if _position(message) == target:
-            releases += 1
-            return Action.RELEASE
-        return Action.ACCEPT
+        def decide(message: Message) -> Action:
+            nonlocal releases
+            if _position(message) == target:
+                releases += 1
+                return Action.RELEASE
+            return Action.ACCEPT
 
-    with _share_consumer(bootstrap, topic, group, client_config) as consumer:
-        completed = _consume_until(
-            consumer,
-            "a",
-            recorder,
-            decide,
-            lambda: releases >= delivery_limit and _accepted_all(recorder, produced[1:]),
-            deadline,
-        )
-        if completed:
-            sentinel = produce_records(
-                bootstrap,
-                topic,
-                1,
-                deadline=deadline,
-                client_config=client_config,
-                prefix="sentinel",
-            )
-            produced = produced + sentinel
+        with _share_consumer(bootstrap, topic, group, client_config) as consumer:
             completed = _consume_until(
                 consumer,
                 "a",
                 recorder,
                 decide,
-                lambda: _accepted_all(recorder, sentinel),
+                lambda: releases >= delivery_limit and _accepted_all(recorder, produced[1:]),
                 deadline,
             )
-            quiet = Deadline(min(deadline.expires_at, time.monotonic() + quiet_period))
-            _consume_until(consumer, "a", recorder, decide, lambda: False, quiet)
-    return recorder.result("release_until_archived", topic, group, produced, produced_at, completed)
+            if completed:
+                sentinel = produce_records(producer, topic, 1, deadline=deadline, prefix="sentinel")
+                produced = produced + sentinel
+                completed = _consume_until(
+                    consumer,
+                    "a",
+                    recorder,
+                    decide,
+                    lambda: _accepted_all(recorder, sentinel),
+                    deadline,
+                )
+                quiet = Deadline(min(deadline.expires_at, time.monotonic() + quiet_period))
+                _consume_until(consumer, "a", recorder, decide, lambda: False, quiet)
+        return recorder.result(
+            "release_until_archived", topic, group, produced, produced_at, completed
+        )
 
 
 def lock_timeout(
@@ -504,7 +512,8 @@ def lock_timeout(
     """One consumer acquires a record and holds it; after the lock expires it is redelivered.
 
     The lock duration is the group's ``share.record.lock.duration.ms``, set by the test
-    bed; ``redelivery_timeout`` bounds the wait for it. Two consumers, "a" and "b", poll
+    bed; ``redelivery_timeout`` bounds the wait for it, ``join_timeout`` everything before
+    (joining, producing, the first delivery). Two consumers, "a" and "b", poll
     alternately from this one thread (each is only ever used by one thread at a time):
     whichever receives the record first holds it, neither acknowledging nor releasing,
     and stops polling, since an explicit-mode consumer may not poll again with a record
@@ -513,102 +522,61 @@ def lock_timeout(
     both have joined, so that no assignment change can release it early. Because the
     record cannot be acquired before it was produced, ``redelivery.at - produced_at`` is
     a lower bound on how long the lock held, which a test can compare with the
-    configured duration. ``join_timeout`` bounds everything before the hold: joining,
-    producing and the first delivery.
+    configured duration.
     """
     join_deadline = Deadline.after(join_timeout)
     recorder = _Recorder()
     if prepare_group is not None:
         prepare_group(group)
-    produced: tuple[RecordPosition, ...] = ()
-    produced_at = 0.0
-    completed = False
-    with (
-        _share_consumer(bootstrap, topic, group, client_config, **_ONE_RECORD) as consumer_a,
-        _share_consumer(bootstrap, topic, group, client_config, **_ONE_RECORD) as consumer_b,
-    ):
-        consumers = {"a": consumer_a, "b": consumer_b}
-        # Joining happens in librdkafka's background threads once a poll has started it.
-        for name, consumer in consumers.items():
-            _poll(consumer, name, recorder, join_deadline)
-        if members_joined is not None:
-            members_joined(group, topic, len(consumers))
-        if not _warm_up(bootstrap, topic, consumers, join_deadline, client_config):
-            return recorder.result("lock_timeout", topic, group, (), 0.0, False)
-        produced_at = recorder.now()
-        produced = produce_records(
-            bootstrap, topic, 1, deadline=join_deadline, client_config=client_config
-        )
-        target = produced[0]
-        holder: str | None = None
-        while holder is None and not join_deadline.expired():
+    with scenario_producer(bootstrap, client_config) as producer:
+        produced: tuple[RecordPosition, ...] = ()
+        produced_at = 0.0
+        completed = False
+        with (
+            _share_consumer(bootstrap, topic, group, client_config) as consumer_a,
+            _share_consumer(bootstrap, topic, group, client_config) as consumer_b,
+        ):
+            consumers = {"a": consumer_a, "b": consumer_b}
+            # Joining happens in librdkafka's background threads once a poll has started it.
             for name, consumer in consumers.items():
-                for message in _poll(consumer, name, recorder, join_deadline):
-                    if _position(message) == target and holder is None:
-                        _acknowledge(consumer, name, recorder, message, Action.HOLD)
-                        holder = name
-                    else:
-                        _acknowledge(consumer, name, recorder, message, Action.ACCEPT)
-                if holder is not None:
-                    break
-        if holder is not None:
-            other = "b" if holder == "a" else "a"
-            completed = _consume_until(
-                consumers[other],
-                other,
-                recorder,
-                lambda message: Action.ACCEPT,
-                lambda: _accepted_all(recorder, produced),
-                Deadline.after(redelivery_timeout),
-            )
-    return recorder.result("lock_timeout", topic, group, produced, produced_at, completed)
+                _poll(consumer, name, recorder, join_deadline)
+            if members_joined is not None:
+                members_joined(group, topic, len(consumers))
+            produced_at = recorder.now()
+            produced = produce_records(producer, topic, 1, deadline=join_deadline)
+            holder = _first_to_receive(consumers, recorder, produced[0], join_deadline)
+            if holder is not None:
+                other = "b" if holder == "a" else "a"
+                completed = _consume_until(
+                    consumers[other],
+                    other,
+                    recorder,
+                    lambda message: Action.ACCEPT,
+                    lambda: _accepted_all(recorder, produced),
+                    Deadline.after(redelivery_timeout),
+                )
+        return recorder.result("lock_timeout", topic, group, produced, produced_at, completed)
 
 
-_ONE_RECORD: Final[dict[str, object]] = {"max.poll.records": 1}
-
-
-def _warm_up(
-    bootstrap: str,
-    topic: str,
+def _first_to_receive(
     consumers: Mapping[str, ShareConsumer],
+    recorder: _Recorder,
+    target: RecordPosition,
     deadline: Deadline,
-    client_config: ClientConfig | None,
-) -> bool:
-    """Feed every consumer records until each has had one accepted; False if out of time.
-
-    A consumer that has just joined, or whose assignment just changed, may still reset
-    its share session, which releases whatever it holds (librdkafka's mock does this in
-    the first few hundred milliseconds). A consumer that has had a record accepted has a
-    working session, so a scenario that times locks starts only then. These records are
-    not the scenario's: they are neither recorded nor checked, and one that comes back
-    after such a reset is simply accepted again.
-    """
-    warmed: set[str] = set()
-    starving = True  # nothing arrived in the last round: feed more
-    while len(warmed) < len(consumers):
-        if deadline.expired():
-            return False
-        if starving:
-            produce_records(
-                bootstrap,
-                topic,
-                len(consumers),
-                deadline=deadline,
-                client_config=client_config,
-                prefix="warm-up",
-            )
-        starving = True
+) -> str | None:
+    """Poll the consumers in turn until one receives ``target``; it holds it. Its name."""
+    while not deadline.expired():
         for name, consumer in consumers.items():
-            records = consumer.poll(min(_POLL_INTERVAL, max(deadline.remaining(), 0.001)))
-            accepted = [message for message in records if message.error() is None]
-            for message in accepted:
-                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
-            if accepted:
-                starving = False
-                results = consumer.commit_sync(_COMMIT_TIMEOUT)
-                if all(error is None for error in results.values()):
-                    warmed.add(name)
-    return True
+            holder = None
+            for message in _poll(consumer, name, recorder, deadline):
+                if _position(message) == target and holder is None:
+                    _acknowledge(consumer, name, recorder, message, Action.HOLD)
+                    holder = name
+                else:
+                    _acknowledge(consumer, name, recorder, message, Action.ACCEPT)
+            if holder is not None:
+                return holder
+    return None
 
 
 def two_consumers(
@@ -677,22 +645,21 @@ def two_consumers(
         thread.start()
     produced: tuple[RecordPosition, ...] = ()
     produced_at = 0.0
-    try:
-        if all(event.wait(deadline.remaining()) for event in subscribed.values()):
-            if members_joined is not None:
-                members_joined(group, topic, len(names))
-            produced_at = recorder.now()
-            produced = produce_records(
-                bootstrap, topic, records, deadline=deadline, client_config=client_config
-            )
-            produced_box.append(produced)
-    except BaseException:
-        abort()
-        raise
-    finally:
-        # Each thread stops by itself: goal reached, deadline passed, or stop set.
-        for thread in threads:
-            thread.join()
+    with scenario_producer(bootstrap, client_config) as producer:
+        try:
+            if all(event.wait(deadline.remaining()) for event in subscribed.values()):
+                if members_joined is not None:
+                    members_joined(group, topic, len(names))
+                produced_at = recorder.now()
+                produced = produce_records(producer, topic, records, deadline=deadline)
+                produced_box.append(produced)
+        except BaseException:
+            abort()
+            raise
+        finally:
+            # Each thread stops by itself: goal reached, deadline passed, or stop set.
+            for thread in threads:
+                thread.join()
     if failures:
         raise failures[0]
     completed = bool(produced) and _accepted_all(recorder, produced)
