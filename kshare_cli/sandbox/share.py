@@ -482,6 +482,18 @@ def _acquire(
 _LEADER: Final = {"leader_id": 0, "leader_epoch": 0}
 
 
+def _top_level_error(request: Request, error_code: int, **extra: Any) -> Any:
+    """A ShareFetch/ShareAcknowledge response that fails the whole request."""
+    body: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": error_code,
+        "error_message": None,
+        "responses": [],
+        "node_endpoints": [],
+    }
+    return build(response_type(request), {**body, **extra})
+
+
 def _commit(deferred: list[SharePartition]) -> None:
     for share_partition in deferred:
         share_partition.commit_pending()
@@ -498,17 +510,7 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
     lock_ms = shares.configs.record_lock_duration_ms(group_id) if group_id else 30000
 
     def top_level(error_code: int) -> Any:
-        return build(
-            response_type(request),
-            {
-                "throttle_time": 0,
-                "error_code": error_code,
-                "error_message": None,
-                "acquisition_lock_timeout": lock_ms,
-                "responses": [],
-                "node_endpoints": [],
-            },
-        )
+        return _top_level_error(request, error_code, acquisition_lock_timeout=lock_ms)
 
     if not group_id or not member_id:
         return top_level(INVALID_REQUEST)
@@ -607,16 +609,7 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
     epoch = int(payload.share_session_epoch)
 
     def top_level(error_code: int) -> Any:
-        return build(
-            response_type(request),
-            {
-                "throttle_time": 0,
-                "error_code": error_code,
-                "error_message": None,
-                "responses": [],
-                "node_endpoints": [],
-            },
-        )
+        return _top_level_error(request, error_code)
 
     if not group_id or not member_id:
         return top_level(INVALID_REQUEST)
