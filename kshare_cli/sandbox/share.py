@@ -540,12 +540,9 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
                 session.partitions.add((topic.topic_id, key.partition))
     fetched: dict[tuple[uuid.UUID, int], tuple[bytes, list[dict[str, int]]]] = {}
     if epoch == -1:
+        # Closing the session releases whatever the member still holds.
         shares.sessions.pop((group_id, member_id), None)
-        for key, share_partition in list(shares.partitions.items()):
-            if key.group_id == group_id:
-                write = share_partition.release_member(member_id, now)
-                if write is not None:
-                    shares._persist(key, write)
+        shares._member_gone(group_id, member_id, now)
         broker.notify_data_changed()
     else:
         loop = asyncio.get_running_loop()
@@ -621,12 +618,9 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
     now = now_ms()
     results = _acknowledge(shares, group_id, member_id, payload.topics, now)
     if epoch == -1:
+        # Closing the session releases whatever the member still holds.
         shares.sessions.pop((group_id, member_id), None)
-        for key, share_partition in list(shares.partitions.items()):
-            if key.group_id == group_id:
-                write = share_partition.release_member(member_id, now)
-                if write is not None:
-                    shares._persist(key, write)
+        shares._member_gone(group_id, member_id, now)
     broker.notify_data_changed()
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for (topic_id, partition), code in sorted(
