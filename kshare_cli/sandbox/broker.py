@@ -192,6 +192,12 @@ class Broker:
     def topic(self, name: str) -> Topic | None:
         return self.logs.topics.get(name)
 
+    def topic_by_name_or_id(self, name: str | None, topic_id: uuid.UUID | None) -> Topic | None:
+        """Older versions name topics, newer ones (Produce v13, Fetch v13+) send ids."""
+        if name is not None:
+            return self.topic(name)
+        return None if topic_id is None else self.logs.by_id.get(topic_id)
+
     def create_topic(self, name: str, partitions: int, **kwargs: Any) -> Topic:
         topic = self.logs.create(name, partitions, **kwargs)
         for extension in self.extensions:
@@ -433,7 +439,7 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
     for topic_data in payload.topic_data:
         name = getattr(topic_data, "name", None)
         topic_id = getattr(topic_data, "topic_id", None)
-        topic = broker.topic(name) if name is not None else broker.logs.by_id.get(topic_id)  # type: ignore[arg-type]
+        topic = broker.topic_by_name_or_id(name, topic_id)
         partitions: list[dict[str, Any]] = []
         for data in topic_data.partition_data:
             entry: dict[str, Any] = {
@@ -495,7 +501,7 @@ def _fetch_once(broker: Broker, payload: Any) -> tuple[list[dict[str, Any]], int
     for wanted in payload.topics:
         name = getattr(wanted, "topic", None)
         topic_id = getattr(wanted, "topic_id", None)
-        topic = broker.topic(name) if name is not None else broker.logs.by_id.get(topic_id)  # type: ignore[arg-type]
+        topic = broker.topic_by_name_or_id(name, topic_id)
         partitions: list[dict[str, Any]] = []
         for part in wanted.partitions:
             entry: dict[str, Any] = {

@@ -174,38 +174,60 @@ class BrokerGroupSettings:
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
-            (self.share_max_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
-             "group.share.max.heartbeat.interval.ms must be greater than or equal to "
-             "group.share.min.heartbeat.interval.ms"),
-            (self.share_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
-             "group.share.heartbeat.interval.ms must be greater than or equal to "
-             "group.share.min.heartbeat.interval.ms"),
-            (self.share_heartbeat_interval_ms <= self.share_max_heartbeat_interval_ms,
-             "group.share.heartbeat.interval.ms must be less than or equal to "
-             "group.share.max.heartbeat.interval.ms"),
-            (self.share_max_session_timeout_ms >= self.share_min_session_timeout_ms,
-             "group.share.max.session.timeout.ms must be greater than or equal to "
-             "group.share.min.session.timeout.ms"),
-            (self.share_session_timeout_ms >= self.share_min_session_timeout_ms,
-             "group.share.session.timeout.ms must be greater than or equal to "
-             "group.share.min.session.timeout.ms"),
-            (self.share_session_timeout_ms <= self.share_max_session_timeout_ms,
-             "group.share.session.timeout.ms must be less than or equal to "
-             "group.share.max.session.timeout.ms"),
-            (self.share_heartbeat_interval_ms < self.share_session_timeout_ms,
-             "group.share.heartbeat.interval.ms must be less than "
-             "group.share.session.timeout.ms"),
-            (self.share_record_lock_duration_ms >= self.share_min_record_lock_duration_ms,
-             "group.share.record.lock.duration.ms must be greater than or equal to "
-             "group.share.min.record.lock.duration.ms"),
-            (self.share_max_record_lock_duration_ms >= self.share_record_lock_duration_ms,
-             "group.share.max.record.lock.duration.ms must be greater than or equal to "
-             "group.share.record.lock.duration.ms"),
-            (1 <= self.share_max_size <= 1000,
-             f"Invalid value {self.share_max_size} for configuration group.share.max.size"),
-            (self.consumer_heartbeat_interval_ms < self.consumer_session_timeout_ms,
-             "group.consumer.heartbeat.interval.ms must be less than "
-             "group.consumer.session.timeout.ms"),
+            (
+                self.share_max_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
+                "group.share.max.heartbeat.interval.ms must be greater than or equal to "
+                "group.share.min.heartbeat.interval.ms",
+            ),
+            (
+                self.share_heartbeat_interval_ms >= self.share_min_heartbeat_interval_ms,
+                "group.share.heartbeat.interval.ms must be greater than or equal to "
+                "group.share.min.heartbeat.interval.ms",
+            ),
+            (
+                self.share_heartbeat_interval_ms <= self.share_max_heartbeat_interval_ms,
+                "group.share.heartbeat.interval.ms must be less than or equal to "
+                "group.share.max.heartbeat.interval.ms",
+            ),
+            (
+                self.share_max_session_timeout_ms >= self.share_min_session_timeout_ms,
+                "group.share.max.session.timeout.ms must be greater than or equal to "
+                "group.share.min.session.timeout.ms",
+            ),
+            (
+                self.share_session_timeout_ms >= self.share_min_session_timeout_ms,
+                "group.share.session.timeout.ms must be greater than or equal to "
+                "group.share.min.session.timeout.ms",
+            ),
+            (
+                self.share_session_timeout_ms <= self.share_max_session_timeout_ms,
+                "group.share.session.timeout.ms must be less than or equal to "
+                "group.share.max.session.timeout.ms",
+            ),
+            (
+                self.share_heartbeat_interval_ms < self.share_session_timeout_ms,
+                "group.share.heartbeat.interval.ms must be less than "
+                "group.share.session.timeout.ms",
+            ),
+            (
+                self.share_record_lock_duration_ms >= self.share_min_record_lock_duration_ms,
+                "group.share.record.lock.duration.ms must be greater than or equal to "
+                "group.share.min.record.lock.duration.ms",
+            ),
+            (
+                self.share_max_record_lock_duration_ms >= self.share_record_lock_duration_ms,
+                "group.share.max.record.lock.duration.ms must be greater than or equal to "
+                "group.share.record.lock.duration.ms",
+            ),
+            (
+                1 <= self.share_max_size <= 1000,
+                f"Invalid value {self.share_max_size} for configuration group.share.max.size",
+            ),
+            (
+                self.consumer_heartbeat_interval_ms < self.consumer_session_timeout_ms,
+                "group.consumer.heartbeat.interval.ms must be less than "
+                "group.consumer.session.timeout.ms",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -317,7 +339,7 @@ def parse_auto_offset_reset(value: str) -> AutoOffsetReset | None:
     if value == "latest":
         return AutoOffsetReset("latest")
     if value.startswith("by_duration:"):
-        duration_ms = parse_java_duration_ms(value[len("by_duration:"):])
+        duration_ms = parse_java_duration_ms(value[len("by_duration:") :])
         if duration_ms is None or duration_ms < 0:
             return None
         return AutoOffsetReset("by_duration", duration_ms)
@@ -414,77 +436,139 @@ class GroupConfigDefinition:
 
 _DEFINITIONS: tuple[GroupConfigDefinition, ...] = (
     GroupConfigDefinition(
-        "consumer.session.timeout.ms", ConfigType.INT, 45000,
+        "consumer.session.timeout.ms",
+        ConfigType.INT,
+        45000,
         "The timeout to detect client failures when using the consumer group protocol.",
-        _at_least(1), "consumer_session_timeout_ms"),
+        _at_least(1),
+        "consumer_session_timeout_ms",
+    ),
     GroupConfigDefinition(
-        "consumer.heartbeat.interval.ms", ConfigType.INT, 5000,
+        "consumer.heartbeat.interval.ms",
+        ConfigType.INT,
+        5000,
         "The heartbeat interval given to the members of a consumer group.",
-        _at_least(1), "consumer_heartbeat_interval_ms"),
+        _at_least(1),
+        "consumer_heartbeat_interval_ms",
+    ),
     GroupConfigDefinition(
-        "share.session.timeout.ms", ConfigType.INT, 45000,
+        "share.session.timeout.ms",
+        ConfigType.INT,
+        45000,
         "The timeout to detect client failures when using the share group protocol.",
-        _at_least(1), "share_session_timeout_ms"),
+        _at_least(1),
+        "share_session_timeout_ms",
+    ),
     GroupConfigDefinition(
-        "share.heartbeat.interval.ms", ConfigType.INT, 5000,
+        "share.heartbeat.interval.ms",
+        ConfigType.INT,
+        5000,
         "The heartbeat interval given to the members of a share group.",
-        _at_least(1), "share_heartbeat_interval_ms"),
+        _at_least(1),
+        "share_heartbeat_interval_ms",
+    ),
     GroupConfigDefinition(
-        "share.record.lock.duration.ms", ConfigType.INT, 30000,
+        "share.record.lock.duration.ms",
+        ConfigType.INT,
+        30000,
         "The record acquisition lock duration in milliseconds for share groups.",
-        _at_least(1000), "share_record_lock_duration_ms"),
+        _at_least(1000),
+        "share_record_lock_duration_ms",
+    ),
     GroupConfigDefinition(
-        "share.delivery.count.limit", ConfigType.INT, 5,
+        "share.delivery.count.limit",
+        ConfigType.INT,
+        5,
         "The maximum number of delivery attempts for a record delivered to a share group.",
-        _at_least(2), "share_delivery_count_limit", since="4.3"),
+        _at_least(2),
+        "share_delivery_count_limit",
+        since="4.3",
+    ),
     GroupConfigDefinition(
-        "share.partition.max.record.locks", ConfigType.INT, 2000,
+        "share.partition.max.record.locks",
+        ConfigType.INT,
+        2000,
         "Share-group record lock limit per share-partition.",
-        _at_least(100), "share_partition_max_record_locks", since="4.3"),
+        _at_least(100),
+        "share_partition_max_record_locks",
+        since="4.3",
+    ),
     GroupConfigDefinition(
-        "share.auto.offset.reset", ConfigType.STRING, "latest",
-        _SHARE_AUTO_OFFSET_RESET_DOC, _auto_offset_reset_validator),
+        "share.auto.offset.reset",
+        ConfigType.STRING,
+        "latest",
+        _SHARE_AUTO_OFFSET_RESET_DOC,
+        _auto_offset_reset_validator,
+    ),
     GroupConfigDefinition(
-        "share.isolation.level", ConfigType.STRING, "read_uncommitted",
-        _SHARE_ISOLATION_LEVEL_DOC, _one_of("read_committed", "read_uncommitted")),
+        "share.isolation.level",
+        ConfigType.STRING,
+        "read_uncommitted",
+        _SHARE_ISOLATION_LEVEL_DOC,
+        _one_of("read_committed", "read_uncommitted"),
+    ),
     GroupConfigDefinition(
-        "share.renew.acknowledge.enable", ConfigType.BOOLEAN, True,
+        "share.renew.acknowledge.enable",
+        ConfigType.BOOLEAN,
+        True,
         "Whether the renew acknowledge type is enabled for the share group.",
-        None, since="4.3"),
+        None,
+        since="4.3",
+    ),
     GroupConfigDefinition(
-        "streams.session.timeout.ms", ConfigType.INT, 45000,
+        "streams.session.timeout.ms",
+        ConfigType.INT,
+        45000,
         "The timeout to detect client failures when using the streams group protocol.",
-        _at_least(1), "streams_session_timeout_ms"),
+        _at_least(1),
+        "streams_session_timeout_ms",
+    ),
     GroupConfigDefinition(
-        "streams.heartbeat.interval.ms", ConfigType.INT, 5000,
+        "streams.heartbeat.interval.ms",
+        ConfigType.INT,
+        5000,
         "The heartbeat interval given to the members.",
-        _at_least(1), "streams_heartbeat_interval_ms"),
+        _at_least(1),
+        "streams_heartbeat_interval_ms",
+    ),
     GroupConfigDefinition(
-        "streams.num.standby.replicas", ConfigType.INT, 0,
+        "streams.num.standby.replicas",
+        ConfigType.INT,
+        0,
         "The number of standby replicas for each task.",
-        _at_least(0), "streams_num_standby_replicas"),
+        _at_least(0),
+        "streams_num_standby_replicas",
+    ),
     GroupConfigDefinition(
-        "streams.initial.rebalance.delay.ms", ConfigType.INT, 3000,
+        "streams.initial.rebalance.delay.ms",
+        ConfigType.INT,
+        3000,
         "The amount of time the group coordinator will wait for more streams clients to join "
         "a new group before performing the first rebalance. A longer delay means potentially "
         "fewer rebalances.",
-        _at_least(0), "streams_initial_rebalance_delay_ms"),
+        _at_least(0),
+        "streams_initial_rebalance_delay_ms",
+    ),
 )
 
 #: Configs whose DescribeConfigs default is the broker's value in 4.2
 #: (``extractGroupConfigMap``); in 4.3 every definition with a broker_default is.
-_BROKER_DEFAULTED_42 = frozenset({
-    "consumer.session.timeout.ms",
-    "consumer.heartbeat.interval.ms",
-    "share.session.timeout.ms",
-    "share.heartbeat.interval.ms",
-    "share.record.lock.duration.ms",
-})
+_BROKER_DEFAULTED_42 = frozenset(
+    {
+        "consumer.session.timeout.ms",
+        "consumer.heartbeat.interval.ms",
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
+        "share.record.lock.duration.ms",
+    }
+)
 #: Keys 4.2's validation takes from the broker; the others use static defaults.
-_VALIDATION_BROKER_KEYS_42 = frozenset({
-    "consumer.session.timeout.ms",
-    "consumer.heartbeat.interval.ms",
-})
+_VALIDATION_BROKER_KEYS_42 = frozenset(
+    {
+        "consumer.session.timeout.ms",
+        "consumer.heartbeat.interval.ms",
+    }
+)
 
 
 def _java_string_hash(text: str) -> int:
@@ -492,7 +576,7 @@ def _java_string_hash(text: str) -> int:
     h = 0
     encoded = text.encode("utf-16-be")
     for i in range(0, len(encoded), 2):
-        h = (31 * h + int.from_bytes(encoded[i:i + 2], "big")) & 0xFFFFFFFF
+        h = (31 * h + int.from_bytes(encoded[i : i + 2], "big")) & 0xFFFFFFFF
     return h
 
 
@@ -621,8 +705,7 @@ class GroupConfigStore:
         if len(set(names)) != len(names):
             return INVALID_REQUEST, "Error due to duplicate config keys"
         null_updates = [
-            name for name, op, value in ops
-            if op != AlterConfigOpType.DELETE and value is None
+            name for name, op, value in ops if op != AlterConfigOpType.DELETE and value is None
         ]
         if null_updates:
             return INVALID_REQUEST, "Null value not supported for : " + ", ".join(null_updates)
@@ -792,10 +875,14 @@ class GroupConfigStore:
                 (b.share_max_delivery_count_limit, "group.share.max.delivery.count.limit"),
             )
             bounds["share.partition.max.record.locks"] = (
-                (b.share_min_partition_max_record_locks,
-                 "group.share.min.partition.max.record.locks"),
-                (b.share_max_partition_max_record_locks,
-                 "group.share.max.partition.max.record.locks"),
+                (
+                    b.share_min_partition_max_record_locks,
+                    "group.share.min.partition.max.record.locks",
+                ),
+                (
+                    b.share_max_partition_max_record_locks,
+                    "group.share.max.partition.max.record.locks",
+                ),
             )
         bounds["streams.heartbeat.interval.ms"] = (
             (b.streams_min_heartbeat_interval_ms, "group.streams.min.heartbeat.interval.ms"),
@@ -858,4 +945,3 @@ class GroupConfigStore:
                 raise _ConfigException(
                     f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
                 )
-

@@ -244,8 +244,9 @@ class ShareGroupCoordinator:
         ``/127.0.0.1``).
         """
         self._topic_partitions = dict(topic_partitions)
-        invalid = self._request_error(group_id, member_id, member_epoch, rack_id,
-                                      subscribed_topic_names)
+        invalid = self._request_error(
+            group_id, member_id, member_epoch, rack_id, subscribed_topic_names
+        )
         if invalid is not None:
             return _error(INVALID_REQUEST, invalid)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
@@ -282,7 +283,8 @@ class ShareGroupCoordinator:
         old_assigned = _copy(member.assigned)
         new_subscribed = (
             frozenset(subscribed_topic_names)
-            if subscribed_topic_names is not None else member.subscribed
+            if subscribed_topic_names is not None
+            else member.subscribed
         )
         subscription_changed = new_subscribed != member.subscribed
         bump = subscription_changed or self._initialized_assignment_pending(group)
@@ -401,8 +403,13 @@ class ShareGroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return GroupDescription(
-                group_id=group_id, state="", group_epoch=0, assignment_epoch=0,
-                assignor_name="", members=(), error_code=GROUP_ID_NOT_FOUND,
+                group_id=group_id,
+                state="",
+                group_epoch=0,
+                assignment_epoch=0,
+                assignor_name="",
+                members=(),
+                error_code=GROUP_ID_NOT_FOUND,
                 error_message=f"Group {group_id} not found.",
             )
         members = tuple(
@@ -576,10 +583,12 @@ class ShareGroupCoordinator:
         old = []
         for member_id in member_ids:
             previous = group.target.get(member_id, {})
-            old.append({
-                topic: {p for p in parts if p in assignable.get(topic, ())}
-                for topic, parts in previous.items()
-            })
+            old.append(
+                {
+                    topic: {p for p in parts if p in assignable.get(topic, ())}
+                    for topic, parts in previous.items()
+                }
+            )
         homogeneous = len({group.members[m].subscribed for m in member_ids}) <= 1
         result = simple_assign(subscriptions, old, assignable, homogeneous=homogeneous)
         return dict(zip(member_ids, result, strict=True))
@@ -761,8 +770,7 @@ def _assign_homogeneous(
     def take(member: int, key: tuple[str, int]) -> None:
         editable(member).setdefault(key[0], set()).add(key[1])
 
-    _fill(sorted(by_partition), by_partition, by_member, sorted(unfilled), desired, sharing,
-          take)
+    _fill(sorted(by_partition), by_partition, by_member, sorted(unfilled), desired, sharing, take)
     return [_strip(new.get(member, old[member])) for member in range(num_members)]
 
 
@@ -818,9 +826,7 @@ def _assign_heterogeneous(
                     break
         for partition in partitions:
             by_partition.setdefault((topic, partition), set())
-        unfilled = [
-            m for m in subscribers if len(by_member.get(m, ())) < desired[m]
-        ]
+        unfilled = [m for m in subscribers if len(by_member.get(m, ())) < desired[m]]
 
         def take(member: int, key: tuple[str, int]) -> None:
             editable(member).setdefault(key[0], set()).add(key[1])

@@ -825,6 +825,21 @@ def _offset_entry(
     }
 
 
+def _group_refused(request: Request, group_id: str, error: int) -> Any:
+    """Alter/DeleteShareGroupOffsets refused for the whole group, with Kafka's message."""
+    message = {
+        NON_EMPTY_GROUP: "The group is not empty.",
+        GROUP_ID_NOT_FOUND: f"Group {group_id} not found.",
+    }.get(error)
+    body: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": error,
+        "error_message": message,
+        "responses": [],
+    }
+    return build(response_type(request), body)
+
+
 @handles(91)
 async def alter_share_group_offsets(
     broker: Broker, request: Request, connection: Connection
@@ -837,11 +852,9 @@ async def alter_share_group_offsets(
         # Kafka creates the (empty) share group when offsets are altered for a new group id.
         shares.groups.ensure_group(group_id)
         error = NONE
-    body: dict[str, Any] = {"throttle_time": 0, "error_code": error, "error_message": None}
     if error != NONE:
-        body["error_message"] = "The group is not empty." if error == NON_EMPTY_GROUP else None
-        body["responses"] = []
-        return build(response_type(request), body)
+        return _group_refused(request, group_id, error)
+    body: dict[str, Any] = {"throttle_time": 0, "error_code": NONE, "error_message": None}
     group_epoch = shares.groups.describe(group_id).group_epoch
     responses = []
     for wanted in payload.topics:
@@ -884,14 +897,9 @@ async def delete_share_group_offsets(
     payload = request.payload
     group_id = payload.group_id
     error = _group_error(shares, group_id, must_be_empty=True)
-    body: dict[str, Any] = {"throttle_time": 0, "error_code": error, "error_message": None}
     if error != NONE:
-        body["error_message"] = {
-            NON_EMPTY_GROUP: "The group is not empty.",
-            GROUP_ID_NOT_FOUND: f"Group {group_id} not found.",
-        }.get(error)
-        body["responses"] = []
-        return build(response_type(request), body)
+        return _group_refused(request, group_id, error)
+    body: dict[str, Any] = {"throttle_time": 0, "error_code": NONE, "error_message": None}
     states = shares.group_topic_states(group_id)
     responses = []
     for wanted in payload.topics:

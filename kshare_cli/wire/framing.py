@@ -77,24 +77,26 @@ class Request:
     trailing_bytes: int = 0
 
 
+def _schema(load: Any, api_key: int, api_version: int, correlation_id: int) -> Any:
+    """kio's type for a message, with its lookup errors turned into FrameErrors."""
+    try:
+        return load(api_key, api_version)
+    except UnknownAPIKey:
+        raise UnknownApiKey(api_key, correlation_id) from None
+    except UnknownEntity:
+        raise UnsupportedVersion(api_key, api_version, correlation_id) from None
+
+
 def request_schema(api_key: int, api_version: int) -> type[RequestPayload]:
     """The kio request type, or a FrameError that says whether key or version is unknown."""
-    try:
-        return load_request_schema(api_key, api_version)
-    except UnknownAPIKey:
-        raise UnknownApiKey(api_key, -1) from None
-    except UnknownEntity:
-        raise UnsupportedVersion(api_key, api_version, -1) from None
+    schema: type[RequestPayload] = _schema(load_request_schema, api_key, api_version, -1)
+    return schema
 
 
 def response_schema(api_key: int, api_version: int) -> type[ResponsePayload]:
     """The kio response type for an API version (raising FrameError when kio has none)."""
-    try:
-        return load_response_schema(api_key, api_version)
-    except UnknownAPIKey:
-        raise UnknownApiKey(api_key, -1) from None
-    except UnknownEntity:
-        raise UnsupportedVersion(api_key, api_version, -1) from None
+    schema: type[ResponsePayload] = _schema(load_response_schema, api_key, api_version, -1)
+    return schema
 
 
 def peek_request_prefix(frame: bytes) -> tuple[int, int, int]:
@@ -112,12 +114,9 @@ def peek_request_prefix(frame: bytes) -> tuple[int, int, int]:
 def decode_request(frame: bytes) -> Request:
     """Decode a request frame (without its size prefix)."""
     api_key, api_version, correlation_id = peek_request_prefix(frame)
-    try:
-        schema = load_request_schema(api_key, api_version)
-    except UnknownAPIKey:
-        raise UnknownApiKey(api_key, correlation_id) from None
-    except UnknownEntity:
-        raise UnsupportedVersion(api_key, api_version, correlation_id) from None
+    schema: type[RequestPayload] = _schema(
+        load_request_schema, api_key, api_version, correlation_id
+    )
     try:
         header, header_size = entity_reader(schema.__header_schema__)(frame, 0)
         payload, body_size = entity_reader(schema)(frame, header_size)
