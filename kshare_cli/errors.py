@@ -56,3 +56,20 @@ class Refused(KshareError):
     """The cluster (or our safety checks) refused a change, e.g. a non-empty group."""
 
     exit_code = ExitCode.PARTIAL
+
+
+class AuthenticationFailed(ConnectionFailed):
+    """The cluster refused our credentials or our certificate (SASL or TLS)."""
+
+
+class IncompatibleBroker(ConnectionFailed):
+    """The broker does not speak what the command needs (e.g. no share-group APIs)."""
+
+
+def exit_code_for(error: BaseException) -> ExitCode:
+    """The documented exit code for any error that reaches a command's edge."""
+    if isinstance(error, KshareError):
+        return error.exit_code
+    if isinstance(error, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return ExitCode.PARTIAL
