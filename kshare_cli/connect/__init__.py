@@ -1,1 +1,29 @@
-"""Connection settings shared by the control plane and the data plane."""
+"""Connection settings shared by the control plane and the data plane.
+
+One :class:`ConnectionSettings` comes out of flags, environment, profiles and a
+Java or librdkafka ``--command-config`` file (:func:`resolve_settings`); the wire
+client asks it for an ``ssl.SSLContext`` and SASL credentials, confluent-kafka
+for a librdkafka configuration.
+"""
+
+from kshare_cli.connect.settings import (
+    ConnectionSettings,
+    SaslSettings,
+    Secret,
+    TlsSettings,
+    UnsecuredJwt,
+    parse_bootstrap,
+    resolve_settings,
+    split_host_port,
+)
+
+__all__ = [
+    "ConnectionSettings",
+    "SaslSettings",
+    "Secret",
+    "TlsSettings",
+    "UnsecuredJwt",
+    "parse_bootstrap",
+    "resolve_settings",
+    "split_host_port",
+]

@@ -1,0 +1,281 @@
+"""``kshare profile``: name a cluster once, then run every command without connection flags.
+
+A profile is a bootstrap list plus the client properties to reach it (a
+``--command-config`` file and/or inline ``--property`` values). They live in
+``$KSHARE_CONFIG`` (default ``~/.config/kshare/config.toml``), written 0600 because
+inline properties may hold a password. ``show`` prints every secret as ``***``.
+
+Confirmations go to stderr; stdout carries only what ``list`` and ``show`` report,
+so ``kshare profile list -o json | jq`` works.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import ExitCode, KshareError, UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.connect.profiles import Profile, ProfileStore
+
+app = typer.Typer(
+    name="profile",
+    help="Named connection profiles: add, use, list, show, remove.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+class ProfileOutput(enum.StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _store() -> ProfileStore:
+    from kshare_cli.connect.profiles import ProfileStore
+
+    return ProfileStore()
+
+
+def _complete_names(incomplete: str) -> list[str]:
+    try:
+        names = [profile.name for profile in _store().list()]
+    except KshareError:
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+Name = Annotated[
+    str, typer.Argument(metavar="NAME", help="Profile name.", autocompletion=_complete_names)
+]
+Output = Annotated[
+    ProfileOutput,
+    typer.Option("--output", "-o", case_sensitive=False, help="table (default) or json."),
+]
+
+
+def _guard(error: KshareError) -> NoReturn:
+    common.fail(str(error), error.exit_code)
+
+
+def _parse_properties(items: list[str]) -> tuple[tuple[str, str], ...]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, separator, value = item.partition("=")
+        if not separator or not key.strip():
+            # Never echo the item: it may be a password typed without its key.
+            raise UsageError("--property expects KEY=VALUE")
+        pairs[key.strip()] = value
+    return tuple(pairs.items())
+
+
+@app.command("add")
+def add(
+    name: Name,
+    bootstrap_server: Annotated[
+        str,
+        typer.Option(
+            "--bootstrap-server",
+            "-b",
+            metavar="HOST:PORT[,HOST:PORT...]",
+            help="Brokers to bootstrap from.",
+        ),
+    ],
+    command_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--command-config",
+            metavar="FILE",
+            help="Client properties file (Java or librdkafka names); stored as an absolute path.",
+        ),
+    ] = None,
+    properties: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--property",
+            metavar="KEY=VALUE",
+            help="A client property stored in the profile (repeatable; wins over the file). "
+            "Prefer the file for passwords: the command line ends up in shell history.",
+        ),
+    ] = None,
+    use: Annotated[bool, typer.Option("--use", help="Make it the current profile.")] = False,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite a profile of the same name.")
+    ] = False,
+) -> None:
+    """Add a profile. The first profile becomes the current one.
+
+    The bootstrap list and the properties are checked now (a typo in a JAAS line
+    fails here, not at 3 a.m.); certificate and token files are read when a
+    command connects.
+    """
+    from kshare_cli.connect.profiles import Profile, check_profile_name
+    from kshare_cli.connect.properties import load_properties, settings_from_properties
+    from kshare_cli.connect.settings import parse_bootstrap
+
+    try:
+        check_profile_name(name)
+        servers = parse_bootstrap(bootstrap_server)
+        inline = _parse_properties(properties or [])
+        merged: dict[str, str] = {}
+        origins: dict[str, str] = {}
+        if command_config is not None:
+            command_config = command_config.expanduser().resolve()
+            merged.update(load_properties(command_config))
+            origins.update(dict.fromkeys(merged, str(command_config)))
+        merged.update(inline)
+        origins.update(dict.fromkeys(dict(inline), "--property"))
+        settings = settings_from_properties(merged, bootstrap_servers=servers, origins=origins)
+        profile = Profile(name, servers, command_config, inline)
+        store = _store()
+        current = store.add(profile, use=use, replace=replace)
+    except KshareError as error:
+        _guard(error)
+    for warning in settings.warnings:
+        common.warn(warning)
+    suffix = " and made it current" if current else ""
+    typer.echo(f"kshare: added profile '{name}'{suffix} ({store.path})", err=True)
+
+
+@app.command("use")
+def use(name: Name) -> None:
+    """Make NAME the current profile (used when no connection flag or variable is given)."""
+    try:
+        _store().use(name)
+    except KshareError as error:
+        _guard(error)
+    typer.echo(f"kshare: current profile is now '{name}'", err=True)
+
+
+@app.command("remove")
+def remove(name: Name) -> None:
+    """Remove a profile (its command-config file is left alone)."""
+    try:
+        was_current = _store().remove(name)
+    except KshareError as error:
+        _guard(error)
+    note = "; no profile is current now" if was_current else ""
+    typer.echo(f"kshare: removed profile '{name}'{note}", err=True)
+
+
+@app.command("list")
+def list_profiles(output: Output = ProfileOutput.table) -> None:
+    """List profiles; the current one is marked with *."""
+    try:
+        store = _store()
+        profiles = store.list()
+        current = store.current()
+    except KshareError as error:
+        _guard(error)
+    if output is ProfileOutput.json:
+        rows = [
+            {
+                "name": profile.name,
+                "current": profile.name == current,
+                "bootstrap_servers": list(profile.bootstrap_servers),
+                "command_config": _path(profile.command_config),
+            }
+            for profile in profiles
+        ]
+        common.stdout_write(json.dumps(rows, indent=2) + "\n")
+        return
+    if not profiles:
+        typer.echo("kshare: no profiles yet; add one with `kshare profile add`", err=True)
+        return
+    table = [("CURRENT", "NAME", "BOOTSTRAP SERVERS", "COMMAND CONFIG")] + [
+        (
+            "*" if profile.name == current else "",
+            profile.name,
+            ",".join(profile.bootstrap_servers),
+            _path(profile.command_config) or "-",
+        )
+        for profile in profiles
+    ]
+    widths = [max(len(row[column]) for row in table) for column in range(4)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in table
+    ]
+    common.stdout_write("\n".join(lines) + "\n")
+
+
+@app.command("show")
+def show(
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[NAME]",
+            help="Profile name (default: the current one).",
+            autocompletion=_complete_names,
+        ),
+    ] = None,
+    output: Output = ProfileOutput.table,
+) -> None:
+    """Show a profile and the connection settings it resolves to, secrets as ***."""
+    from kshare_cli.connect.properties import redact_property
+    from kshare_cli.connect.settings import resolve_settings
+
+    try:
+        store = _store()
+        if name is None:
+            name = store.current()
+            if name is None:
+                raise UsageError("no current profile: name one, or `kshare profile use NAME`")
+        profile = store.get(name)
+        is_current = store.current() == name
+    except KshareError as error:
+        _guard(error)
+    problem: KshareError | None = None
+    resolved: dict[str, str] = {}
+    warnings: tuple[str, ...] = ()
+    try:
+        settings = resolve_settings(
+            bootstrap=None, command_config=None, profile=name, profiles_path=store.path
+        )
+        resolved, warnings = settings.redacted(), settings.warnings
+    except KshareError as error:
+        problem = error
+    properties = {key: redact_property(key, value) for key, value in profile.properties}
+    if output is ProfileOutput.json:
+        document = {
+            "name": profile.name,
+            "current": is_current,
+            "bootstrap_servers": list(profile.bootstrap_servers),
+            "command_config": _path(profile.command_config),
+            "properties": properties,
+            "settings": resolved,
+        }
+        common.stdout_write(json.dumps(document, indent=2) + "\n")
+    else:
+        common.stdout_write(_show_text(profile, is_current, properties, resolved))
+    for warning in warnings:
+        common.warn(warning)
+    if problem is not None:
+        common.fail(f"profile '{name}' does not resolve: {problem}", ExitCode.USAGE)
+
+
+def _show_text(
+    profile: Profile, is_current: bool, properties: dict[str, str], resolved: dict[str, str]
+) -> str:
+    lines = [
+        f"name: {profile.name}{' (current)' if is_current else ''}",
+        f"bootstrap_servers: {','.join(profile.bootstrap_servers)}",
+        f"command_config: {_path(profile.command_config) or '-'}",
+    ]
+    if properties:
+        lines.append("properties:")
+        lines.extend(f"  {key}: {value}" for key, value in properties.items())
+    if resolved:
+        lines.append("settings:")
+        lines.extend(f"  {key}: {value}" for key, value in resolved.items())
+    return "\n".join(lines) + "\n"
+
+
+def _path(path: Path | None) -> str | None:
+    return None if path is None else str(path)
