@@ -57,6 +57,14 @@ def _entity_of(annotation: Any) -> type | None:
     return None
 
 
+def _is_array(annotation: Any) -> bool:
+    """``tuple[X, ...]`` or a nullable one (``tuple[X, ...] | None``, e.g. Metadata's topics)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_array(arg) for arg in typing.get_args(annotation))
+    return origin is tuple
+
+
 def _resolve_hints(cls: type) -> dict[str, Any]:
     module = sys.modules[cls.__module__]
     return typing.get_type_hints(cls, vars(module))
@@ -72,14 +80,14 @@ def _plan(cls: type) -> tuple[tuple[str, bool, _Converter], ...]:
         entity = _entity_of(annotation)
         converter: _Converter
         if entity is not None:
-            converter = _nested_converter(entity, typing.get_origin(annotation) is tuple)
+            converter = _nested_converter(entity, _is_array(annotation))
         elif kafka_type == "error_code":
             converter = _error_code
         elif kafka_type in ("timedelta_i32", "timedelta_i64"):
             converter = _milliseconds
         else:
             converter = _identity
-        is_array = typing.get_origin(annotation) is tuple and entity is None
+        is_array = _is_array(annotation) and entity is None
         if is_array:
             converter = _array_converter(converter)
         plan.append((field.name, field.default is not dataclasses.MISSING, converter))

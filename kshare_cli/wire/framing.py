@@ -39,7 +39,15 @@ class FrameError(Exception):
 
 
 class OversizedFrame(FrameError):
-    """The size prefix announces more than the receiver accepts."""
+    """The size prefix announces more than the receiver accepts.
+
+    ``size`` is kept because its bytes tell what the peer really is: a TLS record
+    read as a Kafka size prefix starts 0x15/0x16 0x03.
+    """
+
+    def __init__(self, size: int, max_bytes: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the limit of {max_bytes}")
+        self.size = size
 
 
 class UnknownApiKey(FrameError):
@@ -200,7 +208,7 @@ async def read_frame(
         raise MalformedFrame("connection closed inside a size prefix") from None
     (size,) = _SIZE.unpack(prefix)
     if size < 0 or size > max_bytes:
-        raise OversizedFrame(f"frame of {size} bytes exceeds the limit of {max_bytes}")
+        raise OversizedFrame(size, max_bytes)
     try:
         return await reader.readexactly(size)
     except asyncio.IncompleteReadError:

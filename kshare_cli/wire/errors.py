@@ -1,0 +1,75 @@
+"""Kafka's error codes as plain data, and the one transport error the client retries.
+
+A broker reports most failures per group or per partition inside a successful
+response; kshare reports them the same way (partial failure as data), so the
+client hands them up as ``KafkaError`` values rather than raising. Names are
+Kafka's own upper-case names (``NOT_COORDINATOR``), the ones an operator finds
+in broker logs and Kafka's documentation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from kio.schema.errors import ErrorCode
+
+from kshare_cli.errors import ConnectionFailed
+
+NONE: Final = 0
+COORDINATOR_LOAD_IN_PROGRESS: Final = 14
+COORDINATOR_NOT_AVAILABLE: Final = 15
+NOT_COORDINATOR: Final = 16
+ILLEGAL_SASL_STATE: Final = 34
+UNSUPPORTED_SASL_MECHANISM: Final = 33
+UNSUPPORTED_VERSION: Final = 35
+SASL_AUTHENTICATION_FAILED: Final = 58
+
+#: Per-group errors that mean "ask again where the group lives now", not "the group failed".
+COORDINATOR_MOVED: Final = frozenset(
+    {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+)
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code; codes newer than kio get a name that shows the number."""
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE_{code}"
+
+
+def is_retriable(code: int) -> bool:
+    """Whether Kafka classes the error as retriable (kio carries Kafka's table)."""
+    try:
+        return bool(ErrorCode(code).retriable)
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaError:
+    """An error a broker reported for one group, partition or resource."""
+
+    code: int
+    name: str
+    message: str | None = None
+
+    @classmethod
+    def of(cls, code: int, message: str | None = None) -> KafkaError:
+        return cls(int(code), error_name(int(code)), message or None)
+
+    @property
+    def retriable(self) -> bool:
+        return is_retriable(self.code)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.message}" if self.message else self.name
+
+
+class ConnectionLost(ConnectionFailed):
+    """An established connection broke; the request may be retried on a new one.
+
+    The client catches it and reconnects within its deadline; it reaches an
+    operator only as a ``ConnectionFailed`` if it ever escapes.
+    """

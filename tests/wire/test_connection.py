@@ -1,0 +1,373 @@
+"""BrokerConnection: correlation, pipelining, ApiVersions fallback, broken and wrong-protocol peers.
+
+A scripted fake broker (an asyncio server speaking frames through wire/framing.py)
+plays the cases a real broker does not produce on demand: answers out of order,
+an ApiVersions of an older Kafka, a connection that dies with requests in flight.
+TLS cases run against the sandbox's TLS listener with throw-away certificates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import struct
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.index import load_response_schema
+
+from kshare_cli.connect.settings import ConnectionSettings, TlsSettings
+from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker
+from kshare_cli.sandbox.runner import SandboxThread
+from kshare_cli.wire.build import build
+from kshare_cli.wire.client import KafkaClient
+from kshare_cli.wire.connection import BrokerConnection
+from kshare_cli.wire.errors import ConnectionLost
+from kshare_cli.wire.framing import Request, decode_request, encode_response, read_frame
+from kshare_cli.wire.framing import request_schema as request_type
+from tests.support.tls import SecureSandbox, TlsMaterial
+from tests.wire.conftest import run
+
+API_VERSIONS = 18
+FIND_COORDINATOR = 10
+
+Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def api_versions_answer(
+    request: Request, ranges: dict[int, tuple[int, int]], code: int = 0
+) -> bytes:
+    version = 0 if code == 35 else request.api_version
+    body = {
+        "error_code": code,
+        "api_keys": [
+            {"api_key": key, "min_version": low, "max_version": high}
+            for key, (low, high) in sorted(ranges.items())
+        ],
+        "throttle_time": 0,
+    }
+    return encode_response(build(load_response_schema(API_VERSIONS, version), body),
+                           request.correlation_id)  # fmt: skip
+
+
+def coordinator_answer(request: Request) -> bytes:
+    key = request.payload.coordinator_keys[0]
+    body = {
+        "throttle_time": 0,
+        "coordinators": [
+            {
+                "key": key,
+                "node_id": 1,
+                "host": "h",
+                "port": 1,
+                "error_code": 0,
+                "error_message": None,
+            }
+        ],
+    }
+    schema = load_response_schema(FIND_COORDINATOR, request.api_version)
+    return encode_response(build(schema, body), request.correlation_id)
+
+
+RANGES = {API_VERSIONS: (0, 4), FIND_COORDINATOR: (0, 6)}
+
+
+async def next_request(reader: asyncio.StreamReader) -> Request | None:
+    frame = await read_frame(reader)
+    return None if frame is None else decode_request(frame)
+
+
+@asynccontextmanager
+async def fake_broker(script: Script) -> AsyncIterator[tuple[str, int]]:
+    """A one-script broker on a free port; every connection it accepted is closed at exit."""
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        try:
+            await script(reader, writer)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield "127.0.0.1", int(server.sockets[0].getsockname()[1])
+    finally:
+        server.close()
+        for writer in writers:
+            writer.close()
+        await asyncio.sleep(0)
+
+
+def find(connection: BrokerConnection, key: str) -> Awaitable[Any]:
+    payload = build(request_type(FIND_COORDINATOR, 6), {"key_type": 0, "coordinator_keys": [key]})
+    return connection.send(payload)
+
+
+# -- correlation and pipelining -----------------------------------------------------
+
+
+def test_answers_are_matched_by_correlation_id_not_by_arrival_order() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await next_request(reader)
+        assert request is not None
+        writer.write(api_versions_answer(request, RANGES))
+        held = []
+        for _ in range(5):
+            request = await next_request(reader)
+            assert request is not None
+            held.append(request)
+        for request in reversed(held):
+            writer.write(coordinator_answer(request))
+        await writer.drain()
+        await reader.read()
+
+    async def scenario() -> None:
+        async with fake_broker(script) as (host, port):
+            connection = await BrokerConnection.open(host, port)
+            keys = [f"group-{i}" for i in range(5)]
+            answers = await asyncio.gather(*(find(connection, key) for key in keys))
+            assert [a.coordinators[0].key for a in answers] == keys
+            assert connection.in_flight == 0
+            await connection.close()
+
+    run(scenario())
+
+
+def test_an_older_broker_gets_the_apiversions_version_it_speaks() -> None:
+    seen: list[int] = []
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        old = {API_VERSIONS: (0, 2), FIND_COORDINATOR: (0, 3)}
+        while (request := await next_request(reader)) is not None:
+            seen.append(request.api_version)
+            code = 35 if request.api_version > 2 else 0  # UNSUPPORTED_VERSION, answered in v0
+            writer.write(api_versions_answer(request, old, code))
+
+    async def scenario() -> None:
+        async with fake_broker(script) as (host, port):
+            connection = await BrokerConnection.open(host, port)
+            assert seen == [4, 2]
+            assert dict(connection.api_versions.ranges) == {18: (0, 2), 10: (0, 3)}
+            assert connection.api_versions.choose(FIND_COORDINATOR) == 3
+            await connection.close()
+
+    run(scenario())
+
+
+def test_a_dying_connection_fails_every_pending_request_and_later_ones() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await next_request(reader)
+        assert request is not None
+        writer.write(api_versions_answer(request, RANGES))
+        for _ in range(3):
+            await next_request(reader)
+        writer.close()
+
+    async def scenario() -> None:
+        async with fake_broker(script) as (host, port):
+            connection = await BrokerConnection.open(host, port)
+            outcomes = await asyncio.gather(
+                *(find(connection, f"g{i}") for i in range(3)), return_exceptions=True
+            )
+            assert all(isinstance(o, ConnectionLost) for o in outcomes), outcomes
+            assert f"{host}:{port} closed the connection" in str(outcomes[0])
+            assert connection.closed
+            with pytest.raises(ConnectionLost):
+                await find(connection, "later")
+            await connection.close()
+
+    run(scenario())
+
+
+def test_the_late_answer_to_an_abandoned_request_is_dropped() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await next_request(reader)
+        assert request is not None
+        writer.write(api_versions_answer(request, RANGES))
+        first = await next_request(reader)
+        second = await next_request(reader)
+        assert first is not None and second is not None
+        writer.write(coordinator_answer(first))  # after the client gave up on it
+        writer.write(coordinator_answer(second))
+        await reader.read()
+
+    async def scenario() -> None:
+        async with fake_broker(script) as (host, port):
+            connection = await BrokerConnection.open(host, port)
+            abandoned = asyncio.ensure_future(find(connection, "abandoned"))
+            await asyncio.sleep(0)
+            abandoned.cancel()
+            answer = await find(connection, "wanted")
+            assert answer.coordinators[0].key == "wanted"
+            assert not connection.closed
+            await connection.close()
+
+    run(scenario())
+
+
+def test_an_undecodable_answer_fails_its_request_only() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await next_request(reader)
+        assert request is not None
+        writer.write(api_versions_answer(request, RANGES))
+        broken = await next_request(reader)
+        assert broken is not None
+        body = struct.pack(">i", broken.correlation_id) + b"\x00\xff\xff"
+        writer.write(struct.pack(">i", len(body)) + body)
+        good = await next_request(reader)
+        assert good is not None
+        writer.write(coordinator_answer(good))
+        await reader.read()
+
+    async def scenario() -> None:
+        async with fake_broker(script) as (host, port):
+            connection = await BrokerConnection.open(host, port)
+            with pytest.raises(IncompatibleBroker, match="cannot decode"):
+                await find(connection, "broken")
+            assert (await find(connection, "good")).coordinators[0].key == "good"
+            await connection.close()
+
+    run(scenario())
+
+
+def test_a_peer_that_is_not_kafka_is_reported_not_misread() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(10)
+        writer.write(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        await writer.drain()
+
+    async def scenario() -> None:
+        async with fake_broker(script) as (host, port):
+            with pytest.raises(ConnectionFailed, match="bad frame"):
+                await asyncio.wait_for(BrokerConnection.open(host, port), 5)
+
+    run(scenario())
+
+
+# -- TLS ------------------------------------------------------------------------------
+
+
+def _one_line_within(error: BaseException, started: float, seconds: float) -> str:
+    assert time.monotonic() - started < seconds
+    message = str(error)
+    assert "\n" not in message
+    return message
+
+
+def test_tls_to_a_plaintext_listener_fails_clearly_and_quickly() -> None:
+    async def scenario(bootstrap: str) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        started = time.monotonic()
+        with pytest.raises(ConnectionFailed) as raised:
+            await asyncio.wait_for(
+                BrokerConnection.open(host, int(port), ssl_context=ssl.create_default_context()),
+                10,
+            )
+        message = _one_line_within(raised.value, started, 3)
+        assert message.startswith(f"TLS handshake with {bootstrap} failed")
+        assert "PLAINTEXT listener" in message or "TLS listener" in message
+
+    with SandboxThread() as plaintext:
+        run(scenario(plaintext.bootstrap))
+
+
+def test_plaintext_to_a_tls_listener_fails_clearly_and_quickly(
+    secure_sandbox: SecureSandbox,
+) -> None:
+    sandbox = secure_sandbox("SSL")
+    host, port = sandbox.bootstrap.rsplit(":", 1)
+
+    async def scenario() -> None:
+        started = time.monotonic()
+        with pytest.raises(ConnectionFailed) as raised:
+            await asyncio.wait_for(BrokerConnection.open(host, int(port)), 10)
+        message = _one_line_within(raised.value, started, 3)
+        assert sandbox.bootstrap in message
+        assert "TLS listener" in message
+        assert "SSL" in message
+
+    run(scenario())
+
+
+def test_tls_with_a_trusted_certificate_negotiates(
+    secure_sandbox: SecureSandbox, tls_material: TlsMaterial
+) -> None:
+    sandbox = secure_sandbox("SSL")
+    host, port = sandbox.bootstrap.rsplit(":", 1)
+
+    async def scenario() -> None:
+        connection = await BrokerConnection.open(
+            host, int(port), ssl_context=tls_material.client_context()
+        )
+        assert connection.api_versions.supports(FIND_COORDINATOR, 4)
+        await connection.close()
+
+    run(scenario())
+
+
+def test_an_untrusted_server_certificate_is_an_authentication_failure(
+    secure_sandbox: SecureSandbox, tls_material: TlsMaterial
+) -> None:
+    sandbox = secure_sandbox("SSL")
+    host, port = sandbox.bootstrap.rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(tls_material.untrusted_ca_pem))
+
+    async def scenario() -> None:
+        started = time.monotonic()
+        with pytest.raises(AuthenticationFailed) as raised:
+            await BrokerConnection.open(host, int(port), ssl_context=context)
+        message = _one_line_within(raised.value, started, 3)
+        assert message.startswith("TLS: certificate verify failed: ")
+        assert sandbox.bootstrap in message
+
+    run(scenario())
+
+
+def test_a_missing_client_certificate_is_an_authentication_failure(
+    secure_sandbox: SecureSandbox, tls_material: TlsMaterial
+) -> None:
+    sandbox = secure_sandbox("SSL", require_client_cert=True)
+    host, port = sandbox.bootstrap.rsplit(":", 1)
+
+    async def scenario() -> None:
+        with pytest.raises(AuthenticationFailed) as raised:
+            await asyncio.wait_for(
+                BrokerConnection.open(host, int(port), ssl_context=tls_material.client_context()),
+                10,
+            )
+        assert "certificate" in str(raised.value)
+        with_cert = tls_material.client_context(with_client_cert=True)
+        connection = await BrokerConnection.open(host, int(port), ssl_context=with_cert)
+        await connection.close()
+
+    run(scenario())
+
+
+def test_the_client_reports_a_certificate_failure_and_connects_with_the_right_ca(
+    secure_sandbox: SecureSandbox, tls_material: TlsMaterial
+) -> None:
+    sandbox = secure_sandbox("SSL")
+
+    def settings(ca: Path) -> ConnectionSettings:
+        return ConnectionSettings(
+            bootstrap_servers=(sandbox.bootstrap,),
+            security_protocol="SSL",
+            tls=TlsSettings(ca_file=ca),
+        )
+
+    async def scenario() -> None:
+        with pytest.raises(AuthenticationFailed) as raised:
+            await KafkaClient.connect(settings(tls_material.untrusted_ca_pem), timeout_s=10)
+        assert str(raised.value) == (
+            "TLS: certificate verify failed: unable to get local issuer certificate "
+            f"(broker {sandbox.bootstrap})"
+        )
+        async with await KafkaClient.connect(settings(tls_material.ca_pem), timeout_s=10) as client:
+            assert (await client.metadata([])).brokers
+
+    run(scenario())
