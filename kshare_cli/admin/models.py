@@ -1,0 +1,451 @@
+"""The share-group domain models: what the admin operations return and the renderers show.
+
+They are plain frozen dataclasses, independent of kio's wire types, so a kio
+upgrade does not ripple into the renderers, the dashboard or the tests. Results
+are named collections in the franz-go ``kadm`` style (``sorted()``, ``errors()``,
+``ok()``): a cluster answers per group and per partition, so one missing group or
+one unreachable broker is a fact in the result, never an exception that throws
+away what the other groups said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Generic, Literal, Protocol, TypeVar
+
+from kshare_cli.errors import UsageError
+from kshare_cli.wire.errors import KafkaError
+
+__all__ = [
+    "GROUP_ID_NOT_FOUND",
+    "GROUP_STATES",
+    "SHARE_GROUP_STATES",
+    "BrokerFailure",
+    "Coordinator",
+    "EndOffsets",
+    "GroupDescription",
+    "GroupDescriptions",
+    "GroupFailure",
+    "GroupListing",
+    "GroupOffsets",
+    "GroupResults",
+    "KafkaError",
+    "LagSource",
+    "ListedGroup",
+    "MemberDescription",
+    "PartitionFailure",
+    "ShareGroupOffsets",
+    "SharePartitionOffset",
+    "TopicPartition",
+    "assignment_text",
+    "parse_group_state",
+    "parse_state_filter",
+]
+
+GROUP_ID_NOT_FOUND: Final = 69
+
+#: Every name of Kafka's ``GroupState`` (its ``toString()``), in Kafka's declaration order.
+GROUP_STATES: Final = (
+    "Unknown",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Empty",
+    "Assigning",
+    "Reconciling",
+    "NotReady",
+)
+
+#: The states a share group can be listed by: ``GroupState.groupStatesForType(SHARE)``.
+#: "Unknown" is what an unparseable state becomes, not a state to filter on.
+SHARE_GROUP_STATES: Final = ("Stable", "Dead", "Empty")
+
+_STATE_BY_UPPER: Final = {state.upper(): state for state in GROUP_STATES}
+
+#: Where a share-partition's lag came from. ``broker``: DescribeShareGroupOffsets v1's Lag,
+#: exact. ``bound``: log end offset minus start offset, computed by kshare because the
+#: broker gave none (a v0-only broker, or lag unknown after an offset reset); an upper
+#: bound, since records already acknowledged inside the in-flight window are not subtracted.
+LagSource = Literal["broker", "bound"]
+
+
+def parse_group_state(text: str) -> str:
+    """Kafka's ``GroupState.parse``: case-insensitive, anything unrecognised is "Unknown"."""
+    return _STATE_BY_UPPER.get(text.strip().upper(), "Unknown")
+
+
+def parse_state_filter(values: Iterable[str]) -> tuple[str, ...]:
+    """States to list, as ``kafka-share-groups.sh --list --state A,B`` accepts them.
+
+    Case-insensitive, comma-separated (several values are merged), blanks ignored;
+    anything that is not a share-group state is refused with Kafka's message.
+    Canonical spellings are returned, in first-seen order, without repeats.
+    """
+    given = [part for value in values for part in value.split(",")]
+    parsed: list[str] = []
+    for part in given:
+        if not part.strip():
+            continue
+        state = parse_group_state(part)
+        if state not in SHARE_GROUP_STATES:
+            listed = ",".join(value for value in values)
+            raise UsageError(
+                f"Invalid state list '{listed}'. Valid states are: {', '.join(SHARE_GROUP_STATES)}"
+            )
+        if state not in parsed:
+            parsed.append(state)
+    return tuple(parsed)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    """A partition of a topic; orders by topic name, then partition number."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.partition}"
+
+
+# --------------------------------------------------------------------------- failures
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFailure:
+    """A group the cluster could not describe; the other groups' answers still stand."""
+
+    group_id: str
+    error: KafkaError
+
+    @property
+    def not_found(self) -> bool:
+        return self.error.code == GROUP_ID_NOT_FOUND
+
+    def __str__(self) -> str:
+        if self.not_found:
+            return f"share group '{self.group_id}': not found"
+        return f"share group '{self.group_id}': {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerFailure:
+    """A broker that did not answer; anything only it knows is missing from the result."""
+
+    node_id: int
+    host: str
+    port: int
+    error: KafkaError
+
+    def __str__(self) -> str:
+        return f"broker {self.node_id} ({self.host}:{self.port}): {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFailure:
+    """A share-partition whose offsets the cluster reported an error for."""
+
+    group_id: str
+    topic_partition: TopicPartition
+    error: KafkaError
+
+    def __str__(self) -> str:
+        return f"share group '{self.group_id}', partition {self.topic_partition}: {self.error}"
+
+
+# --------------------------------------------------------------------------- list
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    """One share group as ListGroups names it; ``state`` is a GroupState name."""
+
+    group_id: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    """The share groups of a cluster (ListGroups v5, types ``share``), sorted by group id.
+
+    ``failures`` names the brokers that did not answer: groups they coordinate are
+    missing, so a listing with failures is incomplete, not empty.
+    """
+
+    groups: tuple[ListedGroup, ...]
+    states_filter: tuple[str, ...] = ()
+    failures: tuple[BrokerFailure, ...] = ()
+
+    def __post_init__(self) -> None:
+        unique = {group.group_id: group for group in self.groups}
+        object.__setattr__(self, "groups", tuple(unique[key] for key in sorted(unique)))
+        object.__setattr__(
+            self, "failures", tuple(sorted(self.failures, key=lambda failure: failure.node_id))
+        )
+
+    def sorted(self) -> tuple[ListedGroup, ...]:
+        return self.groups
+
+    def group_ids(self) -> tuple[str, ...]:
+        return tuple(group.group_id for group in self.groups)
+
+    def errors(self) -> tuple[BrokerFailure, ...]:
+        return self.failures
+
+    def ok(self) -> bool:
+        return not self.failures
+
+    def __iter__(self) -> Iterator[ListedGroup]:
+        return iter(self.groups)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+
+# --------------------------------------------------------------------------- describe
+
+
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    """The broker that coordinates a group."""
+
+    node_id: int
+    host: str
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def assignment_text(assignment: Mapping[str, tuple[int, ...]]) -> str:
+    """Kafka's ASSIGNMENT column: ``topic:0,1;other:2``, topics and partitions sorted."""
+    return ";".join(
+        f"{topic}:{','.join(str(p) for p in sorted(partitions))}"
+        for topic, partitions in sorted(assignment.items())
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    """One member of a share group: who it is and which share-partitions it was assigned.
+
+    ``assignment`` maps each topic to its assigned partitions (sorted); ``host`` is as
+    the broker reports it (Kafka prints ``/127.0.0.1``).
+    """
+
+    member_id: str
+    client_id: str
+    host: str
+    rack: str | None
+    member_epoch: int
+    subscribed_topics: tuple[str, ...] = ()
+    assignment: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Kafka builds the assignment from a set of topic-partitions: a topic with no
+        # partitions is not in it.
+        normalised = {
+            topic: tuple(sorted(set(partitions)))
+            for topic, partitions in sorted(self.assignment.items())
+            if partitions
+        }
+        object.__setattr__(self, "assignment", normalised)
+        object.__setattr__(self, "subscribed_topics", tuple(sorted(set(self.subscribed_topics))))
+
+    @property
+    def partitions(self) -> tuple[TopicPartition, ...]:
+        return tuple(
+            TopicPartition(topic, partition)
+            for topic, partitions in self.assignment.items()
+            for partition in partitions
+        )
+
+    @property
+    def partition_count(self) -> int:
+        return sum(len(partitions) for partitions in self.assignment.values())
+
+    @property
+    def assignment_text(self) -> str:
+        return assignment_text(self.assignment)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    """A share group as ShareGroupDescribe reports it, members sorted by member id.
+
+    ``authorized_operations`` is None unless they were asked for (and the broker
+    answered them): Kafka's ACL operation names, e.g. ``DESCRIBE``.
+    """
+
+    group_id: str
+    state: str
+    coordinator: Coordinator | None
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[MemberDescription, ...] = ()
+    authorized_operations: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "members", tuple(sorted(self.members, key=lambda member: member.member_id))
+        )
+
+    @property
+    def member_count(self) -> int:
+        return len(self.members)
+
+
+# --------------------------------------------------------------------------- offsets
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionOffset:
+    """Where a share group stands on one partition.
+
+    ``start_offset`` is the share-partition start offset the share coordinator
+    persisted (None when the share-partition is not initialised: Kafka's ``-``).
+    ``lag`` is None when unknown; ``lag_source`` says whether it is the broker's exact
+    figure or kshare's upper bound (see ``LagSource``). ``end_offset`` is the log end
+    offset (ListOffsets latest), None when not asked for or not answered.
+    """
+
+    topic: str
+    partition: int
+    start_offset: int | None
+    leader_epoch: int | None = None
+    lag: int | None = None
+    lag_source: LagSource | None = None
+    end_offset: int | None = None
+    error: KafkaError | None = None
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def broker_lag(self) -> int | None:
+        """The lag as the broker reported it, the one Kafka's tool prints."""
+        return self.lag if self.lag_source == "broker" else None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    """A share group's share-partitions, sorted by topic and partition.
+
+    An empty ``partitions`` is Kafka's "has no offset information": the group has
+    no initialised share-partition (never consumed, or its offsets were deleted).
+    """
+
+    group_id: str
+    partitions: tuple[SharePartitionOffset, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "partitions",
+            tuple(sorted(self.partitions, key=lambda offset: (offset.topic, offset.partition))),
+        )
+
+    @property
+    def total_lag(self) -> int | None:
+        """The sum of the partitions' lags; None when any of them is unknown (or none exist)."""
+        lags = [offset.lag for offset in self.partitions]
+        if not lags or any(lag is None for lag in lags):
+            return None
+        return sum(lag for lag in lags if lag is not None)
+
+    @property
+    def total_lag_source(self) -> LagSource | None:
+        """``bound`` as soon as one partition's lag is a bound: then so is the sum."""
+        if self.total_lag is None:
+            return None
+        if any(offset.lag_source == "bound" for offset in self.partitions):
+            return "bound"
+        return "broker"
+
+    def errors(self) -> tuple[PartitionFailure, ...]:
+        return tuple(
+            PartitionFailure(self.group_id, offset.topic_partition, offset.error)
+            for offset in self.partitions
+            if offset.error is not None
+        )
+
+
+class _PerGroup(Protocol):
+    @property
+    def group_id(self) -> str: ...
+
+
+R = TypeVar("R", bound=_PerGroup)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResults(Generic[R]):
+    """Per-group results, each a value or a ``GroupFailure``, sorted by group id."""
+
+    results: tuple[R | GroupFailure, ...]
+
+    def __post_init__(self) -> None:
+        unique = {result.group_id: result for result in self.results}
+        object.__setattr__(self, "results", tuple(unique[key] for key in sorted(unique)))
+
+    def sorted(self) -> tuple[R | GroupFailure, ...]:
+        return self.results
+
+    def group_ids(self) -> tuple[str, ...]:
+        return tuple(result.group_id for result in self.results)
+
+    def succeeded(self) -> tuple[R, ...]:
+        return tuple(result for result in self.results if not isinstance(result, GroupFailure))
+
+    def errors(self) -> tuple[GroupFailure, ...]:
+        return tuple(result for result in self.results if isinstance(result, GroupFailure))
+
+    def ok(self) -> bool:
+        return not self.errors()
+
+    def get(self, group_id: str) -> R | GroupFailure | None:
+        for result in self.results:
+            if result.group_id == group_id:
+                return result
+        return None
+
+    def __iter__(self) -> Iterator[R | GroupFailure]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescriptions(GroupResults[GroupDescription]):
+    """The result of describing share groups: a description or a failure per group."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupOffsets(GroupResults[GroupOffsets]):
+    """The result of listing share-partition offsets: offsets or a failure per group."""
+
+    def partition_errors(self) -> tuple[PartitionFailure, ...]:
+        return tuple(failure for group in self.succeeded() for failure in group.errors())
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsets:
+    """Log end offsets (ListOffsets latest) by partition, and the partitions that failed."""
+
+    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    failures: Mapping[TopicPartition, KafkaError] = field(default_factory=dict)
+
+    def get(self, topic_partition: TopicPartition) -> int | None:
+        return self.offsets.get(topic_partition)
+
+    def errors(self) -> Mapping[TopicPartition, KafkaError]:
+        return self.failures
+
+    def ok(self) -> bool:
+        return not self.failures

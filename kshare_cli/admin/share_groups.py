@@ -1,0 +1,432 @@
+"""ShareGroupAdmin: the read-only share-group operations, as Kafka's Admin client does them.
+
+Each operation asks as few brokers as the protocol allows (ListGroups to every
+broker, group RPCs once per coordinator with all its groups, ListOffsets once
+per partition leader) and returns a domain model in which a missing group, an
+unauthorised partition or a silent broker is a fact about that group, partition
+or broker: the rest of the answer stands.
+
+The converters from kio responses to models are module functions, so the golden
+corpus's recorded responses can be turned into models without a broker.
+
+Kafka semantics followed (ShareGroupCommand, KafkaAdminClient, Kafka 4.2):
+
+- ``describe`` of offsets first describes the groups: DescribeShareGroupOffsets
+  answers an unknown group with no topics rather than an error, and only
+  ShareGroupDescribe says GROUP_ID_NOT_FOUND.
+- A negative start offset means the share-partition is not initialised: start
+  offset, leader epoch and lag are all unknown (Kafka prints ``-`` for each).
+- A negative leader epoch or lag is unknown. DescribeShareGroupOffsets v1 reports
+  lag -1 after an offset reset; v0 has no lag at all. Then, when the log end offset
+  is known, the lag is bounded by end offset − start offset (``lag_source="bound"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from kshare_cli.admin.models import (
+    BrokerFailure,
+    Coordinator,
+    EndOffsets,
+    GroupDescription,
+    GroupDescriptions,
+    GroupFailure,
+    GroupListing,
+    GroupOffsets,
+    KafkaError,
+    LagSource,
+    ListedGroup,
+    MemberDescription,
+    ShareGroupOffsets,
+    SharePartitionOffset,
+    TopicPartition,
+    parse_group_state,
+    parse_state_filter,
+)
+from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker, TimedOut
+
+if TYPE_CHECKING:
+    from kshare_cli.wire.client import KafkaClient
+    from kshare_cli.wire.cluster import BrokerNode
+
+__all__ = [
+    "ShareGroupAdmin",
+    "authorized_operations",
+    "description_from",
+    "end_offsets_from",
+    "group_offsets_from",
+    "listed_groups_from",
+]
+
+LIST_OFFSETS: Final = 2
+LIST_GROUPS: Final = 16
+SHARE_GROUP_DESCRIBE: Final = 77
+DESCRIBE_SHARE_GROUP_OFFSETS: Final = 90
+
+#: ListGroups v5 added the types filter (KIP-848); share groups need it.
+LIST_GROUPS_WITH_TYPES: Final = 5
+#: ListOffsets' special timestamp for the log end offset.
+LATEST_TIMESTAMP: Final = -1
+READ_UNCOMMITTED: Final = 0
+NO_AUTHORIZED_OPERATIONS: Final = -(2**31)
+
+UNKNOWN_SERVER_ERROR: Final = -1
+LEADER_NOT_AVAILABLE: Final = 5
+UNKNOWN_TOPIC_OR_PARTITION: Final = 3
+REQUEST_TIMED_OUT: Final = 7
+NETWORK_EXCEPTION: Final = 13
+
+#: Kafka's AclOperation codes; UNKNOWN, ANY and ALL are never reported as authorised.
+_ACL_OPERATIONS: Final = {
+    3: "READ",
+    4: "WRITE",
+    5: "CREATE",
+    6: "DELETE",
+    7: "ALTER",
+    8: "DESCRIBE",
+    9: "CLUSTER_ACTION",
+    10: "DESCRIBE_CONFIGS",
+    11: "ALTER_CONFIGS",
+    12: "IDEMPOTENT_WRITE",
+    13: "CREATE_TOKENS",
+    14: "DESCRIBE_TOKENS",
+    15: "TWO_PHASE_COMMIT",
+}
+
+
+class ShareGroupAdmin:
+    """Typed share-group operations over a connected ``KafkaClient``.
+
+    The client owns connections, deadlines and retries; this class knows which
+    RPCs to send and what Kafka means by their answers.
+    """
+
+    def __init__(self, client: KafkaClient) -> None:
+        self._client = client
+
+    @property
+    def client(self) -> KafkaClient:
+        """The connected client, for callers that also send their own requests."""
+        return self._client
+
+    # -- list ------------------------------------------------------------------
+
+    async def list_groups(self, states: Sequence[str] = ()) -> GroupListing:
+        """Every share group (ListGroups v5, type ``share``) of every broker, sorted by id.
+
+        ``states`` filters case-insensitively (``"stable,empty"`` works, as in Kafka's
+        tool); an unknown state is a UsageError. A broker that fails to answer is
+        recorded in ``failures`` and the groups of the others are still returned.
+        """
+        states_filter = parse_state_filter(states)
+        self._client.api_version(LIST_GROUPS, min_version=LIST_GROUPS_WITH_TYPES)
+        metadata = await self._client.metadata([])
+        brokers = sorted(metadata.brokers.values(), key=lambda node: node.node_id)
+        answers = await asyncio.gather(
+            *(self._list_groups_on(broker, states_filter) for broker in brokers)
+        )
+        groups: list[ListedGroup] = []
+        failures: list[BrokerFailure] = []
+        for broker, answer in zip(brokers, answers, strict=True):
+            if isinstance(answer, KafkaError):
+                failures.append(BrokerFailure(broker.node_id, broker.host, broker.port, answer))
+            else:
+                groups.extend(answer)
+        return GroupListing(tuple(groups), states_filter, tuple(failures))
+
+    async def _list_groups_on(
+        self, broker: BrokerNode, states_filter: tuple[str, ...]
+    ) -> list[ListedGroup] | KafkaError:
+        body = {"states_filter": list(states_filter), "types_filter": ["Share"]}
+        try:
+            _, response = await self._client.request(
+                LIST_GROUPS, body, node=broker.node_id, min_version=LIST_GROUPS_WITH_TYPES
+            )
+        except (AuthenticationFailed, IncompatibleBroker):
+            raise
+        except (ConnectionFailed, TimedOut) as error:
+            return _transport_error(error)
+        if int(response.error_code) != 0:
+            return KafkaError.of(int(response.error_code))
+        return listed_groups_from(response)
+
+    async def all_group_ids(self) -> tuple[str, ...]:
+        """Every share group's id, sorted: what ``describe --all-groups`` describes."""
+        return (await self.list_groups()).group_ids()
+
+    # -- describe --------------------------------------------------------------
+
+    async def describe_groups(
+        self, group_ids: Iterable[str], *, include_authorized_operations: bool = False
+    ) -> GroupDescriptions:
+        """ShareGroupDescribe, one request per coordinator; a description or failure per group."""
+        wanted = list(dict.fromkeys(group_ids))
+        if not wanted:
+            return GroupDescriptions(())
+
+        def body(version: int, groups: Sequence[str]) -> Mapping[str, Any]:
+            return {
+                "group_ids": list(groups),
+                "include_authorized_operations": include_authorized_operations,
+            }
+
+        answers = await self._client.fan_out_to_coordinators(
+            SHARE_GROUP_DESCRIBE, wanted, body, _split_groups
+        )
+        coordinators = await self._client.find_coordinators(wanted)
+        results: list[GroupDescription | GroupFailure] = []
+        for group_id in wanted:
+            answer = answers[group_id]
+            if isinstance(answer, KafkaError):
+                results.append(GroupFailure(group_id, answer))
+                continue
+            node = coordinators.get(group_id)
+            coordinator = (
+                None
+                if node is None or isinstance(node, KafkaError)
+                else Coordinator(node.node_id, node.host, node.port)
+            )
+            results.append(description_from(answer, coordinator))
+        return GroupDescriptions(tuple(results))
+
+    # -- offsets ---------------------------------------------------------------
+
+    async def list_share_partition_offsets(
+        self, group_ids: Iterable[str], *, end_offsets: bool = True
+    ) -> ShareGroupOffsets:
+        """Start offset, lag and (with ``end_offsets``) log end offset of every share-partition.
+
+        The groups are described first, so a group that does not exist is a
+        GROUP_ID_NOT_FOUND failure, not "no offset information". Then one
+        DescribeShareGroupOffsets per coordinator asks for all topics of its
+        groups, and one ListOffsets per partition leader for the end offsets.
+        """
+        wanted = list(dict.fromkeys(group_ids))
+        if not wanted:
+            return ShareGroupOffsets(())
+        descriptions = await self.describe_groups(wanted)
+        failures = {failure.group_id: failure for failure in descriptions.errors()}
+        existing = [group_id for group_id in wanted if group_id not in failures]
+        answers: dict[str, Any] = {}
+        if existing:
+
+            def body(version: int, groups: Sequence[str]) -> Mapping[str, Any]:
+                return {"groups": [{"group_id": group, "topics": None} for group in groups]}
+
+            answers = await self._client.fan_out_to_coordinators(
+                DESCRIBE_SHARE_GROUP_OFFSETS, existing, body, _split_groups
+            )
+        partitions = {
+            TopicPartition(topic.topic_name, int(partition.partition_index))
+            for answer in answers.values()
+            if not isinstance(answer, KafkaError)
+            for topic in answer.topics
+            for partition in topic.partitions
+            if int(partition.error_code) == 0 and int(partition.start_offset) >= 0
+        }
+        ends = await self.log_end_offsets(partitions) if end_offsets and partitions else None
+        results: list[GroupOffsets | GroupFailure] = list(failures.values())
+        for group_id in existing:
+            answer = answers[group_id]
+            if isinstance(answer, KafkaError):
+                results.append(GroupFailure(group_id, answer))
+            else:
+                results.append(group_offsets_from(answer, ends))
+        return ShareGroupOffsets(tuple(results))
+
+    async def log_end_offsets(self, topic_partitions: Iterable[TopicPartition]) -> EndOffsets:
+        """Log end offsets (ListOffsets latest, read-uncommitted, as the broker's lag uses).
+
+        One request per partition leader, sent concurrently. Unknown topics and
+        partitions, leaderless partitions and leaders that do not answer are
+        per-partition failures.
+        """
+        wanted = sorted(set(topic_partitions))
+        if not wanted:
+            return EndOffsets()
+        metadata = await self._client.metadata(sorted({tp.topic for tp in wanted}))
+        by_leader: dict[int, list[TopicPartition]] = {}
+        failures: dict[TopicPartition, KafkaError] = {}
+        for tp in wanted:
+            topic = metadata.topics.get(tp.topic)
+            if topic is not None and topic.error_code != 0:
+                failures[tp] = KafkaError.of(topic.error_code)
+                continue
+            partition = None if topic is None else topic.partitions.get(tp.partition)
+            if partition is None:
+                failures[tp] = KafkaError.of(UNKNOWN_TOPIC_OR_PARTITION)
+            elif partition.leader_id < 0:
+                failures[tp] = KafkaError.of(LEADER_NOT_AVAILABLE)
+            else:
+                by_leader.setdefault(partition.leader_id, []).append(tp)
+        leaders = sorted(by_leader)
+        answers = await asyncio.gather(
+            *(self._end_offsets_on(leader, by_leader[leader]) for leader in leaders)
+        )
+        offsets: dict[TopicPartition, int] = {}
+        wanted_set = set(wanted)
+        for leader, answer in zip(leaders, answers, strict=True):
+            if isinstance(answer, KafkaError):
+                failures.update({tp: answer for tp in by_leader[leader]})
+                continue
+            found, failed = end_offsets_from(answer)
+            offsets.update({tp: offset for tp, offset in found.items() if tp in wanted_set})
+            failures.update(failed)
+            for tp in by_leader[leader]:
+                if tp not in found and tp not in failed:
+                    failures[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no answer for partition")
+        return EndOffsets(offsets, failures)
+
+    async def _end_offsets_on(self, leader: int, partitions: list[TopicPartition]) -> Any:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp in partitions:
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "current_leader_epoch": -1,
+                    "timestamp": LATEST_TIMESTAMP,
+                }
+            )
+        body = {
+            "replica_id": -1,
+            "isolation_level": READ_UNCOMMITTED,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+            "timeout": round(self._client.timeout_s * 1000),
+        }
+        try:
+            _, response = await self._client.request(LIST_OFFSETS, body, node=leader)
+        except (AuthenticationFailed, IncompatibleBroker):
+            raise
+        except (ConnectionFailed, TimedOut) as error:
+            return _transport_error(error)
+        return response
+
+
+# --------------------------------------------------------------------------- converters
+
+
+def _transport_error(error: Exception) -> KafkaError:
+    """A broker we could not ask, in Kafka's words: timed out, or a network error."""
+    code = REQUEST_TIMED_OUT if isinstance(error, TimedOut) else NETWORK_EXCEPTION
+    return KafkaError.of(code, str(error))
+
+
+def _split_groups(response: Any) -> Mapping[str, tuple[int, Any]]:
+    """ShareGroupDescribe and DescribeShareGroupOffsets both answer a list of groups."""
+    return {group.group_id: (int(group.error_code), group) for group in response.groups}
+
+
+def listed_groups_from(response: Any) -> list[ListedGroup]:
+    """The share groups of one ListGroups answer (other types, if any, are left out)."""
+    return [
+        ListedGroup(group.group_id, parse_group_state(group.group_state))
+        for group in response.groups
+        if getattr(group, "group_type", "share").lower() in ("share", "")
+    ]
+
+
+def authorized_operations(bits: int) -> tuple[str, ...] | None:
+    """Kafka's ``validAclOperations``: None when not asked for, else the operation names."""
+    if bits == NO_AUTHORIZED_OPERATIONS:
+        return None
+    return tuple(name for code, name in _ACL_OPERATIONS.items() if bits & (1 << code))
+
+
+def description_from(group: Any, coordinator: Coordinator | None) -> GroupDescription:
+    """One DescribedGroup of a ShareGroupDescribe answer (error code 0)."""
+    members = []
+    for member in group.members:
+        assignment: dict[str, list[int]] = {}
+        for topic in member.assignment.topic_partitions:
+            assignment.setdefault(topic.topic_name, []).extend(int(p) for p in topic.partitions)
+        members.append(
+            MemberDescription(
+                member_id=member.member_id,
+                client_id=member.client_id,
+                host=member.client_host,
+                rack=member.rack_id,
+                member_epoch=int(member.member_epoch),
+                subscribed_topics=tuple(member.subscribed_topic_names),
+                assignment={topic: tuple(parts) for topic, parts in assignment.items()},
+            )
+        )
+    return GroupDescription(
+        group_id=group.group_id,
+        state=parse_group_state(group.group_state),
+        coordinator=coordinator,
+        group_epoch=int(group.group_epoch),
+        assignment_epoch=int(group.assignment_epoch),
+        assignor=group.assignor_name,
+        members=tuple(members),
+        authorized_operations=authorized_operations(int(group.authorized_operations)),
+    )
+
+
+def _lag(
+    start: int | None, broker_lag: int | None, end: int | None
+) -> tuple[int | None, LagSource | None]:
+    if broker_lag is not None:
+        return broker_lag, "broker"
+    if start is not None and end is not None:
+        return max(0, end - start), "bound"
+    return None, None
+
+
+def group_offsets_from(group: Any, end_offsets: EndOffsets | None = None) -> GroupOffsets:
+    """One group of a DescribeShareGroupOffsets answer (error code 0), any version.
+
+    ``end_offsets`` fills in the log end offsets and, where the broker gave no lag
+    (v0, or -1), the bound.
+    """
+    offsets = []
+    for topic in group.topics:
+        for partition in topic.partitions:
+            tp = TopicPartition(topic.topic_name, int(partition.partition_index))
+            code = int(partition.error_code)
+            end = None if end_offsets is None else end_offsets.get(tp)
+            if code != 0:
+                error = KafkaError.of(code, partition.error_message)
+                offsets.append(SharePartitionOffset(tp.topic, tp.partition, None, error=error))
+                continue
+            start = int(partition.start_offset)
+            if start < 0:
+                offsets.append(SharePartitionOffset(tp.topic, tp.partition, None, end_offset=end))
+                continue
+            epoch = int(partition.leader_epoch)
+            reported = getattr(partition, "lag", None)  # absent before v1
+            broker_lag = None if reported is None or int(reported) < 0 else int(reported)
+            lag, source = _lag(start, broker_lag, end)
+            offsets.append(
+                SharePartitionOffset(
+                    tp.topic,
+                    tp.partition,
+                    start,
+                    leader_epoch=epoch if epoch >= 0 else None,
+                    lag=lag,
+                    lag_source=source,
+                    end_offset=end,
+                )
+            )
+    return GroupOffsets(group.group_id, tuple(offsets))
+
+
+def end_offsets_from(
+    response: Any,
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, KafkaError]]:
+    """The offsets and per-partition errors of one ListOffsets answer."""
+    found: dict[TopicPartition, int] = {}
+    failed: dict[TopicPartition, KafkaError] = {}
+    for topic in response.topics:
+        for partition in topic.partitions:
+            tp = TopicPartition(topic.name, int(partition.partition_index))
+            code = int(partition.error_code)
+            if code != 0:
+                failed[tp] = KafkaError.of(code)
+            elif int(partition.offset) < 0:
+                failed[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no offset in the answer")
+            else:
+                found[tp] = int(partition.offset)
+    return found, failed

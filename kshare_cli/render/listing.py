@@ -1,0 +1,99 @@
+"""Rendering a ``GroupListing``: ``kshare list``, and ``kafka-share-groups.sh --list``.
+
+Kafka prints bare group ids for ``--list`` and a GROUP/STATE table for
+``--list --state``; ``with_state`` chooses between them for ``plain``. The
+table (for people) and the structured formats always carry the state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kshare_cli.admin.models import GroupListing
+from kshare_cli.render.formats import (
+    OutputFormat,
+    add_row,
+    error_document,
+    java_row,
+    new_table,
+    output_format,
+    table_text,
+    to_csv,
+    to_json,
+    to_jsonl,
+    to_yaml,
+)
+
+__all__ = ["listing_document", "listing_rows", "render_listing"]
+
+#: ``printGroupInfo``: the GROUP column is at least 15 wide.
+_MIN_GROUP_WIDTH = 15
+
+CSV_HEADER = ("group_id", "state")
+
+
+def render_listing(
+    listing: GroupListing,
+    fmt: OutputFormat | str,
+    *,
+    with_state: bool = False,
+    width: int | None = None,
+) -> str:
+    """The listing in ``fmt``; ``with_state`` is Kafka's ``--list --state`` layout for plain."""
+    match output_format(fmt):
+        case OutputFormat.plain:
+            return _plain(listing, with_state)
+        case OutputFormat.table:
+            return _table(listing, width)
+        case OutputFormat.json:
+            return to_json(listing_document(listing))
+        case OutputFormat.yaml:
+            return to_yaml(listing_document(listing))
+        case OutputFormat.jsonl:
+            return to_jsonl(listing_rows(listing))
+        case OutputFormat.csv:
+            return to_csv(CSV_HEADER, ((g.group_id, g.state) for g in listing.groups))
+
+
+def listing_rows(listing: GroupListing) -> list[dict[str, Any]]:
+    """One object per group (``docs/schemas/list-row.schema.json``)."""
+    return [{"group_id": group.group_id, "state": group.state} for group in listing.groups]
+
+
+def listing_document(listing: GroupListing) -> dict[str, Any]:
+    """The whole listing (``docs/schemas/list.schema.json``)."""
+    return {
+        "groups": listing_rows(listing),
+        "states_filter": list(listing.states_filter),
+        "broker_errors": [
+            {
+                "node_id": failure.node_id,
+                "host": failure.host,
+                "port": failure.port,
+                "error": error_document(failure.error),
+            }
+            for failure in listing.failures
+        ],
+    }
+
+
+def _plain(listing: GroupListing, with_state: bool) -> str:
+    if not with_state:
+        return "".join(f"{group.group_id}\n" for group in listing.groups)
+    width = max([_MIN_GROUP_WIDTH, *(len(group.group_id) for group in listing.groups)])
+    lines = [java_row((width,), ("GROUP", "STATE"))]
+    lines += [java_row((width,), (group.group_id, group.state)) for group in listing.groups]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _table(listing: GroupListing, width: int | None) -> str:
+    count = len(listing.groups)
+    caption = f"{count} share group{'' if count == 1 else 's'}"
+    if listing.states_filter:
+        caption += f" in state {' or '.join(listing.states_filter)}"
+    if not listing.ok():
+        caption += " (incomplete: a broker did not answer)"
+    table = new_table("GROUP", "STATE")
+    for group in listing.groups:
+        add_row(table, (group.group_id, group.state))
+    return table_text(table, width, [caption])

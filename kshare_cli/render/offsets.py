@@ -1,0 +1,261 @@
+"""Rendering ``ShareGroupOffsets``: ``kshare describe`` (offsets view).
+
+``plain`` is ``kafka-share-groups.sh --describe [--verbose]`` byte for byte
+(printOffsets in Kafka 4.2's ShareGroupCommand), except that kshare sorts groups
+and partitions everywhere. Like Kafka, it prints the broker's lag only: a lag
+kshare had to bound itself shows as ``-`` there. The table adds the log end
+offset, the total lag per group and the bound, marked ``≤``.
+
+Groups that failed (not found, not authorised) are not rendered here: they are
+the result's ``errors()``, which the command reports on stderr. The structured
+formats carry them too, as data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kshare_cli.admin.models import (
+    GroupFailure,
+    GroupOffsets,
+    LagSource,
+    ShareGroupOffsets,
+    SharePartitionOffset,
+)
+from kshare_cli.render.formats import (
+    OutputFormat,
+    add_row,
+    error_cell,
+    error_document,
+    java_row,
+    new_table,
+    or_dash,
+    output_format,
+    table_text,
+    to_csv,
+    to_json,
+    to_jsonl,
+    to_yaml,
+)
+
+__all__ = ["lag_text", "offsets_document", "offsets_rows", "render_offsets"]
+
+#: printOffsetFormat: GROUP and TOPIC are at least 15 wide, PARTITION 10, the epoch and
+#: offset 13 each, LAG unpadded.
+_MIN_ID_WIDTH = 15
+_PARTITION_WIDTH = 10
+_NUMBER_WIDTH = 13
+
+CSV_HEADER = (
+    "group_id",
+    "topic",
+    "partition",
+    "start_offset",
+    "end_offset",
+    "lag",
+    "lag_source",
+    "leader_epoch",
+    "error",
+)
+
+BOUND_CAPTION = (
+    "≤N: an upper bound, log end offset − start offset; the broker reported no lag "
+    "(DescribeShareGroupOffsets v0, or lag unknown since an offset reset)."
+)
+
+
+def render_offsets(
+    offsets: ShareGroupOffsets,
+    fmt: OutputFormat | str,
+    *,
+    verbose: bool = False,
+    width: int | None = None,
+) -> str:
+    """The offsets in ``fmt``; ``verbose`` adds Kafka's LEADER-EPOCH column (plain, table)."""
+    match output_format(fmt):
+        case OutputFormat.plain:
+            return "".join(_plain_group(group, verbose) for group in offsets.succeeded())
+        case OutputFormat.table:
+            return _table(offsets, verbose, width)
+        case OutputFormat.json:
+            return to_json(offsets_document(offsets))
+        case OutputFormat.yaml:
+            return to_yaml(offsets_document(offsets))
+        case OutputFormat.jsonl:
+            return to_jsonl(offsets_rows(offsets))
+        case OutputFormat.csv:
+            return to_csv(CSV_HEADER, _csv_rows(offsets))
+
+
+def lag_text(lag: int | None, source: LagSource | None) -> str:
+    """A lag for people: ``12``, ``≤12`` for a bound, ``-`` when unknown."""
+    if lag is None:
+        return "-"
+    return f"≤{lag}" if source == "bound" else str(lag)
+
+
+# --------------------------------------------------------------------------- plain
+
+
+def _plain_group(group: GroupOffsets, verbose: bool) -> str:
+    # Kafka skips share-partitions the broker answered with an error (it logs them).
+    rows = [offset for offset in group.partitions if offset.error is None]
+    if not rows:
+        return f"\nShare group '{group.group_id}' has no offset information.\n"
+    group_width = max(_MIN_ID_WIDTH, len(group.group_id))
+    topic_width = max([_MIN_ID_WIDTH, *(len(offset.topic) for offset in rows)])
+    if verbose:
+        widths: tuple[int, ...] = (
+            group_width,
+            topic_width,
+            _PARTITION_WIDTH,
+            _NUMBER_WIDTH,
+            _NUMBER_WIDTH,
+        )
+        header: tuple[str, ...] = (
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "LEADER-EPOCH",
+            "START-OFFSET",
+            "LAG",
+        )
+    else:
+        widths = (group_width, topic_width, _PARTITION_WIDTH, _NUMBER_WIDTH)
+        header = ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
+    text = "\n" + java_row(widths, header)
+    for offset in rows:
+        values: list[object] = [group.group_id, offset.topic, offset.partition]
+        if verbose:
+            values.append(or_dash(offset.leader_epoch))
+        values += [or_dash(offset.start_offset), or_dash(offset.broker_lag)]
+        text += "\n" + java_row(widths, values)
+    return text + "\n"
+
+
+# --------------------------------------------------------------------------- table
+
+
+def _table(offsets: ShareGroupOffsets, verbose: bool, width: int | None) -> str:
+    groups = offsets.succeeded()
+    if not groups:
+        return ""
+    with_errors = any(offset.error is not None for g in groups for offset in g.partitions)
+    with_bound = any(offset.lag_source == "bound" for g in groups for offset in g.partitions)
+    columns = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG"]
+    if verbose:
+        columns.append("LEADER-EPOCH")
+    if with_errors:
+        columns.append("ERROR")
+    table = new_table(
+        *columns,
+        right=("PARTITION", "START-OFFSET", "END-OFFSET", "LAG", "LEADER-EPOCH"),
+    )
+    for group in groups:
+        if not group.partitions:
+            _add(table, verbose, with_errors, [group.group_id, "(no offset information)"], True)
+            continue
+        for offset in group.partitions:
+            _add(
+                table,
+                verbose,
+                with_errors,
+                [
+                    group.group_id,
+                    offset.topic,
+                    offset.partition,
+                    or_dash(offset.start_offset),
+                    or_dash(offset.end_offset),
+                    lag_text(offset.lag, offset.lag_source),
+                    or_dash(offset.leader_epoch),
+                    offset.error.name if offset.error is not None else "",
+                ],
+                False,
+            )
+        total = lag_text(group.total_lag, group.total_lag_source)
+        _add(table, verbose, with_errors, [group.group_id, "TOTAL", "", "", "", total], True)
+    return table_text(table, width, [BOUND_CAPTION] if with_bound else [])
+
+
+def _add(table: Any, verbose: bool, with_errors: bool, cells: list[object], end: bool) -> None:
+    cells = cells + [""] * (8 - len(cells))
+    row = cells[:6]
+    if verbose:
+        row.append(cells[6])
+    if with_errors:
+        row.append(cells[7])
+    add_row(table, row, end_section=end)
+
+
+# --------------------------------------------------------------------------- structured
+
+
+def _partition_document(offset: SharePartitionOffset) -> dict[str, Any]:
+    return {
+        "topic": offset.topic,
+        "partition": offset.partition,
+        "start_offset": offset.start_offset,
+        "end_offset": offset.end_offset,
+        "lag": offset.lag,
+        "lag_source": offset.lag_source,
+        "leader_epoch": offset.leader_epoch,
+        "error": error_document(offset.error),
+    }
+
+
+def offsets_document(offsets: ShareGroupOffsets) -> dict[str, Any]:
+    """Every group with its share-partitions (``docs/schemas/offsets.schema.json``)."""
+    groups: list[dict[str, Any]] = []
+    for result in offsets.sorted():
+        if isinstance(result, GroupFailure):
+            groups.append({"group_id": result.group_id, "error": error_document(result.error)})
+            continue
+        groups.append(
+            {
+                "group_id": result.group_id,
+                "error": None,
+                "total_lag": result.total_lag,
+                "total_lag_source": result.total_lag_source,
+                "partitions": [_partition_document(offset) for offset in result.partitions],
+            }
+        )
+    return {"groups": groups}
+
+
+def offsets_rows(offsets: ShareGroupOffsets) -> list[dict[str, Any]]:
+    """One object per share-partition, or per failed group (``offsets-row.schema.json``).
+
+    A failed group's line is ``{"group_id", "error"}``, as in every JSONL output; a
+    group without offset information has no line.
+    """
+    rows: list[dict[str, Any]] = []
+    for result in offsets.sorted():
+        if isinstance(result, GroupFailure):
+            rows.append({"group_id": result.group_id, "error": error_document(result.error)})
+            continue
+        for offset in result.partitions:
+            rows.append({"group_id": result.group_id, **_partition_document(offset)})
+    return rows
+
+
+def _csv_rows(offsets: ShareGroupOffsets) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    for result in offsets.sorted():
+        if isinstance(result, GroupFailure):
+            rows.append((result.group_id, *([None] * 7), error_cell(result.error)))
+            continue
+        for offset in result.partitions:
+            rows.append(
+                (
+                    result.group_id,
+                    offset.topic,
+                    offset.partition,
+                    offset.start_offset,
+                    offset.end_offset,
+                    offset.lag,
+                    offset.lag_source,
+                    offset.leader_epoch,
+                    error_cell(offset.error),
+                )
+            )
+    return rows
