@@ -9,13 +9,14 @@ from __future__ import annotations
 import typer
 
 from kshare_cli import __version__
-from kshare_cli.cli import sandbox_cmd
+from kshare_cli.cli import describe_cmd, list_cmd, profile_cmd, sandbox_cmd
 
 app = typer.Typer(
     name="kshare",
     help="Operator toolkit for Apache Kafka share groups (KIP-932).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -35,6 +36,9 @@ def root(
     """Operator toolkit for Apache Kafka share groups (KIP-932)."""
 
 
+app.command("list")(list_cmd.list_groups)
+app.command("describe")(describe_cmd.describe)
+app.add_typer(profile_cmd.app, name="profile")
 app.command("sandbox")(sandbox_cmd.sandbox)
 
 

@@ -1,0 +1,255 @@
+"""Options every cluster command shares, and the edge where errors become exit codes.
+
+Options are declared once here (``Annotated`` aliases) so ``list``, ``describe``
+and later commands spell them the same way. This module is imported to build
+``--help``, so it imports nothing heavy: the connection layer, asyncio and the
+renderers load only when a command actually runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from kshare_cli.errors import ExitCode, KshareError, UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.connect.settings import ConnectionSettings
+
+T = TypeVar("T")
+
+
+class OutputFormat(enum.StrEnum):
+    """``-o``: ``plain`` is Kafka's own text layout, for scripts written against it."""
+
+    table = "table"
+    plain = "plain"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    yaml = "yaml"
+
+
+def _complete_profiles(incomplete: str) -> list[str]:
+    try:
+        from kshare_cli.connect.profiles import ProfileStore
+
+        names = [profile.name for profile in ProfileStore().list()]
+    except (KshareError, OSError, ValueError):
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+def complete_group_ids(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Group ids from the cluster, for shell completion, when a cluster is configured.
+
+    Completion must never hang or print: a short timeout, and any failure means
+    no suggestions.
+    """
+    params = ctx.params
+    try:
+        settings = resolve(
+            params.get("bootstrap_server"), params.get("command_config"), params.get("profile")
+        )
+        from kshare_cli.cli.service import list_group_ids
+
+        ids = list_group_ids(settings, timeout_s=2.0)
+    except (KshareError, OSError):
+        return []
+    return [group_id for group_id in ids if group_id.startswith(incomplete)]
+
+
+BootstrapServer = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="Brokers to bootstrap from (else $KSHARE_BOOTSTRAP_SERVERS, else the profile).",
+        rich_help_panel="Connection",
+    ),
+]
+CommandConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        metavar="FILE",
+        help=(
+            "Client properties, as kafka-share-groups.sh --command-config takes them "
+            "(security.protocol, sasl.*, ssl.*; librdkafka names too). "
+            "Else $KSHARE_COMMAND_CONFIG."
+        ),
+        rich_help_panel="Connection",
+    ),
+]
+Profile = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        "-p",
+        metavar="NAME",
+        help="Named connection profile (see `kshare profile`); default: the current one.",
+        autocompletion=_complete_profiles,
+        rich_help_panel="Connection",
+    ),
+]
+Timeout = Annotated[
+    str,
+    typer.Option(
+        "--timeout",
+        metavar="DURATION",
+        help="Give up after this long: 30s, 1m, 5000ms (a bare number is ms, as Kafka's tools).",
+        rich_help_panel="Connection",
+    ),
+]
+Output = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        case_sensitive=False,
+        help="table for people; plain reproduces kafka-share-groups.sh; json/jsonl/csv/yaml.",
+    ),
+]
+Debug = Annotated[
+    bool,
+    typer.Option("--debug", help="On error, show the traceback (secrets redacted)."),
+]
+
+DEFAULT_TIMEOUT = "30s"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 0.001}
+
+
+def parse_timeout(text: str) -> float:
+    """Seconds from ``--timeout``; a bare number is milliseconds, as in Kafka's tools."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise UsageError(f"--timeout: {text!r} is not a duration (try 30s, 1m or 5000ms)")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds <= 0:
+        raise UsageError("--timeout must be greater than zero")
+    return seconds
+
+
+def resolve(
+    bootstrap_server: str | None, command_config: Path | None, profile: str | None
+) -> ConnectionSettings:
+    """One settings object from flags, environment and profiles (see connect/)."""
+    from kshare_cli.connect.settings import resolve_settings
+
+    return resolve_settings(
+        bootstrap=bootstrap_server, command_config=command_config, profile=profile
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What a command's edge needs to report errors honestly."""
+
+    debug: bool = False
+    secrets: tuple[str, ...] = ()
+
+
+def secrets_of(settings: object) -> tuple[str, ...]:
+    """Every secret value reachable from a settings object, to scrub from tracebacks."""
+    from kshare_cli.connect.settings import Secret
+
+    found: list[str] = []
+
+    def walk(value: object, depth: int) -> None:
+        if depth > 4 or value is None:
+            return
+        if isinstance(value, Secret):
+            revealed = value.reveal()
+            if revealed:
+                found.append(revealed)
+            return
+        slots: Iterable[str] = getattr(type(value), "__slots__", ())
+        for name in slots:
+            walk(getattr(value, name, None), depth + 1)
+
+    walk(settings, 0)
+    return tuple(found)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def fail(message: str, code: ExitCode) -> NoReturn:
+    """One line on stderr and the documented exit code: the only way a command fails."""
+    typer.echo(f"kshare: error: {message}", err=True)
+    raise typer.Exit(int(code))
+
+
+def warn(message: str) -> None:
+    typer.echo(f"kshare: warning: {message}", err=True)
+
+
+def run(
+    work: Callable[[], Coroutine[Any, Any, T]],
+    invocation: Invocation,
+) -> T:
+    """Run a command's coroutine, turning every failure into one stderr line and an exit code.
+
+    KeyboardInterrupt exits 130 without a traceback; an unexpected exception is
+    reported as an internal error (its traceback only with ``--debug``, with
+    every secret of the settings replaced by ``***``).
+    """
+    import asyncio
+
+    try:
+        return asyncio.run(work())
+    except KeyboardInterrupt:
+        typer.echo("kshare: interrupted", err=True)
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except KshareError as error:
+        _debug_traceback(error, invocation)
+        fail(redact(str(error), invocation.secrets), error.exit_code)
+    except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
+        _debug_traceback(error, invocation)
+        detail = redact(f"{type(error).__name__}: {error}", invocation.secrets)
+        hint = "" if invocation.debug else " (run with --debug for the traceback)"
+        fail(f"internal error: {detail}{hint}", ExitCode.PARTIAL)
+
+
+def _debug_traceback(error: BaseException, invocation: Invocation) -> None:
+    if not invocation.debug:
+        return
+    text = "".join(traceback.format_exception(error))
+    sys.stderr.write(redact(text, invocation.secrets))
+
+
+def usage_guard(function: Callable[[], T], invocation: Invocation) -> T:
+    """Run validation that happens before any I/O; a KshareError becomes its exit code."""
+    try:
+        return function()
+    except KshareError as error:
+        _debug_traceback(error, invocation)
+        fail(redact(str(error), invocation.secrets), error.exit_code)
+
+
+def stdout_write(text: str) -> None:
+    """Write data to stdout; a closed pipe (``| head``) ends the command quietly."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would complain again at exit while flushing; point stdout at devnull.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(int(ExitCode.OK)) from None

@@ -1,0 +1,124 @@
+"""``kshare describe``: offsets, members or state of share groups, as ``kafka-share-groups.sh``.
+
+Where Kafka's tool prints an error and exits 0 for a missing group, kshare
+prints what it could describe on stdout, one line per failed group on stderr,
+and exits 5 when every failure was a missing group, 1 for any other failure.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import ExitCode, UsageError
+
+
+class View(enum.StrEnum):
+    """Which of Kafka's three describe views to show."""
+
+    offsets = "offsets"
+    members = "members"
+    state = "state"
+
+
+def choose_view(offsets: bool, members: bool, state: bool) -> View:
+    chosen = [
+        view
+        for view, flag in ((View.offsets, offsets), (View.members, members), (View.state, state))
+        if flag
+    ]
+    if len(chosen) > 1:
+        raise UsageError("--offsets, --members and --state are mutually exclusive")
+    return chosen[0] if chosen else View.offsets
+
+
+def check_groups(groups: list[str], all_groups: bool) -> None:
+    if groups and all_groups:
+        raise UsageError("give group ids or --all-groups, not both")
+    if not groups and not all_groups:
+        raise UsageError("name at least one group, or pass --all-groups")
+    for group in groups:
+        if not group.strip():
+            raise UsageError("a group id cannot be empty")
+
+
+def describe(
+    groups: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[GROUP]...",
+            help="Share groups to describe.",
+            autocompletion=common.complete_group_ids,
+            show_default=False,
+        ),
+    ] = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="Describe every share group.")
+    ] = False,
+    offsets: Annotated[
+        bool,
+        typer.Option(
+            "--offsets", help="Start offset, end offset and lag per share-partition (default)."
+        ),
+    ] = False,
+    members: Annotated[
+        bool, typer.Option("--members", help="Members, their hosts, racks and assignments.")
+    ] = False,
+    state: Annotated[
+        bool, typer.Option("--state", help="Coordinator, state, epochs, assignor, member count.")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Kafka's extra columns (leader epoch, member epoch, group epochs).",
+        ),
+    ] = False,
+    output: common.Output = common.OutputFormat.table,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Describe share groups: their share-partitions' offsets and lag, members, or state.
+
+    Columns match kafka-share-groups.sh --describe (-o plain reproduces its
+    layout, sorted), plus END-OFFSET, total lag, rack, subscriptions and assignor.
+    """
+    invocation = common.Invocation(debug=debug)
+    group_ids = groups or []
+    common.usage_guard(lambda: check_groups(group_ids, all_groups), invocation)
+    view = common.usage_guard(lambda: choose_view(offsets, members, state), invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+
+    from kshare_cli.cli import service
+
+    report = common.run(
+        lambda: service.describe(settings, group_ids, all_groups, view.value, timeout_s),
+        invocation,
+    )
+    from kshare_cli.admin.models import ShareGroupOffsets
+    from kshare_cli.render import notices, render
+
+    common.stdout_write(render(report, output.value, view=view.value, verbose=verbose))
+    for line in notices(report):
+        typer.echo(line, err=True)
+    failures = report.errors()
+    for failure in failures:
+        common.warn(str(failure))
+    partition_failures = report.partition_errors() if isinstance(report, ShareGroupOffsets) else ()
+    for partition_failure in partition_failures:
+        common.warn(str(partition_failure))
+    if failures and not partition_failures and all(failure.not_found for failure in failures):
+        raise typer.Exit(int(ExitCode.NOT_FOUND))
+    if failures or partition_failures:
+        raise typer.Exit(int(ExitCode.PARTIAL))
