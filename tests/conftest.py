@@ -8,8 +8,9 @@ import pytest
 
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 
-# The sandbox (or a real cluster named by KSHARE_TEST_BOOTSTRAP): fixtures ``cluster``, ``unique``.
-pytest_plugins = ["tests.support.sandbox"]
+# The sandbox (or a real cluster named by KSHARE_TEST_BOOTSTRAP): fixtures ``cluster``, ``unique``;
+# TLS material and secured sandboxes: ``tls_material``, ``secure_sandbox``.
+pytest_plugins = ["tests.support.sandbox", "tests.support.tls"]
 
 # The mock's defaults are Kafka's (5 s heartbeats, 30 s locks, 45 s sessions); tests
 # shorten them so joining takes milliseconds and a lock expiry a second or two.

@@ -3,20 +3,24 @@
 The bootstrap address goes to stdout (so a script can capture it), the banner
 and warnings to stderr. The command says loudly that this is an emulator: an
 operator must never mistake it for a Kafka cluster.
+
+``--tls-dir`` and ``--sasl-users`` make the listener SSL, SASL_PLAINTEXT or
+SASL_SSL, so TLS and SASL client settings can be tried without a real cluster;
+the client properties that fit go to stderr.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kshare_cli.errors import ExitCode
+
+if TYPE_CHECKING:
+    from kshare_cli.sandbox.security import ListenerSecurity, ServerCertificate
 
 BANNER = (
     "kshare sandbox: a KIP-932 share-group broker EMULATOR for tests and demos -- "
@@ -44,6 +48,34 @@ def sandbox(
             "accept, release and reject, so there is something live to look at."
         ),
     ] = False,
+    tls_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-dir",
+            metavar="DIR",
+            file_okay=False,
+            help="Serve TLS with DIR/server.pem and DIR/server.key; when both are missing, "
+            "make them, signed by a new CA in DIR/ca.pem for clients to trust.",
+        ),
+    ] = None,
+    sasl_users: Annotated[
+        str | None,
+        typer.Option(
+            "--sasl-users",
+            metavar="USER:PASSWORD,...",
+            help="Require SASL authentication with these users (SASL_SSL with --tls-dir, "
+            "else SASL_PLAINTEXT).",
+        ),
+    ] = None,
+    sasl_mechanisms: Annotated[
+        str,
+        typer.Option(
+            "--sasl-mechanisms",
+            metavar="MECHANISM,...",
+            help="Comma-separated mechanisms to enable with --sasl-users. OAUTHBEARER accepts "
+            "unsecured JWTs (alg none) with a sub and an unexpired exp.",
+        ),
+    ] = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
 ) -> None:
     """Run a share-group broker EMULATOR for tests and demos. It is not Apache Kafka.
 
@@ -57,8 +89,11 @@ def sandbox(
         except OSError as error:
             typer.echo(f"kshare: cannot use --data-dir {data_dir}: {error.strerror}", err=True)
             raise typer.Exit(ExitCode.USAGE) from None
+    security, certificate = _listener_security(host, tls_dir, sasl_users, sasl_mechanisms)
+    import asyncio
+
     try:
-        interrupted = asyncio.run(_serve(host, port, data_dir, demo))
+        interrupted = asyncio.run(_serve(host, port, data_dir, demo, security, certificate))
     except OSError as error:
         typer.echo(f"kshare: cannot listen on {host}:{port}: {error.strerror or error}", err=True)
         raise typer.Exit(ExitCode.CONNECTION) from None
@@ -68,14 +103,109 @@ def sandbox(
         raise typer.Exit(ExitCode.INTERRUPTED)
 
 
-async def _serve(host: str, port: int, data_dir: Path | None, demo: bool) -> bool:
+def _listener_security(
+    host: str, tls_dir: Path | None, sasl_users: str | None, sasl_mechanisms: str
+) -> tuple[ListenerSecurity | None, ServerCertificate | None]:
+    """The listener the flags ask for (None: PLAINTEXT); bad flags exit 2 with one line."""
+    if tls_dir is None and sasl_users is None:
+        return None, None
+    from kshare_cli.sandbox.security import (
+        ListenerSecurity,
+        check_mechanisms,
+        parse_users,
+        server_certificate,
+        server_ssl_context,
+    )
+
+    def usage(message: str) -> typer.Exit:
+        typer.echo(f"kshare: {message}", err=True)
+        return typer.Exit(ExitCode.USAGE)
+
+    certificate = None
+    context = None
+    if tls_dir is not None:
+        try:
+            certificate = server_certificate(tls_dir, [host])
+            context = server_ssl_context(certificate.cert_file, certificate.key_file)
+        except (OSError, ValueError) as error:  # ssl.SSLError is an OSError
+            raise usage(f"cannot use --tls-dir {tls_dir}: {error}") from None
+    users: dict[str, str] = {}
+    mechanisms: tuple[str, ...] = ()
+    if sasl_users is not None:
+        try:
+            users = parse_users(sasl_users)
+            mechanisms = check_mechanisms(sasl_mechanisms.split(","))
+        except ValueError as error:
+            raise usage(f"--sasl-users/--sasl-mechanisms: {error}") from None
+        if not users:
+            raise usage("--sasl-users: name at least one USER:PASSWORD")
+        if not mechanisms:
+            raise usage("--sasl-mechanisms: name at least one mechanism")
+    protocol = {
+        (True, True): "SASL_SSL",
+        (True, False): "SSL",
+        (False, True): "SASL_PLAINTEXT",
+    }[(tls_dir is not None, sasl_users is not None)]
+    security = ListenerSecurity(protocol, context, users=users, mechanisms=mechanisms or ("PLAIN",))
+    return security, certificate
+
+
+def _client_properties(
+    security: ListenerSecurity, certificate: ServerCertificate | None
+) -> dict[str, str]:
+    """librdkafka properties that reach this listener (also used by the demo's clients)."""
+    properties = {"security.protocol": security.protocol}
+    if security.tls:
+        if certificate is not None and certificate.ca_file is not None:
+            properties["ssl.ca.location"] = str(certificate.ca_file)
+        else:
+            properties["enable.ssl.certificate.verification"] = "false"
+    if security.sasl:
+        mechanism = security.mechanisms[0]
+        user, password = next(iter(security.users.items()))
+        properties["sasl.mechanism"] = mechanism
+        if mechanism == "OAUTHBEARER":
+            properties["enable.sasl.oauthbearer.unsecure.jwt"] = "true"
+            properties["sasl.oauthbearer.config"] = f"principal={user}"
+        else:
+            properties["sasl.username"] = user
+            properties["sasl.password"] = password
+    return properties
+
+
+async def _serve(
+    host: str,
+    port: int,
+    data_dir: Path | None,
+    demo: bool,
+    security: ListenerSecurity | None = None,
+    certificate: ServerCertificate | None = None,
+) -> bool:
     """Serve until SIGINT or SIGTERM; True when it was SIGINT (exit 130, as documented)."""
+    import asyncio
+    import contextlib
+    import signal
+
     from kshare_cli.sandbox.runner import new_broker
 
     broker = new_broker(data_dir)
-    bound = await broker.start(host, port)
+    bound = await broker.start(host, port, security=security)
     print(f"{broker.advertised.host}:{bound}", flush=True)
     print(BANNER, file=sys.stderr, flush=True)
+    client_config: dict[str, str] = {}
+    if security is not None:
+        client_config = _client_properties(security, certificate)
+        shown = {k: ("***" if k == "sasl.password" else v) for k, v in client_config.items()}
+        print(
+            f"listener: {security.protocol}"
+            + (f" ({', '.join(security.mechanisms)})" if security.sasl else ""),
+            file=sys.stderr,
+        )
+        print(
+            "client properties: " + " ".join(f"{k}={v}" for k, v in shown.items()),
+            file=sys.stderr,
+            flush=True,
+        )
     stop = asyncio.Event()
     received: list[int] = []
     loop = asyncio.get_running_loop()
@@ -95,7 +225,7 @@ async def _serve(host: str, port: int, data_dir: Path | None, demo: bool) -> boo
         print(
             f"demo: topic 'demo-orders', share group 'demo-group' on {bootstrap}", file=sys.stderr
         )
-        demo_task = asyncio.ensure_future(run_demo(broker, bootstrap, stop))
+        demo_task = asyncio.ensure_future(run_demo(broker, bootstrap, stop, client_config))
     try:
         await stop.wait()
     finally:

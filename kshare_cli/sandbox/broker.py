@@ -6,6 +6,10 @@ what kio can decode; ApiVersions advertises exactly that table, so clients
 negotiate with the sandbox as they would with Kafka. Each handler describes
 its response once, version-agnostically, and ``wire.build`` keeps the fields of
 the version asked for.
+
+A broker built with ``share_groups=False`` offers what a Kafka 3.x broker does:
+no share-group APIs in ApiVersions, no ``share.version`` feature, FindCoordinator
+without the share key type (v6) -- the "broker too old for share groups" case.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any, Final
 from kio.index import load_response_schema
 
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
+from kshare_cli.sandbox.security import ILLEGAL_SASL_STATE, PLAINTEXT, ListenerSecurity
 from kshare_cli.sandbox.server import Connection, FrameServer
 from kshare_cli.wire.build import build, has_field
 from kshare_cli.wire.framing import Request, UnsupportedVersion, encode_response
@@ -54,6 +59,13 @@ KAFKA_42_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
     17: (0, 1), 36: (0, 2),
 }  # fmt: skip
+
+#: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge,
+#: Describe/Alter/DeleteShareGroupOffsets: what a broker without share groups lacks.
+SHARE_GROUP_APIS: Final = frozenset({76, 77, 78, 79, 90, 91, 92})
+
+#: Where a broker without share groups (Kafka 3.9) offers less than 4.2 for an API we answer.
+PRE_SHARE_GROUP_VERSIONS: Final[dict[int, tuple[int, int]]] = {10: (0, 5)}
 
 HANDLERS: dict[int, Handler] = {}
 
@@ -100,8 +112,11 @@ class Broker:
         cluster_id: str = "kshare-sandbox-cluster",
         default_partitions: int = 1,
         auto_create_topics: bool = True,
+        share_groups: bool = True,
     ) -> None:
         self.logs = LogStore(data_dir)
+        self.share_groups = share_groups
+        self.security = PLAINTEXT
         self.data_dir = data_dir
         self.cluster_id = cluster_id
         self.default_partitions = default_partitions
@@ -114,8 +129,12 @@ class Broker:
 
     # -- lifecycle ---------------------------------------------------------
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        server = FrameServer(self.dispatch, self.unsupported_api_versions)
+    async def start(
+        self, host: str = "127.0.0.1", port: int = 0, *, security: ListenerSecurity | None = None
+    ) -> int:
+        """Listen (PLAINTEXT unless ``security`` says otherwise); returns the bound port."""
+        self.security = security or PLAINTEXT
+        server = FrameServer(self.dispatch, self.unsupported_api_versions, security=self.security)
         bound = await server.start(host, port)
         self._servers.append(server)
         self.advertised = Listener(
@@ -157,7 +176,14 @@ class Broker:
     # -- dispatch ------------------------------------------------------------
 
     def supported_versions(self) -> dict[int, tuple[int, int]]:
-        return {k: v for k, v in KAFKA_42_VERSIONS.items() if k in HANDLERS}
+        versions = {k: v for k, v in KAFKA_42_VERSIONS.items() if k in HANDLERS}
+        if not self.share_groups:
+            for key in SHARE_GROUP_APIS:
+                versions.pop(key, None)
+            for key, (low, high) in PRE_SHARE_GROUP_VERSIONS.items():
+                if key in versions:
+                    versions[key] = (max(low, versions[key][0]), min(high, versions[key][1]))
+        return versions
 
     async def dispatch(self, request: Request, connection: Connection) -> Any | None:
         handler = HANDLERS.get(request.api_key)
@@ -175,11 +201,17 @@ class Broker:
                 for k, (lo, hi) in sorted(self.supported_versions().items())
             ],
             "throttle_time": 0,
-            "supported_features": [{"name": "share.version", "min_version": 0, "max_version": 1}],
+            "supported_features": (
+                [{"name": "share.version", "min_version": 0, "max_version": 1}]
+                if self.share_groups
+                else []
+            ),
             "finalized_features_epoch": 1,
-            "finalized_features": [
-                {"name": "share.version", "max_version_level": 1, "min_version_level": 1}
-            ],
+            "finalized_features": (
+                [{"name": "share.version", "max_version_level": 1, "min_version_level": 1}]
+                if self.share_groups
+                else []
+            ),
         }
 
     def unsupported_api_versions(self, correlation_id: int) -> bytes:
@@ -266,6 +298,30 @@ class BrokerExtension:
 @handles(18)
 async def api_versions(broker: Broker, request: Request, connection: Connection) -> Any:
     return build(response_type(request), broker.api_versions_body(NONE))
+
+
+# -- SaslHandshake / SaslAuthenticate -------------------------------------------
+# A SASL listener's gate (security.py) answers these until the connection has
+# authenticated; what reaches the broker comes later or on a listener without
+# SASL, and gets what KafkaApis gives it.
+
+
+@handles(17)
+async def sasl_handshake(broker: Broker, request: Request, connection: Connection) -> Any:
+    return build(response_type(request), {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []})
+
+
+@handles(36)
+async def sasl_authenticate(broker: Broker, request: Request, connection: Connection) -> Any:
+    return build(
+        response_type(request),
+        {
+            "error_code": ILLEGAL_SASL_STATE,
+            "error_message": "SaslAuthenticate request received after successful authentication",
+            "auth_bytes": b"",
+            "session_lifetime": 0,
+        },
+    )
 
 
 # -- Metadata ----------------------------------------------------------------

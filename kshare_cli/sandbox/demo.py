@@ -16,6 +16,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Mapping
 from typing import Final
 
 from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer
@@ -28,8 +29,8 @@ PARTITIONS: Final = 3
 RECORDS_PER_SECOND: Final = 20
 
 
-def _producer_loop(bootstrap: str, stop: threading.Event) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "client.id": "demo-producer"})
+def _producer_loop(bootstrap: str, stop: threading.Event, security: Mapping[str, str]) -> None:
+    producer = Producer({**security, "bootstrap.servers": bootstrap, "client.id": "demo-producer"})
     sequence = 0
     while not stop.is_set():
         order = {"order": sequence, "amount": round(random.uniform(1, 500), 2)}
@@ -40,9 +41,12 @@ def _producer_loop(bootstrap: str, stop: threading.Event) -> None:
     producer.flush(5)
 
 
-def _consumer_loop(bootstrap: str, name: str, stop: threading.Event) -> None:
+def _consumer_loop(
+    bootstrap: str, name: str, stop: threading.Event, security: Mapping[str, str]
+) -> None:
     consumer = ShareConsumer(
         {
+            **security,
             "bootstrap.servers": bootstrap,
             "group.id": GROUP,
             "client.id": name,
@@ -71,8 +75,17 @@ def _consumer_loop(bootstrap: str, name: str, stop: threading.Event) -> None:
         consumer.close()
 
 
-async def run_demo(broker: Broker, bootstrap: str, stop: asyncio.Event) -> None:
-    """Create the demo topic and group config, then run the clients until ``stop``."""
+async def run_demo(
+    broker: Broker,
+    bootstrap: str,
+    stop: asyncio.Event,
+    client_config: Mapping[str, str] | None = None,
+) -> None:
+    """Create the demo topic and group config, then run the clients until ``stop``.
+
+    ``client_config`` carries the librdkafka security properties of a TLS or SASL listener.
+    """
+    security = dict(client_config or {})
     if broker.topic(TOPIC) is None:
         broker.create_topic(TOPIC, PARTITIONS)
     from kshare_cli.sandbox.share import share_groups
@@ -81,10 +94,14 @@ async def run_demo(broker: Broker, bootstrap: str, stop: asyncio.Event) -> None:
         GROUP, [("share.auto.offset.reset", 0, "earliest")]
     )
     halt = threading.Event()
-    threads = [threading.Thread(target=_producer_loop, args=(bootstrap, halt), daemon=True)]
+    threads = [
+        threading.Thread(target=_producer_loop, args=(bootstrap, halt, security), daemon=True)
+    ]
     for name in ("demo-accepter", "demo-releaser", "demo-rejecter"):
         threads.append(
-            threading.Thread(target=_consumer_loop, args=(bootstrap, name, halt), daemon=True)
+            threading.Thread(
+                target=_consumer_loop, args=(bootstrap, name, halt, security), daemon=True
+            )
         )
     for thread in threads:
         thread.start()

@@ -3,6 +3,10 @@
 Tests drive it with synchronous third-party clients (confluent-kafka, kcat), so
 the broker gets its own event loop in a daemon thread; ``SandboxThread.call``
 runs a function on that loop to inspect or change broker state safely.
+
+``security`` makes the listener SSL, SASL_PLAINTEXT or SASL_SSL (see
+``security.ListenerSecurity``); ``share_groups=False`` gives a broker without
+share groups, as a Kafka 3.x cluster would be.
 """
 
 from __future__ import annotations
@@ -16,16 +20,26 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.security import ListenerSecurity
 
 T = TypeVar("T")
 
 
-def new_broker(data_dir: Path | None = None, **options: Any) -> Broker:
-    """A broker with every part of the emulator installed (share groups included)."""
+def new_broker(
+    data_dir: Path | None = None, *, share_groups: bool = True, **options: Any
+) -> Broker:
+    """A broker with every part of the emulator installed.
+
+    ``options`` configure the share groups (``settings``, ``updates_per_snapshot``);
+    with ``share_groups=False`` there are none to configure.
+    """
     from kshare_cli.sandbox.share import install_share_groups
 
-    broker = Broker(data_dir=data_dir)
-    install_share_groups(broker, **options)
+    if not share_groups and options:
+        raise TypeError(f"share-group options {sorted(options)} given with share_groups=False")
+    broker = Broker(data_dir=data_dir, share_groups=share_groups)
+    if share_groups:
+        install_share_groups(broker, **options)
     return broker
 
 
@@ -37,11 +51,16 @@ class SandboxThread:
         host: str = "127.0.0.1",
         port: int = 0,
         data_dir: Path | None = None,
+        *,
+        security: ListenerSecurity | None = None,
+        share_groups: bool = True,
         **options: Any,
     ) -> None:
         self._host = host
         self._port = port
         self._data_dir = data_dir
+        self._security = security
+        self._share_groups = share_groups
         self._options = options
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="sandbox")
@@ -52,12 +71,18 @@ class SandboxThread:
     def bootstrap(self) -> str:
         return f"{self._host}:{self.port}"
 
+    @property
+    def security(self) -> ListenerSecurity | None:
+        return self._security
+
     def start(self) -> SandboxThread:
         self._thread.start()
 
         async def boot() -> int:
-            self.broker = new_broker(self._data_dir, **self._options)
-            return await self.broker.start(self._host, self._port)
+            self.broker = new_broker(
+                self._data_dir, share_groups=self._share_groups, **self._options
+            )
+            return await self.broker.start(self._host, self._port, security=self._security)
 
         self.port = asyncio.run_coroutine_threadsafe(boot(), self._loop).result(30)
         return self

@@ -6,6 +6,12 @@ clients rely on that ordering. Frames that cannot be understood get what Kafka
 gives them: an ApiVersions request of an unknown version is answered in v0 with
 UNSUPPORTED_VERSION and the versions on offer, anything else malformed closes
 the connection. No client input can stop the server.
+
+A listener's ``ListenerSecurity`` (``security.py``) decides TLS (the handshake
+happens before the first frame; an untrusted peer never gets that far) and
+SASL: until a connection has authenticated, its frames go through the
+listener's SASL gate instead of the broker, exactly as Kafka's authenticator
+sits in front of its request handlers.
 """
 
 from __future__ import annotations
@@ -18,6 +24,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kshare_cli.sandbox.security import (
+    ANONYMOUS,
+    PLAINTEXT,
+    ListenerSecurity,
+    certificate_principal,
+)
 from kshare_cli.wire.framing import (
     API_VERSIONS_KEY,
     DEFAULT_MAX_FRAME_BYTES,
@@ -35,7 +47,12 @@ log = logging.getLogger("kshare.sandbox")
 
 @dataclass(slots=True)
 class Connection:
-    """What a handler may need to know about the peer (SASL state lives here in time)."""
+    """What a handler may need to know about the peer.
+
+    ``authenticated_principal`` is Kafka's principal: ``User:<name>`` after SASL,
+    ``User:<certificate subject>`` on SSL with a client certificate, else
+    ``User:ANONYMOUS``; None while a SASL connection has not authenticated yet.
+    """
 
     peer_host: str
     peer_port: int
@@ -60,14 +77,14 @@ class FrameServer:
         unsupported_api_versions: UnsupportedApiVersions,
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        ssl_context: ssl.SSLContext | None = None,
-        listener: str = "PLAINTEXT",
+        security: ListenerSecurity = PLAINTEXT,
     ) -> None:
         self._dispatch = dispatch
         self._unsupported_api_versions = unsupported_api_versions
         self._max_frame_bytes = max_frame_bytes
-        self._ssl_context = ssl_context
-        self._listener = listener
+        self._security = security
+        self._ssl_context = security.ssl_context
+        self._listener = security.protocol
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -97,6 +114,13 @@ class FrameServer:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("unknown", 0)
         connection = Connection(str(peer[0]), int(peer[1]), self._listener)
+        if not self._security.sasl:
+            connection.authenticated_principal = ANONYMOUS
+            ssl_object = writer.get_extra_info("ssl_object")
+            if ssl_object is not None:
+                connection.authenticated_principal = certificate_principal(
+                    ssl_object.getpeercert(binary_form=True)
+                )
         try:
             await self._serve(reader, writer, connection)
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
@@ -117,12 +141,31 @@ class FrameServer:
     async def _serve(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: Connection
     ) -> None:
+        gate = self._security.new_gate()
         while True:
-            frame = await read_frame(reader, self._max_frame_bytes)
+            authenticating = gate is not None and not gate.complete
+            limit = self._max_frame_bytes
+            if gate is not None and authenticating:
+                limit = min(limit, gate.max_frame_bytes)
+            frame = await read_frame(reader, limit)
             if frame is None:
                 return
+            request: Request | None = None
             try:
-                request = decode_request(frame)
+                if gate is not None and authenticating:
+                    step = gate.receive(frame)
+                    if step.reply is not None:
+                        writer.write(step.reply)
+                        await writer.drain()
+                    if step.close:
+                        return
+                    if gate.complete:
+                        connection.authenticated_principal = gate.principal
+                    if step.request is None:
+                        continue
+                    request = step.request
+                else:
+                    request = decode_request(frame)
                 response = await self._dispatch(request, connection)
             except UnsupportedVersion as error:
                 if error.api_key != API_VERSIONS_KEY:
@@ -137,7 +180,12 @@ class FrameServer:
                 # A bug in a handler must not take the broker down; Kafka would
                 # answer UNKNOWN_SERVER_ERROR, the closest we can do generically is
                 # to drop the connection, which every client treats as retriable.
-                log.exception("handler for API %d v%d failed", request.api_key, request.api_version)
+                if request is None:
+                    log.exception("SASL authentication of %s failed", connection.peer_host)
+                else:
+                    log.exception(
+                        "handler for API %d v%d failed", request.api_key, request.api_version
+                    )
                 return
             if response is not None:
                 writer.write(encode_response(response, request.correlation_id))

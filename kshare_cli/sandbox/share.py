@@ -289,11 +289,19 @@ def install_share_groups(broker: Broker, **options: Any) -> ShareGroups:
     return extension
 
 
-def share_groups(broker: Broker) -> ShareGroups:
+def installed_share_groups(broker: Broker) -> ShareGroups | None:
+    """The share-group parts, None on a broker built without them (``share_groups=False``)."""
     for extension in broker.extensions:
         if isinstance(extension, ShareGroups):
             return extension
-    raise RuntimeError("share groups are not installed on this broker")
+    return None
+
+
+def share_groups(broker: Broker) -> ShareGroups:
+    found = installed_share_groups(broker)
+    if found is None:
+        raise RuntimeError("share groups are not installed on this broker")
+    return found
 
 
 def _bytes(value: Any) -> bytes | None:
@@ -651,12 +659,13 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
 
 @handles(16)
 async def list_groups(broker: Broker, request: Request, connection: Connection) -> Any:
-    shares = share_groups(broker)
+    shares = installed_share_groups(broker)
     payload = request.payload
     states = {s.lower() for s in (getattr(payload, "states_filter", ()) or ())}
     types = {t.lower() for t in (getattr(payload, "types_filter", ()) or ())}
     groups = []
-    if not types or "share" in types:
+    # Without share groups the broker is a 3.x one with no groups at all.
+    if shares is not None and (not types or "share" in types):
         for listing in shares.groups.list_groups(states):
             groups.append(
                 {
@@ -749,16 +758,9 @@ async def describe_share_group_offsets(
     groups = []
     for wanted in request.payload.groups:
         group_id = wanted.group_id
-        if shares.groups.describe(group_id).error_code != NONE:
-            groups.append(
-                {
-                    "group_id": group_id,
-                    "topics": [],
-                    "error_code": GROUP_ID_NOT_FOUND,
-                    "error_message": f"Group {group_id} not found.",
-                }
-            )
-            continue
+        # Kafka answers for an unknown group as for one with no share-partitions:
+        # no error, no topics (or start offset -1 for named partitions); it is the
+        # tool that finds out the group is missing, from ShareGroupDescribe.
         states = shares.group_topic_states(group_id)
         requested: list[tuple[str, list[int] | None]]
         if wanted.topics is None:
@@ -776,9 +778,9 @@ async def describe_share_group_offsets(
                     {
                         "topic_name": name,
                         "topic_id": uuid.UUID(int=0),
+                        # Kafka: an unknown topic is absence of data (offset -1), not an error.
                         "partitions": [
-                            _offset_entry(p, -1, -1, -1, UNKNOWN_TOPIC_OR_PARTITION)
-                            for p in partitions or []
+                            _offset_entry(p, -1, -1, -1, NONE) for p in partitions or []
                         ],
                     }
                 )
@@ -935,9 +937,12 @@ async def delete_share_group_offsets(
 
 @handles(42)
 async def delete_groups(broker: Broker, request: Request, connection: Connection) -> Any:
-    shares = share_groups(broker)
+    shares = installed_share_groups(broker)
     results = []
     for group_id in request.payload.groups_names:
+        if shares is None:
+            results.append({"group_id": group_id, "error_code": GROUP_ID_NOT_FOUND})
+            continue
         error = _group_error(shares, group_id, must_be_empty=True)
         if error == NONE:
             states = shares.group_topic_states(group_id)
@@ -956,7 +961,7 @@ async def delete_groups(broker: Broker, request: Request, connection: Connection
 
 @handles(32)
 async def describe_configs(broker: Broker, request: Request, connection: Connection) -> Any:
-    shares = share_groups(broker)
+    shares = installed_share_groups(broker)
     payload = request.payload
     include_synonyms = bool(getattr(payload, "include_synonyms", False))
     include_documentation = bool(getattr(payload, "include_documentation", False))
@@ -972,7 +977,9 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
             "resource_name": name,
             "configs": [],
         }
-        if kind == GROUP_RESOURCE:
+        if kind == GROUP_RESOURCE and shares is None:
+            entry.update(error_code=INVALID_REQUEST, error_message="Unsupported resource type")
+        elif kind == GROUP_RESOURCE and shares is not None:
             try:
                 configs = shares.configs.describe(
                     name,
@@ -1018,17 +1025,19 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
 async def incremental_alter_configs(
     broker: Broker, request: Request, connection: Connection
 ) -> Any:
-    shares = share_groups(broker)
+    shares = installed_share_groups(broker)
     payload = request.payload
     responses = []
     for resource in payload.resources:
         kind = int(resource.resource_type)
         name = resource.resource_name
-        if kind != GROUP_RESOURCE:
+        if kind != GROUP_RESOURCE or shares is None:
             responses.append(
                 {
                     "error_code": INVALID_REQUEST,
-                    "error_message": "The sandbox only alters GROUP configs.",
+                    "error_message": "The sandbox only alters GROUP configs."
+                    if shares is not None
+                    else "Unsupported resource type",
                     "resource_type": kind,
                     "resource_name": name,
                 }
