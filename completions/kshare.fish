@@ -1,0 +1,1 @@
+complete --command kshare --no-files --arguments "(env _KSHARE_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) kshare)" --condition "env _KSHARE_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) kshare"
