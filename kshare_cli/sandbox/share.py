@@ -275,7 +275,14 @@ class ShareGroups(BrokerExtension):
                 self._persist(key, write)
 
     def group_topic_states(self, group_id: str) -> dict[SharePartitionKey, SharePartitionState]:
-        return {k: v for k, v in self.state.states().items() if k.group_id == group_id}
+        return self.states_by_group().get(group_id, {})
+
+    def states_by_group(self) -> dict[str, dict[SharePartitionKey, SharePartitionState]]:
+        """Every share-partition's state, by group: one pass, for requests naming many groups."""
+        by_group: dict[str, dict[SharePartitionKey, SharePartitionState]] = {}
+        for key, state in self.state.states().items():
+            by_group.setdefault(key.group_id, {})[key] = state
+        return by_group
 
     def forget_live(self, keys: list[SharePartitionKey]) -> None:
         for key in keys:
@@ -755,13 +762,14 @@ async def describe_share_group_offsets(
     broker: Broker, request: Request, connection: Connection
 ) -> Any:
     shares = share_groups(broker)
+    by_group = shares.states_by_group()
     groups = []
     for wanted in request.payload.groups:
         group_id = wanted.group_id
         # Kafka answers for an unknown group as for one with no share-partitions:
         # no error, no topics (or start offset -1 for named partitions); it is the
         # tool that finds out the group is missing, from ShareGroupDescribe.
-        states = shares.group_topic_states(group_id)
+        states = by_group.get(group_id, {})
         requested: list[tuple[str, list[int] | None]]
         if wanted.topics is None:
             names = sorted(

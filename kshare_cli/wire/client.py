@@ -456,13 +456,17 @@ class KafkaClient:
                 {"key_type": GROUP_KEY_TYPE, "coordinator_keys": list(group_ids)},
                 min_version=BATCHED_FIND_COORDINATOR,
             )
-            answers: dict[str, BrokerNode | KafkaError] = {
-                group_id: KafkaError.of(-1, "the broker did not answer for this group")
-                for group_id in group_ids
-            }
-            for entry in response.coordinators:
-                if entry.key in answers:
-                    answers[entry.key] = _coordinator(entry)
+            answered = {entry.key: entry for entry in response.coordinators}
+            unanswered: KafkaError | None = None
+            answers: dict[str, BrokerNode | KafkaError] = {}
+            for group_id in group_ids:
+                entry = answered.get(group_id)
+                if entry is not None:
+                    answers[group_id] = _coordinator(entry)
+                    continue
+                if unanswered is None:  # built once, and only when needed (1,000s of groups)
+                    unanswered = KafkaError.of(-1, "the broker did not answer for this group")
+                answers[group_id] = unanswered
             return answers
 
         async def one(group_id: str) -> BrokerNode | KafkaError:
