@@ -56,9 +56,14 @@ def complete_group_ids(ctx: typer.Context, incomplete: str) -> list[str]:
     no suggestions.
     """
     params = ctx.params
+    # During completion ctx.params holds the raw strings: Typer converts to Path only
+    # when it calls the command itself.
+    command_config = params.get("command_config")
     try:
         settings = resolve(
-            params.get("bootstrap_server"), params.get("command_config"), params.get("profile")
+            params.get("bootstrap_server"),
+            Path(command_config) if command_config else None,
+            params.get("profile"),
         )
         from kshare_cli.cli.service import list_group_ids
 
@@ -198,6 +203,11 @@ def fail(message: str, code: ExitCode) -> NoReturn:
 
 def warn(message: str) -> None:
     typer.echo(f"kshare: warning: {message}", err=True)
+
+
+def report_failure(message: str) -> None:
+    """One stderr line for a group or partition that failed while the rest succeeded."""
+    typer.echo(f"kshare: error: {message}", err=True)
 
 
 def run(

@@ -114,10 +114,10 @@ def describe(
         typer.echo(line, err=True)
     failures = report.errors()
     for failure in failures:
-        common.warn(str(failure))
+        common.report_failure(str(failure))
     partition_failures = report.partition_errors() if isinstance(report, ShareGroupOffsets) else ()
     for partition_failure in partition_failures:
-        common.warn(str(partition_failure))
+        common.report_failure(str(partition_failure))
     if failures and not partition_failures and all(failure.not_found for failure in failures):
         raise typer.Exit(int(ExitCode.NOT_FOUND))
     if failures or partition_failures:

@@ -73,6 +73,6 @@ def list_groups(
     for line in notices(listing):
         typer.echo(line, err=True)
     for problem in listing.errors():
-        common.warn(str(problem))
+        common.report_failure(str(problem))
     if listing.errors():
         raise typer.Exit(int(ExitCode.PARTIAL))

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from kshare_cli.admin.models import GroupDescriptions, GroupListing, ShareGroupOffsets
-from kshare_cli.admin.share_groups import ShareGroupAdmin
+from kshare_cli.admin.share_groups import SHARE_GROUP_DESCRIBE, ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import TimedOut
 from kshare_cli.wire.client import KafkaClient
@@ -27,6 +27,10 @@ async def open_admin(
 ) -> AsyncIterator[ShareGroupAdmin]:
     client = await KafkaClient.connect(settings, timeout_s=timeout_s)
     try:
+        # A broker without share groups still answers ListGroups (an empty list), so
+        # `list` and `describe --all-groups` would report "no share groups" and exit 0;
+        # name the missing API instead (IncompatibleBroker, exit 3).
+        client.api_version(SHARE_GROUP_DESCRIBE)
         yield ShareGroupAdmin(client)
     finally:
         await client.close()
