@@ -10,6 +10,7 @@ import typer
 
 from kshare_cli import __version__
 from kshare_cli.cli import describe_cmd, list_cmd, profile_cmd, sandbox_cmd
+from kshare_cli.errors import ExitCode
 
 app = typer.Typer(
     name="kshare",
@@ -43,5 +44,26 @@ app.command("sandbox")(sandbox_cmd.sandbox)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    Typer is run outside its standalone mode so that a usage error (an unknown
+    option, a bad choice) is one ``kshare: error:`` line and exit 2, like every
+    other failure, instead of click's four-line usage block.
+    """
+    import sys
+
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as error:
+        context = getattr(error, "ctx", None)
+        path = context.command_path if context is not None else "kshare"
+        message = error.format_message()
+        if type(error).__name__ == "NoArgsIsHelpError":  # bare `kshare`: the help, as click has it
+            sys.stderr.write(message.rstrip("\n") + "\n")
+            raise SystemExit(int(ExitCode.USAGE)) from None
+        sys.stderr.write(f"kshare: error: {message} (see '{path} --help')\n")
+        raise SystemExit(getattr(error, "exit_code", 2)) from None
+    except typer.Abort:
+        sys.stderr.write("kshare: interrupted\n")
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
