@@ -3,7 +3,10 @@
 Renderers are pure: they return the text and the command writes it, so tests
 compare strings and nothing here knows about terminals or streams. Rich and
 PyYAML are imported only when a table or YAML is asked for, which keeps the
-plain and JSON paths (scripts, cron) quick to start.
+plain and JSON paths (scripts, cron) quick to start. A table whose columns fit
+is laid out here, in Rich's layout (``layout_table``): Rich's own ``Table`` is
+only asked to fold columns to a narrow terminal, as it takes seconds over
+thousands of rows.
 """
 
 from __future__ import annotations
@@ -82,35 +85,149 @@ def error_cell(error: Any) -> str | None:
     return None if error is None else str(error)
 
 
-def new_table(*columns: str, right: Iterable[str] = ()) -> Table:
+class TextTable:
+    """A table of literal cell texts, in the look of Kafka's tools; ``table_text`` lays it out.
+
+    Built by ``new_table`` and ``add_row``. It holds plain strings, not Rich objects,
+    so a large table that fits its width is laid out directly (``layout_table``) and
+    Rich is imported only when columns must fold to a narrow terminal.
+    """
+
+    __slots__ = ("headers", "right", "rows", "sections")
+
+    def __init__(self, headers: Sequence[str], right: Sequence[bool]) -> None:
+        self.headers: tuple[str, ...] = tuple(headers)
+        #: Per column: right-justified (numbers) rather than left-justified.
+        self.right: tuple[bool, ...] = tuple(right)
+        self.rows: list[tuple[str, ...]] = []
+        #: Per row: a section ends after it (a blank line, unless it is the last row).
+        self.sections: list[bool] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"TextTable(headers={self.headers!r}, right={self.right!r}, "
+            f"rows={self.rows!r}, sections={self.sections!r})"
+        )
+
+
+def new_table(*columns: str, right: Iterable[str] = ()) -> TextTable:
     """A borderless table in the look of Kafka's tools: upper-case headers, no colour."""
+    right_set = set(right)
+    return TextTable(columns, [column in right_set for column in columns])
+
+
+def add_row(table: TextTable, values: Sequence[object], *, end_section: bool = False) -> None:
+    """Add cells as literal text (``None`` is ``-``): a group id like ``[x]`` is not markup."""
+    table.rows.append(tuple(or_dash(value) for value in values))
+    table.sections.append(end_section)
+
+
+def table_text(table: TextTable, width: int | None, notes: Sequence[str] = ()) -> str:
+    """The table as text: no colour, no terminal probing, trailing spaces trimmed.
+
+    ``width`` is the terminal's width when there is one; columns then fold to fit.
+    ``notes`` follow the table, one paragraph each, wrapped to ``width`` if given
+    (not to the table's width, which may be narrow).
+    """
+    lines = layout_table(table, width)
+    if lines is None:
+        lines = rich_table_lines(table, width)
+    for note in notes:
+        lines.extend(textwrap.wrap(note, width) if width else [note])
+    return "\n".join(lines) + "\n"
+
+
+def layout_table(table: TextTable, width: int | None) -> list[str] | None:
+    """The table's lines, laid out directly, exactly as ``rich_table_lines`` would give them.
+
+    None when Rich is needed: the columns do not fit in ``width`` (they must fold), or
+    a cell holds something other than printable text (a tab, a newline, a control or
+    format character) whose width and line breaking only Rich knows. Otherwise this is
+    Rich's layout for ``rich_table`` (``box.SIMPLE_HEAD``, no edge, ``pad_edge=False``,
+    ``padding=(0, 1, 0, 0)``): each column as wide as its widest cell (in terminal
+    cells, so wide characters count twice) plus one space of right padding (none on
+    the last column), columns divided by a space, a rule of ``─`` under the header, a
+    blank line after a row that ends a section (unless it is the last row), numbers
+    right-justified with their trailing spaces dropped, every line right-trimmed.
+    """
+    from rich.cells import cell_len
+
+    count = len(table.headers)
+    if not count or any(len(row) > count for row in table.rows):
+        return None
+    lines = [table.headers, *table.rows]
+    sizes: list[list[int]] = []
+    widths = [0] * count
+    for cells in lines:
+        row_sizes = []
+        for column, text in enumerate(cells):
+            if text.isascii():
+                if not text.isprintable():
+                    return None
+                size = len(text)
+            elif text.isprintable():
+                size = cell_len(text)
+            else:
+                return None
+            row_sizes.append(size)
+            if size > widths[column]:
+                widths[column] = size
+        sizes.append(row_sizes)
+    last = count - 1
+    # Rich's column widths include the padding, and a column never collapses below 1.
+    padded = [size + (column < last) or 1 for column, size in enumerate(widths)]
+    available = (width or DEFAULT_TABLE_WIDTH) - last
+    if sum(padded) > available:
+        return None
+    content = [size - (column < last) for column, size in enumerate(padded)]
+    right = table.right
+    rule = "\u2500" * (sum(padded) + last)
+    out: list[str] = []
+    for index, (cells, row_sizes) in enumerate(zip(lines, sizes, strict=True)):
+        parts = []
+        for column, text in enumerate(cells):
+            room = content[column]
+            if not room:
+                # Only zero-width text (a lone combining mark): Rich renders nothing in 0 cells.
+                parts.append("")
+            elif right[column]:
+                # Rich right-justifies a cell's text with its trailing whitespace dropped.
+                stripped = text.rstrip()
+                size = row_sizes[column] if stripped == text else cell_len(stripped)
+                parts.append(" " * (room - size) + stripped)
+            else:
+                parts.append(text + " " * (room - row_sizes[column]))
+        # Cells a short row lacks are blank; the padding and dividers are all spaces.
+        out.append("  ".join(parts).rstrip())
+        if index == 0:
+            out.append(rule)
+        elif table.sections[index - 1] and index < len(lines) - 1:
+            out.append("")
+    return out
+
+
+def rich_table(table: TextTable) -> Table:
+    """The Rich ``Table`` for ``table``: what ``table_text`` renders when columns must fold."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(
+    rich = Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
         padding=(0, 1, 0, 0),
         header_style="bold",
     )
-    right_set = set(right)
-    for column in columns:
-        table.add_column(
-            column,
-            justify="right" if column in right_set else "left",
-            overflow="fold",
-        )
-    return table
+    for header, right in zip(table.headers, table.right, strict=True):
+        rich.add_column(header, justify="right" if right else "left", overflow="fold")
+    for cells, end_section in zip(table.rows, table.sections, strict=True):
+        rich.add_row(*(Text(text) for text in cells), end_section=end_section)
+    return rich
 
 
-def table_text(table: Table, width: int | None, notes: Sequence[str] = ()) -> str:
-    """A Rich table as text: no colour, no terminal probing, trailing spaces trimmed.
-
-    ``width`` is the terminal's width when there is one; columns then fold to fit.
-    ``notes`` follow the table, one paragraph each, wrapped to ``width`` if given
-    (not to the table's width, which may be narrow).
-    """
+def rich_table_lines(table: TextTable, width: int | None) -> list[str]:
+    """The table's lines as Rich renders them to ``width`` columns, right-trimmed."""
     from rich.console import Console
 
     buffer = io.StringIO()
@@ -125,11 +242,8 @@ def table_text(table: Table, width: int | None, notes: Sequence[str] = ()) -> st
         markup=False,
         legacy_windows=False,
     )
-    console.print(table)
-    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
-    for note in notes:
-        lines.extend(textwrap.wrap(note, width) if width else [note])
-    return "\n".join(lines) + "\n"
+    console.print(rich_table(table))
+    return [line.rstrip() for line in buffer.getvalue().splitlines()]
 
 
 def java_row(widths: Sequence[int], values: Sequence[object]) -> str:
@@ -142,10 +256,3 @@ def java_row(widths: Sequence[int], values: Sequence[object]) -> str:
 def or_dash(value: object) -> str:
     """Kafka's MISSING_COLUMN_VALUE for anything unknown."""
     return "-" if value is None else str(value)
-
-
-def add_row(table: Table, values: Sequence[object], *, end_section: bool = False) -> None:
-    """Add cells as literal text: a group id like ``[x]`` must not be read as Rich markup."""
-    from rich.text import Text
-
-    table.add_row(*(Text(or_dash(value)) for value in values), end_section=end_section)
