@@ -24,16 +24,12 @@ from kshare_cli.admin.models import (
 from kshare_cli.render.formats import (
     OutputFormat,
     add_row,
+    dispatch,
     error_cell,
     error_document,
     java_row,
     new_table,
-    output_format,
     table_text,
-    to_csv,
-    to_json,
-    to_jsonl,
-    to_yaml,
 )
 
 __all__ = [
@@ -85,19 +81,15 @@ def render_members(
     width: int | None = None,
 ) -> str:
     """Members view in ``fmt``; ``verbose`` adds Kafka's MEMBER-EPOCH column (plain, table)."""
-    match output_format(fmt):
-        case OutputFormat.plain:
-            return "".join(_plain_members(group, verbose) for group in descriptions.succeeded())
-        case OutputFormat.table:
-            return _members_table(descriptions, verbose, width)
-        case OutputFormat.json:
-            return to_json(descriptions_document(descriptions))
-        case OutputFormat.yaml:
-            return to_yaml(descriptions_document(descriptions))
-        case OutputFormat.jsonl:
-            return to_jsonl(member_rows(descriptions))
-        case OutputFormat.csv:
-            return to_csv(MEMBERS_CSV_HEADER, _member_csv_rows(descriptions))
+    return dispatch(
+        fmt,
+        plain=lambda: "".join(_plain_members(group, verbose) for group in descriptions.succeeded()),
+        table=lambda: _members_table(descriptions, verbose, width),
+        document=lambda: descriptions_document(descriptions),
+        rows=lambda: member_rows(descriptions),
+        csv_header=MEMBERS_CSV_HEADER,
+        csv_rows=lambda: _member_csv_rows(descriptions),
+    )
 
 
 def render_states(
@@ -108,19 +100,15 @@ def render_states(
     width: int | None = None,
 ) -> str:
     """State view in ``fmt``; ``verbose`` adds GROUP-EPOCH and ASSIGNMENT-EPOCH (plain, table)."""
-    match output_format(fmt):
-        case OutputFormat.plain:
-            return "".join(_plain_state(group, verbose) for group in descriptions.succeeded())
-        case OutputFormat.table:
-            return _state_table(descriptions, verbose, width)
-        case OutputFormat.json:
-            return to_json(descriptions_document(descriptions))
-        case OutputFormat.yaml:
-            return to_yaml(descriptions_document(descriptions))
-        case OutputFormat.jsonl:
-            return to_jsonl(state_rows(descriptions))
-        case OutputFormat.csv:
-            return to_csv(STATE_CSV_HEADER, _state_csv_rows(descriptions))
+    return dispatch(
+        fmt,
+        plain=lambda: "".join(_plain_state(group, verbose) for group in descriptions.succeeded()),
+        table=lambda: _state_table(descriptions, verbose, width),
+        document=lambda: descriptions_document(descriptions),
+        rows=lambda: state_rows(descriptions),
+        csv_header=STATE_CSV_HEADER,
+        csv_rows=lambda: _state_csv_rows(descriptions),
+    )
 
 
 def description_notices(descriptions: GroupDescriptions) -> tuple[str, ...]:

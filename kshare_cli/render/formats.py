@@ -16,7 +16,7 @@ import enum
 import io
 import json
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,6 +43,35 @@ def output_format(fmt: OutputFormat | str) -> OutputFormat:
     if isinstance(fmt, OutputFormat):
         return fmt
     return OutputFormat(str(fmt.value if isinstance(fmt, enum.Enum) else fmt).lower())
+
+
+def dispatch(
+    fmt: OutputFormat | str,
+    *,
+    plain: Callable[[], str],
+    table: Callable[[], str],
+    document: Callable[[], Any],
+    rows: Callable[[], Iterable[Mapping[str, Any]]],
+    csv_header: Sequence[str],
+    csv_rows: Callable[[], Iterable[Sequence[Any]]],
+) -> str:
+    """One model in ``fmt``: every renderer supplies its views, this picks one.
+
+    json and yaml are the same document; only the chosen view is computed.
+    """
+    match output_format(fmt):
+        case OutputFormat.plain:
+            return plain()
+        case OutputFormat.table:
+            return table()
+        case OutputFormat.json:
+            return to_json(document())
+        case OutputFormat.yaml:
+            return to_yaml(document())
+        case OutputFormat.jsonl:
+            return to_jsonl(rows())
+        case OutputFormat.csv:
+            return to_csv(csv_header, csv_rows())
 
 
 def to_json(document: Any) -> str:

@@ -13,15 +13,11 @@ from kshare_cli.admin.models import GroupListing
 from kshare_cli.render.formats import (
     OutputFormat,
     add_row,
+    dispatch,
     error_document,
     java_row,
     new_table,
-    output_format,
     table_text,
-    to_csv,
-    to_json,
-    to_jsonl,
-    to_yaml,
 )
 
 __all__ = ["listing_document", "listing_rows", "render_listing"]
@@ -40,19 +36,15 @@ def render_listing(
     width: int | None = None,
 ) -> str:
     """The listing in ``fmt``; ``with_state`` is Kafka's ``--list --state`` layout for plain."""
-    match output_format(fmt):
-        case OutputFormat.plain:
-            return _plain(listing, with_state)
-        case OutputFormat.table:
-            return _table(listing, width)
-        case OutputFormat.json:
-            return to_json(listing_document(listing))
-        case OutputFormat.yaml:
-            return to_yaml(listing_document(listing))
-        case OutputFormat.jsonl:
-            return to_jsonl(listing_rows(listing))
-        case OutputFormat.csv:
-            return to_csv(CSV_HEADER, ((g.group_id, g.state) for g in listing.groups))
+    return dispatch(
+        fmt,
+        plain=lambda: _plain(listing, with_state),
+        table=lambda: _table(listing, width),
+        document=lambda: listing_document(listing),
+        rows=lambda: listing_rows(listing),
+        csv_header=CSV_HEADER,
+        csv_rows=lambda: ((g.group_id, g.state) for g in listing.groups),
+    )
 
 
 def listing_rows(listing: GroupListing) -> list[dict[str, Any]]:

@@ -25,17 +25,13 @@ from kshare_cli.admin.models import (
 from kshare_cli.render.formats import (
     OutputFormat,
     add_row,
+    dispatch,
     error_cell,
     error_document,
     java_row,
     new_table,
     or_dash,
-    output_format,
     table_text,
-    to_csv,
-    to_json,
-    to_jsonl,
-    to_yaml,
 )
 
 __all__ = ["lag_text", "offsets_document", "offsets_rows", "render_offsets"]
@@ -72,19 +68,15 @@ def render_offsets(
     width: int | None = None,
 ) -> str:
     """The offsets in ``fmt``; ``verbose`` adds Kafka's LEADER-EPOCH column (plain, table)."""
-    match output_format(fmt):
-        case OutputFormat.plain:
-            return "".join(_plain_group(group, verbose) for group in offsets.succeeded())
-        case OutputFormat.table:
-            return _table(offsets, verbose, width)
-        case OutputFormat.json:
-            return to_json(offsets_document(offsets))
-        case OutputFormat.yaml:
-            return to_yaml(offsets_document(offsets))
-        case OutputFormat.jsonl:
-            return to_jsonl(offsets_rows(offsets))
-        case OutputFormat.csv:
-            return to_csv(CSV_HEADER, _csv_rows(offsets))
+    return dispatch(
+        fmt,
+        plain=lambda: "".join(_plain_group(group, verbose) for group in offsets.succeeded()),
+        table=lambda: _table(offsets, verbose, width),
+        document=lambda: offsets_document(offsets),
+        rows=lambda: offsets_rows(offsets),
+        csv_header=CSV_HEADER,
+        csv_rows=lambda: _csv_rows(offsets),
+    )
 
 
 def lag_text(lag: int | None, source: LagSource | None) -> str:
