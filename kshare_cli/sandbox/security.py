@@ -18,6 +18,7 @@ unsecured validator accepts -- ``alg: none`` JWTs with a ``sub`` and an unexpire
 
 from __future__ import annotations
 
+import abc
 import base64
 import binascii
 import json
@@ -187,8 +188,11 @@ class InvalidCredentials(Exception):
     """Kafka's ``SaslException``: the client gets a generic message, not the reason."""
 
 
-class MechanismServer:
-    """One server side of a SASL exchange: evaluate a client token, return a challenge."""
+class MechanismServer(abc.ABC):
+    """One server side of a SASL exchange: evaluate a client token, return a challenge.
+
+    Kafka's ``SaslServer`` contract; each mechanism (PLAIN, SCRAM, OAUTHBEARER) fills it in.
+    """
 
     name: str = ""
     principal: str | None = None
@@ -197,8 +201,9 @@ class MechanismServer:
     def complete(self) -> bool:
         return self.principal is not None
 
+    @abc.abstractmethod
     def evaluate(self, token: bytes) -> bytes:
-        raise NotImplementedError
+        """The challenge for ``token``; sets ``principal`` once the exchange is complete."""
 
 
 class PlainServer(MechanismServer):

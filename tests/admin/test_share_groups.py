@@ -400,7 +400,7 @@ def _offsets_capped_at_v0(bed: Bed) -> Iterator[None]:
     """Make the sandbox advertise DescribeShareGroupOffsets v0 only, as 4.1 brokers do."""
     sandbox = bed.sandbox
     if sandbox is None:
-        pytest.skip("needs the sandbox: a real broker's versions cannot be capped")
+        pytest.skip("on a real cluster: its advertised versions cannot be capped")
     assert sandbox.broker is not None
     original = type(sandbox.broker).supported_versions
 
@@ -445,7 +445,7 @@ def test_v0_only_broker_gives_an_upper_bound_marked_as_such(bed: Bed, groups: Gr
 
 def test_broker_without_share_groups_is_incompatible() -> None:
     if os.environ.get("KSHARE_TEST_BOOTSTRAP"):
-        pytest.skip("needs a sandbox broker without share groups")
+        pytest.skip("on a real cluster: this needs a broker without share groups")
     with SandboxThread(share_groups=False) as old:
         settings = ConnectionSettings(bootstrap_servers=(old.bootstrap,))
 

@@ -190,7 +190,7 @@ def test_any_other_failure_is_1_beside_what_was_described(
     kshare: Kshare, share_groups: ShareGroups, cluster: Cluster, unique: str
 ) -> None:
     if cluster.sandbox is None:
-        pytest.skip("needs the sandbox to refuse a describe on cue")
+        pytest.skip("on a real cluster: a refusal can only be injected into the sandbox")
     denied = f"denied-{unique}"
     with replaced_handler(cluster.sandbox, SHARE_GROUP_DESCRIBE, _denying("denied-")):
         alone = kshare.run("describe", denied, "--state")

@@ -502,7 +502,7 @@ def test_every_listener_advertises_the_sasl_apis_as_kafka_does(
     cluster: Cluster, secure_sandbox: SecureSandbox
 ) -> None:
     if cluster.sandbox is None:
-        pytest.skip("checks the sandbox's advertised table")
+        pytest.skip("on a real cluster: this checks the sandbox's own advertised table")
     sandbox = secure_sandbox("SASL_PLAINTEXT")
     for bootstrap in (cluster.bootstrap, sandbox.bootstrap):
         with _socket(bootstrap) as sock:
@@ -606,7 +606,7 @@ def test_sasl_handshake_v0_exchanges_bare_tokens(secure_sandbox: SecureSandbox) 
 
 def test_plaintext_listener_answers_sasl_requests_with_illegal_state(cluster: Cluster) -> None:
     if cluster.sandbox is None:
-        pytest.skip("a real cluster's listener may well be SASL")
+        pytest.skip("on a real cluster: its listener may well be SASL, not PLAINTEXT")
     with _socket(cluster.bootstrap) as sock:
         response = _exchange(sock, SaslHandshakeRequest(mechanism="PLAIN"), SaslHandshakeResponse)
         assert response.error_code == 34
