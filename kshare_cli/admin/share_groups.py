@@ -68,8 +68,9 @@ DESCRIBE_SHARE_GROUP_OFFSETS: Final = 90
 
 #: ListGroups v5 added the types filter (KIP-848); share groups need it.
 LIST_GROUPS_WITH_TYPES: Final = 5
-#: ListOffsets' special timestamp for the log end offset.
+#: ListOffsets' special timestamps: the log end offset, and the log start offset.
 LATEST_TIMESTAMP: Final = -1
+EARLIEST_TIMESTAMP: Final = -2
 READ_UNCOMMITTED: Final = 0
 NO_AUTHORIZED_OPERATIONS: Final = -(2**31)
 
@@ -238,11 +239,20 @@ class ShareGroupAdmin:
         return ShareGroupOffsets(tuple(results))
 
     async def log_end_offsets(self, topic_partitions: Iterable[TopicPartition]) -> EndOffsets:
-        """Log end offsets (ListOffsets latest, read-uncommitted, as the broker's lag uses).
+        """Log end offsets (ListOffsets latest, read-uncommitted, as the broker's lag uses)."""
+        return await self.log_offsets(topic_partitions, LATEST_TIMESTAMP)
+
+    async def log_offsets(
+        self, topic_partitions: Iterable[TopicPartition], timestamp: int
+    ) -> EndOffsets:
+        """ListOffsets for ``timestamp``: ``LATEST_TIMESTAMP`` (-1), ``EARLIEST_TIMESTAMP``
+        (-2), or epoch milliseconds for the first offset whose timestamp is at or after it.
 
         One request per partition leader, sent concurrently. Unknown topics and
         partitions, leaderless partitions and leaders that do not answer are
-        per-partition failures.
+        per-partition failures. For a timestamp with no record at or after it the
+        answer is offset -1 (Kafka's UNKNOWN_OFFSET), kept as such: the caller decides
+        (Kafka's reset tools fall back to the log end offset).
         """
         wanted = sorted(set(topic_partitions))
         if not wanted:
@@ -264,7 +274,7 @@ class ShareGroupAdmin:
                 by_leader.setdefault(partition.leader_id, []).append(tp)
         leaders = sorted(by_leader)
         answers = await asyncio.gather(
-            *(self._end_offsets_on(leader, by_leader[leader]) for leader in leaders)
+            *(self._offsets_on(leader, by_leader[leader], timestamp) for leader in leaders)
         )
         offsets: dict[TopicPartition, int] = {}
         wanted_set = set(wanted)
@@ -272,7 +282,7 @@ class ShareGroupAdmin:
             if isinstance(answer, KafkaError):
                 failures.update({tp: answer for tp in by_leader[leader]})
                 continue
-            found, failed = end_offsets_from(answer)
+            found, failed = end_offsets_from(answer, allow_unknown=timestamp >= 0)
             offsets.update({tp: offset for tp, offset in found.items() if tp in wanted_set})
             failures.update(failed)
             for tp in by_leader[leader]:
@@ -280,14 +290,16 @@ class ShareGroupAdmin:
                     failures[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no answer for partition")
         return EndOffsets(offsets, failures)
 
-    async def _end_offsets_on(self, leader: int, partitions: list[TopicPartition]) -> Any:
+    async def _offsets_on(
+        self, leader: int, partitions: list[TopicPartition], timestamp: int
+    ) -> Any:
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp in partitions:
             topics.setdefault(tp.topic, []).append(
                 {
                     "partition_index": tp.partition,
                     "current_leader_epoch": -1,
-                    "timestamp": LATEST_TIMESTAMP,
+                    "timestamp": timestamp,
                 }
             )
         body = {
@@ -414,9 +426,13 @@ def group_offsets_from(group: Any, end_offsets: EndOffsets | None = None) -> Gro
 
 
 def end_offsets_from(
-    response: Any,
+    response: Any, *, allow_unknown: bool = False
 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, KafkaError]]:
-    """The offsets and per-partition errors of one ListOffsets answer."""
+    """The offsets and per-partition errors of one ListOffsets answer.
+
+    ``allow_unknown`` keeps offset -1 (a timestamp query with no record at or after
+    the timestamp) as an answer instead of a failure.
+    """
     found: dict[TopicPartition, int] = {}
     failed: dict[TopicPartition, KafkaError] = {}
     for topic in response.topics:
@@ -425,8 +441,8 @@ def end_offsets_from(
             code = int(partition.error_code)
             if code != 0:
                 failed[tp] = KafkaError.of(code)
-            elif int(partition.offset) < 0:
+            elif int(partition.offset) < 0 and not allow_unknown:
                 failed[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no offset in the answer")
             else:
-                found[tp] = int(partition.offset)
+                found[tp] = max(int(partition.offset), -1)
     return found, failed

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from kshare_cli.admin.models import GroupDescriptions, GroupListing, ShareGroupOffsets
+from kshare_cli.admin.reset import ResetPlan
 from kshare_cli.render.formats import OutputFormat
 
 __all__ = ["OutputFormat", "View", "notices", "render"]
@@ -18,7 +19,7 @@ __all__ = ["OutputFormat", "View", "notices", "render"]
 #: The describe views of ``kafka-share-groups.sh``; offsets is its default.
 View = Literal["offsets", "members", "state"]
 
-Model = GroupListing | GroupDescriptions | ShareGroupOffsets
+Model = GroupListing | GroupDescriptions | ShareGroupOffsets | ResetPlan
 
 
 def render(
@@ -44,6 +45,10 @@ def render(
         from kshare_cli.render.offsets import render_offsets
 
         return render_offsets(model, fmt, verbose=verbose, width=width)
+    if isinstance(model, ResetPlan):
+        from kshare_cli.render.reset import render_reset
+
+        return render_reset(model, fmt, width=width)
     from kshare_cli.render.descriptions import render_members, render_states
 
     if view == "state":

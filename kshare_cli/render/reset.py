@@ -1,0 +1,215 @@
+"""Rendering ``ResetPlan``: ``kshare reset-offsets``, dry run and executed.
+
+``plain`` is ``kafka-share-groups.sh --reset-offsets`` byte for byte
+(``printOffsetsToReset``: GROUP, TOPIC, PARTITION, NEW-OFFSET), sorted by topic
+and partition where Kafka prints them in hash order. The table adds what an
+operator needs to judge a reset before running it: the current start offset,
+the log start and end offsets, how many records the move skips or delivers
+again, and after ``--execute`` each partition's result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kshare_cli.admin.reset import PlannedOffset, ResetPlan
+from kshare_cli.render.formats import (
+    OutputFormat,
+    add_row,
+    dispatch,
+    error_cell,
+    error_document,
+    java_row,
+    new_table,
+    or_dash,
+    table_text,
+)
+
+__all__ = ["render_reset", "reset_document", "reset_rows"]
+
+_MIN_ID_WIDTH = 15
+_PARTITION_WIDTH = 10
+
+CSV_HEADER = (
+    "group_id",
+    "topic",
+    "partition",
+    "current_offset",
+    "new_offset",
+    "requested_offset",
+    "log_start_offset",
+    "log_end_offset",
+    "skipped",
+    "redelivered",
+    "clamped",
+    "result",
+    "error",
+)
+
+
+def render_reset(plan: ResetPlan, fmt: OutputFormat | str, *, width: int | None = None) -> str:
+    return dispatch(
+        fmt,
+        plain=lambda: _plain(plan),
+        table=lambda: _table(plan, width),
+        document=lambda: reset_document(plan),
+        rows=lambda: reset_rows(plan),
+        csv_header=CSV_HEADER,
+        csv_rows=lambda: _csv_rows(plan),
+    )
+
+
+def result_text(plan: ResetPlan, offset: PlannedOffset) -> str:
+    """``planned`` (dry run), ``reset``, or the error that kept it from being reset."""
+    if not plan.executed:
+        return "planned"
+    if plan.group_error is not None:
+        return plan.group_error.name
+    if offset.error is not None:
+        return offset.error.name
+    return "reset" if offset.applied else "unknown"
+
+
+def _change(offset: PlannedOffset) -> str:
+    if offset.current_offset is None:
+        return "(no start offset)"
+    if offset.skipped:
+        return f"skips {offset.skipped}"
+    if offset.redelivered:
+        return f"re-delivers {offset.redelivered}"
+    return "unchanged"
+
+
+# --------------------------------------------------------------------------- plain
+
+
+def _plain(plan: ResetPlan) -> str:
+    if not plan.partitions:
+        return "\n"
+    group_width = max(_MIN_ID_WIDTH, len(plan.group_id))
+    topic_width = max([_MIN_ID_WIDTH, *(len(offset.topic) for offset in plan.partitions)])
+    widths = (group_width, topic_width, _PARTITION_WIDTH)
+    text = "\n" + java_row(widths, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))
+    for offset in plan.partitions:
+        text += "\n" + java_row(
+            widths, (plan.group_id, offset.topic, offset.partition, offset.new_offset)
+        )
+    return text + "\n"
+
+
+# --------------------------------------------------------------------------- table
+
+
+def _table(plan: ResetPlan, width: int | None) -> str:
+    columns = [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "NEW-OFFSET",
+        "LOG-START",
+        "LOG-END",
+        "CHANGE",
+        "RESULT",
+    ]
+    table = new_table(
+        *columns, right=("PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START", "LOG-END")
+    )
+    for offset in plan.partitions:
+        new = f"{offset.new_offset}*" if offset.clamped else str(offset.new_offset)
+        add_row(
+            table,
+            [
+                plan.group_id,
+                offset.topic,
+                offset.partition,
+                or_dash(offset.current_offset),
+                new,
+                offset.log_start_offset,
+                offset.log_end_offset,
+                _change(offset),
+                result_text(plan, offset),
+            ],
+        )
+    notes = []
+    if any(offset.clamped for offset in plan.partitions):
+        notes.append("*: clamped to the log start or end offset.")
+    if plan.partitions:
+        notes.append(
+            f"{'Reset' if plan.executed else 'Plan'} ({plan.scenario}): skips {plan.skipped} "
+            f"record(s), re-delivers {plan.redelivered}."
+        )
+    if not plan.executed:
+        notes.append("Dry run: nothing changed. Add --execute to reset.")
+    return table_text(table, width, notes)
+
+
+# --------------------------------------------------------------------------- structured
+
+
+def _partition_document(plan: ResetPlan, offset: PlannedOffset) -> dict[str, Any]:
+    error = offset.error if plan.group_error is None else plan.group_error
+    return {
+        "topic": offset.topic,
+        "partition": offset.partition,
+        "current_offset": offset.current_offset,
+        "new_offset": offset.new_offset,
+        "requested_offset": offset.requested_offset,
+        "log_start_offset": offset.log_start_offset,
+        "log_end_offset": offset.log_end_offset,
+        "skipped": offset.skipped,
+        "redelivered": offset.redelivered,
+        "clamped": offset.clamped,
+        "result": result_text(plan, offset) if error is None else "error",
+        "error": error_document(error) if plan.executed else None,
+    }
+
+
+def reset_document(plan: ResetPlan) -> dict[str, Any]:
+    """The plan and its results (``docs/schemas/reset.schema.json``)."""
+    return {
+        "group_id": plan.group_id,
+        "scenario": plan.scenario,
+        "executed": plan.executed,
+        "state": plan.state,
+        "members": [member.member_id for member in plan.members],
+        "rollback_file": plan.rollback_file,
+        "error": error_document(plan.group_error),
+        "warnings": list(plan.warnings),
+        "skipped": plan.skipped,
+        "redelivered": plan.redelivered,
+        "partitions": [_partition_document(plan, offset) for offset in plan.partitions],
+    }
+
+
+def reset_rows(plan: ResetPlan) -> list[dict[str, Any]]:
+    """One object per share-partition (``docs/schemas/reset-row.schema.json``)."""
+    return [
+        {"group_id": plan.group_id, "executed": plan.executed, **_partition_document(plan, offset)}
+        for offset in plan.partitions
+    ]
+
+
+def _csv_rows(plan: ResetPlan) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    for offset in plan.partitions:
+        document = _partition_document(plan, offset)
+        error = offset.error if plan.group_error is None else plan.group_error
+        rows.append(
+            (
+                plan.group_id,
+                offset.topic,
+                offset.partition,
+                offset.current_offset,
+                offset.new_offset,
+                offset.requested_offset,
+                offset.log_start_offset,
+                offset.log_end_offset,
+                offset.skipped,
+                offset.redelivered,
+                offset.clamped,
+                document["result"],
+                error_cell(error) if plan.executed else None,
+            )
+        )
+    return rows
