@@ -9,7 +9,15 @@ from __future__ import annotations
 import typer
 
 from kshare_cli import __version__
-from kshare_cli.cli import describe_cmd, list_cmd, profile_cmd, sandbox_cmd
+from kshare_cli.cli import (
+    config_cmd,
+    delete_cmd,
+    describe_cmd,
+    list_cmd,
+    profile_cmd,
+    reset_cmd,
+    sandbox_cmd,
+)
 from kshare_cli.errors import ExitCode
 
 app = typer.Typer(
@@ -39,8 +47,12 @@ def root(
 
 app.command("list")(list_cmd.list_groups)
 app.command("describe")(describe_cmd.describe)
+app.command("reset-offsets")(reset_cmd.reset_offsets)
 app.add_typer(profile_cmd.app, name="profile")
 app.command("sandbox")(sandbox_cmd.sandbox)
+app.add_typer(config_cmd.app, name="config")
+app.command("delete-offsets")(delete_cmd.delete_offsets)
+app.command("delete")(delete_cmd.delete)
 
 
 def main() -> None:

@@ -18,6 +18,9 @@ What this reproduces from Apache Kafka 4.2.0 (``GroupConfig``,
 * Defaults of ``share.session.timeout.ms``, ``share.heartbeat.interval.ms``,
   ``share.record.lock.duration.ms`` and the two ``consumer.*`` timeouts are the
   broker's ``group.*`` values; the rest are the static ConfigDef defaults.
+* DescribeConfigs on the broker's own BROKER resource reports its ``group.*``
+  settings (Kafka reports every broker config; the sandbox has only these),
+  which is where a client reads the bounds a group value is checked against.
 * IncrementalAlterConfigs validates the merged result before applying anything
   (all-or-nothing per resource) and reports Kafka's error codes and messages,
   e.g. INVALID_CONFIG (40) ``share.record.lock.duration.ms must be less than or
@@ -41,7 +44,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 KafkaVersion = Literal["4.2", "4.3"]
@@ -562,6 +565,15 @@ _BROKER_DEFAULTED_42 = frozenset(
         "share.record.lock.duration.ms",
     }
 )
+#: Broker settings that exist only from 4.3 on (the bounds of the new group-level keys).
+_BROKER_SETTINGS_43 = frozenset(
+    {
+        "share_min_delivery_count_limit",
+        "share_max_delivery_count_limit",
+        "share_min_partition_max_record_locks",
+        "share_max_partition_max_record_locks",
+    }
+)
 #: Keys 4.2's validation takes from the broker; the others use static defaults.
 _VALIDATION_BROKER_KEYS_42 = frozenset(
     {
@@ -681,6 +693,46 @@ class GroupConfigStore:
                     synonyms=synonyms,
                     config_type=definition.config_type,
                     documentation=definition.documentation if include_documentation else None,
+                )
+            )
+        return entries
+
+    def describe_broker(
+        self, keys: Sequence[str] | None = None, *, include_synonyms: bool = False
+    ) -> list[ConfigEntry]:
+        """DescribeConfigs for this broker's own BROKER resource: its ``group.*`` settings.
+
+        Kafka answers with every broker config; the sandbox has only the group
+        settings, which are what a client reads to learn the bounds of group
+        configs (``group.share.max.record.lock.duration.ms``, ...). Sources and
+        synonyms as Kafka gives them for a config set in ``server.properties``
+        (STATIC_BROKER_CONFIG, then the DEFAULT_CONFIG synonym) or left at its
+        default (DEFAULT_CONFIG); none of them is dynamic in 4.2, so all are
+        read-only. The 4.3-only bounds exist only on a ``"4.3"`` store.
+        """
+        wanted = set(keys) if keys else None
+        entries: list[ConfigEntry] = []
+        for setting in sorted(fields(self.broker), key=lambda f: f.name):
+            if setting.name in _BROKER_SETTINGS_43 and self.kafka_version != "4.3":
+                continue
+            name = "group." + setting.name.replace("_", ".")
+            if wanted is not None and name not in wanted:
+                continue
+            value = str(getattr(self.broker, setting.name))
+            default = str(setting.default)
+            synonyms = [ConfigSynonym(name, default, ConfigSource.DEFAULT_CONFIG)]
+            if value != default:
+                synonyms.insert(0, ConfigSynonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
+            entries.append(
+                ConfigEntry(
+                    name=name,
+                    value=value,
+                    read_only=True,
+                    source=synonyms[0].source,
+                    is_sensitive=False,
+                    synonyms=tuple(synonyms) if include_synonyms else (),
+                    config_type=ConfigType.INT,
+                    documentation=None,
                 )
             )
         return entries

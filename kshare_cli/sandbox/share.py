@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kshare_cli.sandbox.broker import (
+    NODE_ID,
     NONE,
     SHARE_STATE_PARTITIONS,
     SHARE_STATE_TOPIC,
@@ -31,7 +32,12 @@ from kshare_cli.sandbox.broker import (
     now_ms,
     response_type,
 )
-from kshare_cli.sandbox.group_configs import BrokerGroupSettings, GroupConfigError, GroupConfigStore
+from kshare_cli.sandbox.group_configs import (
+    BrokerGroupSettings,
+    ConfigEntry,
+    GroupConfigError,
+    GroupConfigStore,
+)
 from kshare_cli.sandbox.group_coordinator import ShareGroupCoordinator, ShareInitialization
 from kshare_cli.sandbox.log import Topic
 from kshare_cli.sandbox.server import Connection
@@ -925,6 +931,18 @@ async def delete_share_group_offsets(
             )
             continue
         keys = [k for k in states if k.topic_id == topic.topic_id]
+        if not keys and wanted.topic_name not in shares.groups.initialized_partitions(group_id):
+            # Kafka 4.2 (sharePartitionsEligibleForOffsetDeletion): a topic the group has
+            # no initialised share-partitions on is refused, not silently "deleted".
+            responses.append(
+                {
+                    "topic_name": wanted.topic_name,
+                    "topic_id": uuid.UUID(int=0),
+                    "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                    "error_message": "There is no offset information to delete.",
+                }
+            )
+            continue
         for key in sorted(keys, key=lambda k: k.partition):
             record = shares.state.delete(key)
             if record is not None:
@@ -1000,22 +1018,7 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
             except GroupConfigError as error:
                 entry.update(error_code=error.error_code, error_message=error.message)
             else:
-                entry["configs"] = [
-                    {
-                        "name": c.name,
-                        "value": c.value,
-                        "read_only": c.read_only,
-                        "config_source": int(c.source),
-                        "is_sensitive": c.is_sensitive,
-                        "synonyms": [
-                            {"name": s.name, "value": s.value, "source": int(s.source)}
-                            for s in c.synonyms
-                        ],
-                        "config_type": int(c.config_type),
-                        "documentation": c.documentation,
-                    }
-                    for c in configs
-                ]
+                entry["configs"] = [_config_entry(c) for c in configs]
         elif kind == TOPIC_RESOURCE:
             topic = broker.topic(name)
             if topic is None:
@@ -1023,10 +1026,57 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
                     error_code=UNKNOWN_TOPIC_OR_PARTITION,
                     error_message=f"Topic {name} does not exist.",
                 )
+        elif kind == BROKER_RESOURCE and name:
+            # ConfigHelper: this broker's own id gets its configs (the sandbox has its
+            # group.* settings), another id or a non-number is INVALID_REQUEST. The
+            # empty name (cluster-wide dynamic defaults) has none here: an empty list.
+            try:
+                broker_id: int | None = int(name)
+            except ValueError:
+                broker_id = None
+            if broker_id is None:
+                entry.update(
+                    error_code=INVALID_REQUEST,
+                    error_message=f"Broker id must be an integer, but it is: {name}",
+                )
+            elif broker_id != NODE_ID:
+                entry.update(
+                    error_code=INVALID_REQUEST,
+                    error_message=(
+                        f"Unexpected broker id, expected {NODE_ID} or empty string, "
+                        f"but received {name}"
+                    ),
+                )
+            elif shares is not None:
+                entry["configs"] = [
+                    _config_entry(c)
+                    for c in shares.configs.describe_broker(
+                        None
+                        if resource.configuration_keys is None
+                        else list(resource.configuration_keys),
+                        include_synonyms=include_synonyms,
+                    )
+                ]
         elif kind != BROKER_RESOURCE:
             entry.update(error_code=INVALID_REQUEST, error_message="Unsupported resource type")
         results.append(entry)
     return build(response_type(request), {"throttle_time": 0, "results": results})
+
+
+def _config_entry(config: ConfigEntry) -> dict[str, Any]:
+    """One DescribeConfigs result entry, for ``build``."""
+    return {
+        "name": config.name,
+        "value": config.value,
+        "read_only": config.read_only,
+        "config_source": int(config.source),
+        "is_sensitive": config.is_sensitive,
+        "synonyms": [
+            {"name": s.name, "value": s.value, "source": int(s.source)} for s in config.synonyms
+        ],
+        "config_type": int(config.config_type),
+        "documentation": config.documentation,
+    }
 
 
 @handles(44)

@@ -1,0 +1,898 @@
+"""Share-group configs: DescribeConfigs and IncrementalAlterConfigs on GROUP resources.
+
+Kafka keeps per-group configs (``share.record.lock.duration.ms``, ...) as GROUP
+config resources (resource type 32), apart from the groups themselves: a group
+that does not exist yet can be configured (the golden corpus configured
+``golden-h`` before any member joined it), and its configs outlive it. Kafka's
+Admin sends both RPCs for a GROUP resource to any broker -- the least loaded one,
+not the group coordinator: ``KafkaAdminClient.nodeFor`` names a node only for
+BROKER and BROKER_LOGGER resources -- and the broker forwards an alter to the
+controller. kshare does the same.
+
+Kafka checks a new value twice: ConfigDef parses it (its type, ``atLeast``, the
+allowed strings), then ``GroupConfig.validateValues`` holds it to broker settings
+(``group.share.max.record.lock.duration.ms`` and the like). kshare makes both
+checks before it sends an alter, so a bad value is a usage error naming the bound
+and its value. The broker settings are read from the BROKER resource of the
+broker asked (DescribeConfigs); when the broker does not let us (no
+DESCRIBE_CONFIGS on the cluster, an older broker), Kafka's default is used and the
+update carries a note saying so. Whatever the broker still refuses -- Kafka 4.2
+also checks the keys a group has not set against the static defaults -- comes back
+as the broker's own message (``Refused``).
+
+The key table restates Kafka's ``GroupConfig`` (branches 4.2 and 4.3) for the
+client side. The sandbox keeps its own broker-side copy
+(``sandbox/group_configs.py``): the sandbox may import only ``state/`` and
+``wire/``, and nothing but its command may import the sandbox.
+
+The converters from kio responses are module functions, testable without a broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from kshare_cli.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    IncompatibleBroker,
+    Refused,
+    TimedOut,
+    UsageError,
+)
+from kshare_cli.wire.errors import KafkaError
+
+if TYPE_CHECKING:
+    from kshare_cli.wire.client import KafkaClient
+
+__all__ = [
+    "BROKER_RESOURCE",
+    "DYNAMIC_GROUP_CONFIG",
+    "GROUP_RESOURCE",
+    "SHARE_CONFIG_KEYS",
+    "BrokerBound",
+    "BrokerSettings",
+    "ConfigChange",
+    "ConfigOperation",
+    "ConfigSynonym",
+    "ConfigUpdate",
+    "GroupConfigAdmin",
+    "GroupConfigEntry",
+    "GroupConfigs",
+    "ShareConfigKey",
+    "alter_error_from",
+    "broker_settings_from",
+    "check_against_broker",
+    "check_assignments",
+    "check_names",
+    "check_value",
+    "describe_result_for",
+    "group_configs_from",
+    "parse_assignment",
+    "share_config_key",
+]
+
+DESCRIBE_CONFIGS: Final = 32
+INCREMENTAL_ALTER_CONFIGS: Final = 44
+LIST_GROUPS: Final = 16
+#: DescribeConfigs v1 is the first with a config source (v0 has only ``is_default``).
+DESCRIBE_CONFIGS_WITH_SOURCE: Final = 1
+
+GROUP_RESOURCE: Final = 32
+BROKER_RESOURCE: Final = 4
+OP_SET: Final = 0
+OP_DELETE: Final = 1
+
+#: Kafka's ``ConfigEntry.ConfigSource`` names for the wire's ``configSource`` ids
+#: (``DescribeConfigsResponse.ConfigSource``): what kafka-configs.sh prints.
+CONFIG_SOURCES: Final = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
+}
+DYNAMIC_GROUP_CONFIG: Final = "DYNAMIC_GROUP_CONFIG"
+#: ``DescribeConfigsResponse.ConfigType`` ids (DescribeConfigs v3+).
+CONFIG_TYPES: Final = {
+    0: "UNKNOWN",
+    1: "BOOLEAN",
+    2: "STRING",
+    3: "INT",
+    4: "SHORT",
+    5: "LONG",
+    6: "DOUBLE",
+    7: "LIST",
+    8: "CLASS",
+    9: "PASSWORD",
+}
+
+#: Group configs of other group types: Kafka has them, kshare leaves them to kafka-configs.sh.
+OTHER_GROUP_TYPES: Final = ("consumer.", "streams.")
+
+
+# --------------------------------------------------------------------------- the key table
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerBound:
+    """A broker setting that bounds a group config, with Kafka's default for it."""
+
+    setting: str
+    default: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareConfigKey:
+    """One ``share.*`` group config as Kafka's ``GroupConfig`` defines and validates it.
+
+    ``at_least`` is the ConfigDef ``atLeast`` (static); ``minimum`` and ``maximum``
+    are the broker settings ``GroupConfig.validateValues`` compares with;
+    ``default_from`` is the broker setting that supplies the default a group
+    without its own value gets.
+    """
+
+    name: str
+    value_type: Literal["INT", "STRING", "BOOLEAN"]
+    since: str
+    default: str
+    at_least: int | None = None
+    choices: tuple[str, ...] = ()
+    minimum: BrokerBound | None = None
+    maximum: BrokerBound | None = None
+    default_from: str | None = None
+
+    @property
+    def bounds(self) -> tuple[BrokerBound, ...]:
+        return tuple(bound for bound in (self.minimum, self.maximum) if bound is not None)
+
+
+#: Kafka 4.2's share-group configs, and those 4.3 added. Static bounds from
+#: ``GroupConfig``'s ConfigDef; broker bounds and their defaults from
+#: ``GroupCoordinatorConfig`` and ``ShareGroupConfig`` (same values on 4.2 and 4.3).
+SHARE_CONFIG_KEYS: Final[tuple[ShareConfigKey, ...]] = (
+    ShareConfigKey(
+        "share.session.timeout.ms",
+        "INT",
+        "4.1",
+        "45000",
+        at_least=1,
+        minimum=BrokerBound("group.share.min.session.timeout.ms", 45000),
+        maximum=BrokerBound("group.share.max.session.timeout.ms", 60000),
+        default_from="group.share.session.timeout.ms",
+    ),
+    ShareConfigKey(
+        "share.heartbeat.interval.ms",
+        "INT",
+        "4.1",
+        "5000",
+        at_least=1,
+        minimum=BrokerBound("group.share.min.heartbeat.interval.ms", 5000),
+        maximum=BrokerBound("group.share.max.heartbeat.interval.ms", 15000),
+        default_from="group.share.heartbeat.interval.ms",
+    ),
+    ShareConfigKey(
+        "share.record.lock.duration.ms",
+        "INT",
+        "4.1",
+        "30000",
+        at_least=1000,
+        minimum=BrokerBound("group.share.min.record.lock.duration.ms", 15000),
+        maximum=BrokerBound("group.share.max.record.lock.duration.ms", 60000),
+        default_from="group.share.record.lock.duration.ms",
+    ),
+    ShareConfigKey(
+        "share.delivery.count.limit",
+        "INT",
+        "4.3",
+        "5",
+        at_least=2,
+        minimum=BrokerBound("group.share.min.delivery.count.limit", 2),
+        maximum=BrokerBound("group.share.max.delivery.count.limit", 10),
+        default_from="group.share.delivery.count.limit",
+    ),
+    ShareConfigKey(
+        "share.partition.max.record.locks",
+        "INT",
+        "4.3",
+        "2000",
+        at_least=100,
+        minimum=BrokerBound("group.share.min.partition.max.record.locks", 100),
+        maximum=BrokerBound("group.share.max.partition.max.record.locks", 4000),
+        default_from="group.share.partition.max.record.locks",
+    ),
+    ShareConfigKey("share.auto.offset.reset", "STRING", "4.1", "latest"),
+    ShareConfigKey(
+        "share.isolation.level",
+        "STRING",
+        "4.1",
+        "read_uncommitted",
+        choices=("read_committed", "read_uncommitted"),
+    ),
+    ShareConfigKey("share.renew.acknowledge.enable", "BOOLEAN", "4.3", "true"),
+    ShareConfigKey(
+        "share.assignment.interval.ms",
+        "INT",
+        "4.3",
+        "1000",
+        at_least=0,
+        minimum=BrokerBound("group.share.min.assignment.interval.ms", 0),
+        maximum=BrokerBound("group.share.max.assignment.interval.ms", 15000),
+        default_from="group.share.assignment.interval.ms",
+    ),
+)
+
+_KEYS_BY_NAME: Final = {key.name: key for key in SHARE_CONFIG_KEYS}
+#: Every broker setting a share config is bounded by: what a set reads from the broker.
+BOUND_SETTINGS: Final = tuple(bound.setting for key in SHARE_CONFIG_KEYS for bound in key.bounds)
+_SESSION_TIMEOUT = "share.session.timeout.ms"
+_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
+
+
+def share_config_key(name: str) -> ShareConfigKey | None:
+    """The table entry for ``name``, None for a name that is not a share-group config."""
+    return _KEYS_BY_NAME.get(name)
+
+
+def valid_keys_text() -> str:
+    return ", ".join(
+        key.name if key.since != "4.3" else f"{key.name} (Kafka 4.3+)"
+        for key in sorted(SHARE_CONFIG_KEYS, key=lambda key: key.name)
+    )
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+Parsed = int | str | bool
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+# java.time.Duration.parse: [-+]PnDTnHnMn.nS, case-insensitive, a sign on any unit.
+_JAVA_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?"
+    r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+_AUTO_OFFSET_RESET_RULE = (
+    "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+)
+
+
+def _java_trim(text: str) -> str:
+    """``String.trim()``, as ConfigDef applies it: every char <= U+0020, not only spaces."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def _java_duration_ns(text: str) -> int | None:
+    """``java.time.Duration.parse`` in nanoseconds; None where Java throws."""
+    match = _JAVA_DURATION.fullmatch(text)
+    if match is None:
+        return None
+    sign, days, t_part, hours, minutes, seconds, fraction = match.groups()
+    if days is None and t_part is None:
+        return None
+    if t_part is not None and hours is None and minutes is None and seconds is None:
+        return None
+    total = 0
+    for amount, unit_seconds in ((days, 86400), (hours, 3600), (minutes, 60), (seconds, 1)):
+        if amount is not None:
+            total += int(amount) * unit_seconds * 1_000_000_000
+    if fraction:
+        fraction_ns = int((fraction + "000000000")[:9])
+        total += -fraction_ns if seconds is not None and seconds.startswith("-") else fraction_ns
+    return -total if sign == "-" else total
+
+
+def _valid_auto_offset_reset(value: str) -> bool:
+    """``ShareGroupAutoOffsetResetStrategy.fromString`` would accept ``value``."""
+    if value in ("earliest", "latest"):
+        return True
+    if not value.startswith("by_duration:"):
+        return False
+    duration = _java_duration_ns(value[len("by_duration:") :])
+    return duration is not None and duration >= 0
+
+
+def _invalid(name: str, raw: str, detail: str) -> UsageError:
+    """Kafka's ``ConfigException(name, value, message)`` text, as a usage error."""
+    return UsageError(f"Invalid value {raw} for configuration {name}: {detail}")
+
+
+def check_value(key: ShareConfigKey, raw: str) -> Parsed:
+    """ConfigDef's parse and validator for ``key``: the typed value, or a UsageError.
+
+    The messages are Kafka's (``Not a number of type INT``, ``Value must be at
+    least 1000``), so an operator finds them in Kafka's documentation and logs.
+    """
+    trimmed = _java_trim(raw)
+    if key.value_type == "INT":
+        if _JAVA_INT.fullmatch(trimmed) is None or not (_INT32_MIN <= int(trimmed) <= _INT32_MAX):
+            raise _invalid(key.name, raw, "Not a number of type INT")
+        number = int(trimmed)
+        if key.at_least is not None and number < key.at_least:
+            raise _invalid(key.name, str(number), f"Value must be at least {key.at_least}")
+        return number
+    if key.value_type == "BOOLEAN":
+        lowered = trimmed.lower()
+        if lowered not in ("true", "false"):
+            raise _invalid(key.name, raw, "Expected value to be either true or false")
+        return lowered == "true"
+    if key.choices and trimmed not in key.choices:
+        raise _invalid(key.name, trimmed, "String must be one of: " + ", ".join(key.choices))
+    if key.name == "share.auto.offset.reset" and not _valid_auto_offset_reset(trimmed):
+        raise _invalid(key.name, trimmed, _AUTO_OFFSET_RESET_RULE)
+    return trimmed
+
+
+def check_name(name: str) -> ShareConfigKey:
+    """The share config called ``name``, or a UsageError naming the valid ones."""
+    key = share_config_key(name)
+    if key is not None:
+        return key
+    if name.startswith(OTHER_GROUP_TYPES):
+        kind = name.split(".", 1)[0]
+        raise UsageError(
+            f"{name} is a {kind}-group config; kshare config manages share-group configs "
+            "(share.*) only (kafka-configs.sh --entity-type groups sets the others)"
+        )
+    raise UsageError(f"unknown share-group config {name!r}; valid keys: {valid_keys_text()}")
+
+
+def parse_assignment(argument: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (split at the first ``=``, so a value may hold one)."""
+    name, separator, value = argument.partition("=")
+    name = name.strip()
+    if not separator or not name:
+        raise UsageError(f"expected KEY=VALUE, got {argument!r}")
+    return name, value
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedValue:
+    """A value that passed the static checks: the text to send and what it parses to."""
+
+    key: ShareConfigKey
+    raw: str
+    value: Parsed
+
+
+def check_assignments(arguments: Sequence[str]) -> tuple[CheckedValue, ...]:
+    """Every ``KEY=VALUE`` through the static checks, in order, before any I/O."""
+    if not arguments:
+        raise UsageError("name at least one KEY=VALUE to set")
+    checked: list[CheckedValue] = []
+    seen: set[str] = set()
+    for argument in arguments:
+        name, raw = parse_assignment(argument)
+        key = check_name(name)
+        if name in seen:
+            raise UsageError(f"{name} is given more than once")
+        seen.add(name)
+        checked.append(CheckedValue(key, raw, check_value(key, raw)))
+    return tuple(checked)
+
+
+def check_names(names: Sequence[str]) -> tuple[ShareConfigKey, ...]:
+    """Config names to unset, checked before any I/O."""
+    if not names:
+        raise UsageError("name at least one config to unset")
+    keys: list[ShareConfigKey] = []
+    for name in names:
+        if "=" in name:
+            raise UsageError(f"unset takes config names, not KEY=VALUE: {name!r}")
+        key = check_name(name.strip())
+        if key in keys:
+            raise UsageError(f"{key.name} is given more than once")
+        keys.append(key)
+    return tuple(keys)
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    """Where a config's value could come from, highest precedence first (Kafka's synonyms)."""
+
+    name: str
+    value: str | None
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigEntry:
+    """One config of a group as the broker reports it (DescribeConfigs).
+
+    ``source`` is Kafka's ``ConfigEntry.ConfigSource`` name: ``DYNAMIC_GROUP_CONFIG``
+    when the group sets the key, ``DEFAULT_CONFIG`` otherwise. ``config_type`` is
+    None from a broker that answers DescribeConfigs v1-v2 only.
+    """
+
+    name: str
+    value: str | None
+    source: str
+    sensitive: bool = False
+    read_only: bool = False
+    config_type: str | None = None
+    synonyms: tuple[ConfigSynonym, ...] = ()
+
+    @property
+    def dynamic(self) -> bool:
+        """Set on the group itself (what ``kafka-configs.sh --describe`` lists)."""
+        return self.source == DYNAMIC_GROUP_CONFIG
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigs:
+    """Every config the broker reports for one group, sorted by name (as Kafka's tool).
+
+    ``exists`` is whether the group exists, when that was checked (a group with no
+    config of its own that no broker lists, e.g. a typo); None when not checked.
+    """
+
+    group_id: str
+    entries: tuple[GroupConfigEntry, ...]
+    exists: bool | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "entries", tuple(sorted(self.entries, key=lambda e: e.name)))
+
+    def get(self, name: str) -> GroupConfigEntry | None:
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        return None
+
+    def dynamic(self) -> tuple[GroupConfigEntry, ...]:
+        """The configs the group sets itself."""
+        return tuple(entry for entry in self.entries if entry.dynamic)
+
+    def share(self) -> tuple[GroupConfigEntry, ...]:
+        """The ``share.*`` configs, with their defaults."""
+        return tuple(entry for entry in self.entries if entry.name.startswith("share."))
+
+    def names(self) -> frozenset[str]:
+        return frozenset(entry.name for entry in self.entries)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """The bound settings one broker reported (``group.share.max.*`` ...).
+
+    ``error`` says why none could be read (CLUSTER_AUTHORIZATION_FAILED, ...);
+    a setting missing from ``values`` is then Kafka's default.
+    """
+
+    node_id: int
+    values: tuple[tuple[str, int], ...] = ()
+    error: KafkaError | None = None
+
+    def value(self, name: str) -> int | None:
+        for setting, value in self.values:
+            if setting == name:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOperation:
+    """One IncrementalAlterConfigs operation: set a value, or delete the group's own."""
+
+    name: str
+    operation: Literal["set", "delete"]
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """One key of a set or unset: what it was before, and what it becomes.
+
+    ``value`` is None for an unset (the key falls back to its default).
+    """
+
+    name: str
+    operation: Literal["set", "delete"]
+    value: str | None
+    previous_value: str | None
+    previous_source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigUpdate:
+    """What a ``config set`` or ``unset`` did (or, with ``validate_only``, would do).
+
+    ``notes`` are facts the operator should know beside success: a bound checked
+    against Kafka's default because the broker's could not be read, a key to
+    unset that the group did not set.
+    """
+
+    group_id: str
+    changes: tuple[ConfigChange, ...]
+    validate_only: bool = False
+    notes: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- converters
+
+
+def describe_result_for(response: Any, resource_type: int, name: str) -> Any | KafkaError:
+    """The DescribeConfigs result of one resource, or its error as a KafkaError."""
+    for result in response.results:
+        if int(result.resource_type) == resource_type and result.resource_name == name:
+            code = int(result.error_code)
+            if code != 0:
+                message = result.error_message
+                return KafkaError.of(code, None if message in ("", None) else message)
+            return result
+    return KafkaError.of(-1, f"the broker did not answer for resource {name!r}")
+
+
+def _source_name(source: int) -> str:
+    return CONFIG_SOURCES.get(int(source), "UNKNOWN")
+
+
+def _entry_from(config: Any) -> GroupConfigEntry:
+    config_type = getattr(config, "config_type", None)
+    return GroupConfigEntry(
+        name=config.name,
+        value=config.value,
+        source=_source_name(config.config_source),
+        sensitive=bool(config.is_sensitive),
+        read_only=bool(config.read_only),
+        config_type=None if config_type is None else CONFIG_TYPES.get(int(config_type)),
+        synonyms=tuple(
+            ConfigSynonym(synonym.name, synonym.value, _source_name(synonym.source))
+            for synonym in config.synonyms
+        ),
+    )
+
+
+def group_configs_from(result: Any, group_id: str) -> GroupConfigs:
+    """A successful DescribeConfigs result for a GROUP resource as ``GroupConfigs``."""
+    return GroupConfigs(group_id, tuple(_entry_from(config) for config in result.configs))
+
+
+def broker_settings_from(result: Any | KafkaError, node_id: int) -> BrokerSettings:
+    """A BROKER resource's DescribeConfigs result as the integer settings it holds."""
+    if isinstance(result, KafkaError):
+        return BrokerSettings(node_id, (), result)
+    values: list[tuple[str, int]] = []
+    for config in result.configs:
+        text = config.value
+        if text is not None and _JAVA_INT.fullmatch(text.strip()):
+            values.append((config.name, int(text.strip())))
+    return BrokerSettings(node_id, tuple(values))
+
+
+def alter_error_from(response: Any, group_id: str) -> KafkaError | None:
+    """The IncrementalAlterConfigs error for ``group_id``'s GROUP resource, if any."""
+    for result in response.responses:
+        if int(result.resource_type) == GROUP_RESOURCE and result.resource_name == group_id:
+            code = int(result.error_code)
+            if code == 0:
+                return None
+            message = result.error_message
+            return KafkaError.of(code, None if message in ("", None) else message)
+    return KafkaError.of(-1, "the broker did not answer for this group")
+
+
+# --------------------------------------------------------------------------- broker checks
+
+
+def _bound_value(bound: BrokerBound, broker: BrokerSettings) -> tuple[int, str, bool]:
+    """(value, how to name where it came from, whether it is Kafka's default instead)."""
+    value = broker.value(bound.setting)
+    if value is not None:
+        return value, f"{value} on broker {broker.node_id}", False
+    reason = f": {broker.error}" if broker.error is not None else ""
+    return (
+        bound.default,
+        f"{bound.default}, Kafka's default; broker {broker.node_id} did not report its own"
+        + reason,
+        True,
+    )
+
+
+def _current_int(configs: GroupConfigs, name: str) -> int | None:
+    entry = configs.get(name)
+    if entry is None or entry.value is None or _JAVA_INT.fullmatch(entry.value.strip()) is None:
+        return None
+    return int(entry.value.strip())
+
+
+def check_supported(configs: GroupConfigs, keys: Iterable[ShareConfigKey]) -> None:
+    """Refuse keys the cluster does not know as group configs (a 4.3 key on a 4.2 broker).
+
+    DescribeConfigs on a GROUP lists every group config the broker knows, so a key
+    missing there would be refused as ``Unknown group config name``.
+    """
+    known = configs.names()
+    for key in keys:
+        if key.name not in known:
+            raise UsageError(
+                f"{key.name} is not a group config on this cluster: it needs Kafka "
+                f"{key.since} or later"
+                + (
+                    f" (until then the broker's {key.default_from} applies to every group)"
+                    if key.default_from
+                    else ""
+                )
+            )
+
+
+def check_against_broker(
+    values: Sequence[CheckedValue], configs: GroupConfigs, broker: BrokerSettings
+) -> tuple[str, ...]:
+    """``GroupConfig.validateValues`` for the keys being set, before the broker sees them.
+
+    Each bound, minimum first as Kafka checks it, against the broker's setting or,
+    when that could not be read, Kafka's default (returned as a note); then
+    Kafka's rule that a share group's session timeout exceeds its heartbeat
+    interval, with the group's current value of whichever key is not being set.
+    """
+    notes: list[str] = []
+    for checked in values:
+        value = checked.value
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        key = checked.key
+        for bound, relation, sign in (
+            (key.minimum, "greater than or equal to", -1),
+            (key.maximum, "less than or equal to", 1),
+        ):
+            if bound is None:
+                continue
+            limit, where, defaulted = _bound_value(bound, broker)
+            if (value - limit) * sign > 0:
+                raise UsageError(
+                    f"{key.name}={value} is out of bounds: {key.name} must be {relation} "
+                    f"{bound.setting} ({where})"
+                )
+            if defaulted:
+                notes.append(
+                    f"{key.name}={value} was checked against Kafka's default "
+                    f"{bound.setting}={bound.default}: broker {broker.node_id} did not report "
+                    "its own" + (f" ({broker.error})" if broker.error is not None else "")
+                )
+    new = {checked.key.name: checked.value for checked in values}
+    if _SESSION_TIMEOUT in new or _HEARTBEAT_INTERVAL in new:
+        session = new.get(_SESSION_TIMEOUT, _current_int(configs, _SESSION_TIMEOUT))
+        heartbeat = new.get(_HEARTBEAT_INTERVAL, _current_int(configs, _HEARTBEAT_INTERVAL))
+        if isinstance(session, int) and isinstance(heartbeat, int) and session <= heartbeat:
+            raise UsageError(
+                f"{_SESSION_TIMEOUT} must be greater than {_HEARTBEAT_INTERVAL} "
+                f"(it would be {session} <= {heartbeat} for this group)"
+            )
+    return tuple(dict.fromkeys(notes))
+
+
+# --------------------------------------------------------------------------- the admin
+
+
+class GroupConfigAdmin:
+    """Group-config operations over a connected ``KafkaClient``.
+
+    Every request goes to one broker of the cluster (Kafka's least-loaded
+    choice), never to the group's coordinator: configs are cluster metadata.
+    """
+
+    def __init__(self, client: KafkaClient) -> None:
+        self._client = client
+
+    @property
+    def client(self) -> KafkaClient:
+        """The connected client, for callers that also send their own requests."""
+        return self._client
+
+    # -- reading ----------------------------------------------------------------
+
+    async def describe(self, group_id: str, *, check_exists: bool = False) -> GroupConfigs:
+        """Every config of ``group_id`` with its source and synonyms (DescribeConfigs).
+
+        With ``check_exists``, a group with no config of its own is looked up in
+        every broker's ListGroups (any group type), as kafka-configs.sh does
+        before it says "doesn't exist and doesn't have dynamic config".
+        """
+        _, response = await self._client.request(
+            DESCRIBE_CONFIGS,
+            {
+                "resources": [_group_resource(group_id)],
+                "include_synonyms": True,
+                "include_documentation": False,
+            },
+            min_version=DESCRIBE_CONFIGS_WITH_SOURCE,
+        )
+        configs = _group_configs_or_refuse(response, group_id)
+        if check_exists and not configs.dynamic():
+            exists = await self.group_exists(group_id)
+            configs = GroupConfigs(group_id, configs.entries, exists)
+        return configs
+
+    async def describe_with_broker(
+        self, group_id: str, node_id: int
+    ) -> tuple[GroupConfigs, BrokerSettings]:
+        """The group's configs and broker ``node_id``'s bound settings, in one request."""
+        _, response = await self._client.request(
+            DESCRIBE_CONFIGS,
+            {
+                "resources": [
+                    _group_resource(group_id),
+                    {
+                        "resource_type": BROKER_RESOURCE,
+                        "resource_name": str(node_id),
+                        "configuration_keys": list(BOUND_SETTINGS),
+                    },
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
+            node=node_id,
+            min_version=DESCRIBE_CONFIGS_WITH_SOURCE,
+        )
+        configs = _group_configs_or_refuse(response, group_id)
+        broker = broker_settings_from(
+            describe_result_for(response, BROKER_RESOURCE, str(node_id)), node_id
+        )
+        return configs, broker
+
+    async def group_exists(self, group_id: str) -> bool | None:
+        """Whether any broker lists ``group_id`` (any type); None when one could not be asked."""
+        metadata = await self._client.metadata([])
+        brokers = sorted(metadata.brokers)
+
+        async def listed(node_id: int) -> set[str] | None:
+            try:
+                _, response = await self._client.request(
+                    LIST_GROUPS, {"states_filter": [], "types_filter": []}, node=node_id
+                )
+            except (AuthenticationFailed, IncompatibleBroker):
+                raise
+            except (ConnectionFailed, TimedOut):
+                return None
+            if int(response.error_code) != 0:
+                return None
+            return {group.group_id for group in response.groups}
+
+        answers = await asyncio.gather(*(listed(node_id) for node_id in brokers))
+        if any(answer is not None and group_id in answer for answer in answers):
+            return True
+        if any(answer is None for answer in answers):
+            return None
+        return False
+
+    async def any_broker(self) -> int:
+        """The broker to ask: the lowest id in the cluster metadata."""
+        metadata = await self._client.metadata([])
+        if not metadata.brokers:
+            raise ConnectionFailed("the cluster metadata lists no brokers")
+        return min(metadata.brokers)
+
+    # -- changing ---------------------------------------------------------------
+
+    async def alter(
+        self,
+        group_id: str,
+        operations: Sequence[ConfigOperation],
+        *,
+        validate_only: bool = False,
+        node: int | None = None,
+    ) -> None:
+        """IncrementalAlterConfigs for one GROUP, as given (no checks of kshare's own).
+
+        The broker's refusal becomes ``Refused`` with its message.
+        """
+        _, response = await self._client.request(
+            INCREMENTAL_ALTER_CONFIGS,
+            {
+                "resources": [
+                    {
+                        "resource_type": GROUP_RESOURCE,
+                        "resource_name": group_id,
+                        "configs": [
+                            {
+                                "name": operation.name,
+                                "config_operation": OP_SET
+                                if operation.operation == "set"
+                                else OP_DELETE,
+                                "value": operation.value,
+                            }
+                            for operation in operations
+                        ],
+                    }
+                ],
+                "validate_only": validate_only,
+            },
+            node=node,
+        )
+        error = alter_error_from(response, group_id)
+        if error is not None:
+            raise Refused(f"the broker refused to update group {group_id!r}: {error}")
+
+    async def set_configs(
+        self, group_id: str, assignments: Sequence[str], *, validate_only: bool = False
+    ) -> ConfigUpdate:
+        """Set ``KEY=VALUE`` share configs on a group, after every check Kafka would make.
+
+        Static checks first (UsageError); then the group's configs and the broker's
+        bounds in one DescribeConfigs (a 4.3 key on an older broker, a value out of
+        the broker's bounds: UsageError); then IncrementalAlterConfigs, which with
+        ``validate_only`` makes the broker validate without changing anything.
+        """
+        checked = check_assignments(assignments)
+        node = await self.any_broker()
+        configs, broker = await self.describe_with_broker(group_id, node)
+        check_supported(configs, [value.key for value in checked])
+        notes = check_against_broker(checked, configs, broker)
+        await self.alter(
+            group_id,
+            [ConfigOperation(value.key.name, "set", value.raw) for value in checked],
+            validate_only=validate_only,
+            node=node,
+        )
+        changes = tuple(_change(configs, value.key.name, "set", value.raw) for value in checked)
+        return ConfigUpdate(group_id, changes, validate_only, notes)
+
+    async def unset_configs(
+        self, group_id: str, names: Sequence[str], *, validate_only: bool = False
+    ) -> ConfigUpdate:
+        """Delete the group's own values of ``names``, so their defaults apply again.
+
+        A key the group does not set is left alone, with a note: it already has its
+        default (kafka-configs.sh refuses the whole command instead).
+        """
+        keys = check_names(names)
+        configs = await self.describe(group_id)
+        check_supported(configs, keys)
+        to_delete = [key for key in keys if (entry := configs.get(key.name)) and entry.dynamic]
+        notes = tuple(
+            f"{key.name} is not set on group {group_id!r}: it already has its default"
+            for key in keys
+            if key not in to_delete
+        )
+        if to_delete:
+            await self.alter(
+                group_id,
+                [ConfigOperation(key.name, "delete") for key in to_delete],
+                validate_only=validate_only,
+            )
+        changes = tuple(_change(configs, key.name, "delete", None) for key in to_delete)
+        return ConfigUpdate(group_id, changes, validate_only, notes)
+
+
+def _group_resource(group_id: str) -> Mapping[str, Any]:
+    return {"resource_type": GROUP_RESOURCE, "resource_name": group_id, "configuration_keys": None}
+
+
+def _group_configs_or_refuse(response: Any, group_id: str) -> GroupConfigs:
+    result = describe_result_for(response, GROUP_RESOURCE, group_id)
+    if isinstance(result, KafkaError):
+        raise Refused(f"cannot read the configs of group {group_id!r}: {result}")
+    return group_configs_from(result, group_id)
+
+
+def _change(
+    configs: GroupConfigs, name: str, operation: Literal["set", "delete"], value: str | None
+) -> ConfigChange:
+    entry = configs.get(name)
+    return ConfigChange(
+        name,
+        operation,
+        value,
+        None if entry is None else entry.value,
+        None if entry is None else entry.source,
+    )

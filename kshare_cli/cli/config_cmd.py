@@ -1,0 +1,230 @@
+"""``kshare config``: show and change a share group's configs (``share.*``).
+
+The kafka-configs.sh ``--entity-type groups`` of share groups, with the checks
+done first: a value is held to Kafka's bounds -- ConfigDef's static ones before
+anything is sent, the broker's (``group.share.max.record.lock.duration.ms`` ...)
+read from the broker -- so an out-of-bounds value is one usage error (exit 2) and
+nothing changes. What the broker still refuses is reported with its own message
+(exit 1). As in Kafka, a group need not exist to be configured, and
+consumer.*/streams.* group configs are left to kafka-configs.sh.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.admin.group_configs import ConfigUpdate
+
+app = typer.Typer(
+    name="config",
+    help="Show and change share-group configs (share.*): get, set, unset.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def _complete_assignments(incomplete: str) -> list[str]:
+    from kshare_cli.admin.group_configs import SHARE_CONFIG_KEYS
+
+    return [f"{key.name}=" for key in SHARE_CONFIG_KEYS if key.name.startswith(incomplete)]
+
+
+def _complete_names(incomplete: str) -> list[str]:
+    from kshare_cli.admin.group_configs import SHARE_CONFIG_KEYS
+
+    return [key.name for key in SHARE_CONFIG_KEYS if key.name.startswith(incomplete)]
+
+
+def check_group(group: str) -> None:
+    if not group.strip():
+        raise UsageError("a group id cannot be empty")
+
+
+Group = Annotated[
+    str,
+    typer.Argument(
+        metavar="GROUP",
+        help="The share group (it need not exist yet).",
+        autocompletion=common.complete_group_ids,
+        show_default=False,
+    ),
+]
+Output = Annotated[
+    common.OutputFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        case_sensitive=False,
+        help="table for people; plain reproduces kafka-configs.sh; json/jsonl/csv/yaml.",
+    ),
+]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Have the broker validate the change (validateOnly) without applying it.",
+    ),
+]
+
+
+@app.command("get")
+def get(
+    group: Group,
+    all_configs: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Every group config (consumer.*, share.*, streams.*), as kafka-configs.sh "
+            "--describe --all; plain shows only the group's own values without it.",
+        ),
+    ] = False,
+    output: Output = common.OutputFormat.table,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Show a group's share configs: value and source (DEFAULT_CONFIG or DYNAMIC_GROUP_CONFIG).
+
+    -o plain is kafka-configs.sh --entity-type groups --describe byte for byte:
+    only the group's own values, or every config with --all.
+    """
+    invocation = common.Invocation(debug=debug)
+    common.usage_guard(lambda: check_group(group), invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+
+    from kshare_cli.cli import config_service
+
+    configs = common.run(
+        lambda: config_service.get_configs(settings, group, all_configs, timeout_s), invocation
+    )
+    from kshare_cli.render.configs import render_group_configs
+
+    common.stdout_write(render_group_configs(configs, output.value, show_all=all_configs))
+    if (
+        configs.exists is False
+        and not configs.dynamic()
+        and output is not common.OutputFormat.plain
+    ):
+        common.warn(
+            f"group {group!r} does not exist and has no configs of its own: these are the "
+            "defaults it would get"
+        )
+
+
+@app.command("set")
+def set_(
+    group: Group,
+    assignments: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="KEY=VALUE...",
+            help="share.* configs to set, e.g. share.record.lock.duration.ms=20000.",
+            autocompletion=_complete_assignments,
+            show_default=False,
+        ),
+    ],
+    dry_run: DryRun = False,
+    output: Output = common.OutputFormat.table,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Set share configs on a group, checked against Kafka's bounds first.
+
+    An unknown key, a malformed KEY=VALUE or a value out of bounds (Kafka's static
+    bounds, or the broker's group.share.* settings) is a usage error, exit 2, and
+    nothing is sent; a refusal by the broker exits 1 with its message.
+    """
+    invocation = common.Invocation(debug=debug)
+    common.usage_guard(lambda: check_group(group), invocation)
+
+    def check_assignments() -> None:
+        from kshare_cli.admin.group_configs import check_assignments
+
+        check_assignments(assignments)
+
+    common.usage_guard(check_assignments, invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+
+    from kshare_cli.cli import config_service
+
+    update = common.run(
+        lambda: config_service.set_configs(settings, group, assignments, dry_run, timeout_s),
+        invocation,
+    )
+    _report(update, output)
+
+
+@app.command("unset")
+def unset(
+    group: Group,
+    names: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="KEY...",
+            help="share.* configs to return to their defaults.",
+            autocompletion=_complete_names,
+            show_default=False,
+        ),
+    ],
+    dry_run: DryRun = False,
+    output: Output = common.OutputFormat.table,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Remove a group's own values of share configs, so their defaults apply again.
+
+    A key the group does not set is left alone with a warning (kafka-configs.sh
+    fails the whole command instead).
+    """
+    invocation = common.Invocation(debug=debug)
+    common.usage_guard(lambda: check_group(group), invocation)
+
+    def check_names() -> None:
+        from kshare_cli.admin.group_configs import check_names
+
+        check_names(names)
+
+    common.usage_guard(check_names, invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+
+    from kshare_cli.cli import config_service
+
+    update = common.run(
+        lambda: config_service.unset_configs(settings, group, names, dry_run, timeout_s),
+        invocation,
+    )
+    _report(update, output)
+
+
+def _report(update: ConfigUpdate, output: common.OutputFormat) -> None:
+    from kshare_cli.render.configs import render_config_update
+
+    common.stdout_write(render_config_update(update, output.value))
+    for note in update.notes:
+        common.warn(note)

@@ -1,0 +1,476 @@
+"""``kshare reset-offsets``: move a share group's start offsets, safely.
+
+A dry run unless ``--execute``. With ``--execute`` the command refuses a group
+with members (naming them), asks on a terminal unless ``--yes``, saves the
+previous start offsets as a rollback plan (restored with ``--from-file``)
+before changing anything, and reports each partition's result.
+
+Plan files are CSV as Kafka 4.4's tool reads and writes them:
+``topic,partition,offset`` or ``group,topic,partition,offset``, no header.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.admin.models import GroupDescription, MemberDescription
+    from kshare_cli.admin.reset import ResetPlan, Scenario, Selection
+
+_SCENARIOS = (
+    "--to-earliest",
+    "--to-latest",
+    "--to-datetime",
+    "--by-duration",
+    "--to-offset",
+    "--shift-by",
+    "--to-current",
+)
+
+
+def parse_topic_specs(specs: list[str]) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """``--topic T`` (every partition) and ``--topic T:P,P`` (those partitions)."""
+    whole: list[str] = []
+    named: list[tuple[str, int]] = []
+    for spec in specs:
+        topic, sep, rest = spec.partition(":")
+        if not topic.strip():
+            raise UsageError(f"--topic {spec!r}: the topic name is empty")
+        if not sep:
+            whole.append(topic)
+            continue
+        if not rest or ":" in rest:
+            raise UsageError(f"--topic {spec!r}: expected TOPIC or TOPIC:PARTITION[,PARTITION...]")
+        for part in rest.split(","):
+            if not re.fullmatch(r"\d+", part.strip()):
+                raise UsageError(
+                    f"--topic {spec!r}: partition {part!r} is not a non-negative integer"
+                )
+            named.append((topic, int(part)))
+    return tuple(dict.fromkeys(whole)), tuple(dict.fromkeys(named))
+
+
+def choose_scenario(
+    *,
+    to_earliest: bool,
+    to_latest: bool,
+    to_datetime: str | None,
+    by_duration: str | None,
+    to_offset: int | None,
+    shift_by: int | None,
+    to_current: bool,
+    from_file: bool,
+) -> Scenario:
+    """Exactly one scenario (none with ``--from-file``, whose offsets are the scenario)."""
+    from kshare_cli.admin.reset import Scenario
+    from kshare_cli.admin.timespec import parse_datetime, parse_duration, timestamp_before
+
+    given = [
+        name
+        for name, value in zip(
+            _SCENARIOS,
+            (to_earliest, to_latest, to_datetime, by_duration, to_offset, shift_by, to_current),
+            strict=True,
+        )
+        if value not in (None, False)
+    ]
+    if from_file:
+        if given:
+            raise UsageError(f"--from-file takes its offsets from the file; drop {given[0]}")
+        return Scenario("file", label="--from-file")
+    if not given:
+        raise UsageError(f"choose where to reset to: one of {', '.join(_SCENARIOS)}")
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} are mutually exclusive; choose one")
+    if to_earliest:
+        return Scenario("earliest", label="--to-earliest")
+    if to_latest:
+        return Scenario("latest", label="--to-latest")
+    if to_current:
+        return Scenario("current", label="--to-current")
+    if to_datetime is not None:
+        try:
+            millis = parse_datetime(to_datetime)
+        except UsageError as error:
+            raise UsageError(f"--to-datetime: {error}") from None
+        return Scenario("timestamp", millis, label=f"--to-datetime {to_datetime}")
+    if by_duration is not None:
+        try:
+            millis = timestamp_before(parse_duration(by_duration), what=by_duration)
+        except UsageError as error:
+            raise UsageError(f"--by-duration: {error}") from None
+        return Scenario("timestamp", millis, label=f"--by-duration {by_duration}")
+    if to_offset is not None:
+        if to_offset < 0:
+            raise UsageError(f"--to-offset {to_offset}: an offset cannot be negative")
+        return Scenario("offset", to_offset, label=f"--to-offset {to_offset}")
+    assert shift_by is not None
+    return Scenario("shift", shift_by, label=f"--shift-by {shift_by}")
+
+
+def read_plan_file(path: Path, group_id: str) -> tuple[dict[tuple[str, int], int], int]:
+    """The plan file's offsets for ``group_id``, and how many entries were for other groups."""
+    from kshare_cli.admin.plans import read_plan
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise UsageError(f"--from-file {path}: cannot read it: {reason}") from None
+    entries = read_plan(text, group=group_id, source=str(path))
+    ours = {(e.topic, e.partition): e.offset for e in entries if e.group == group_id}
+    others = sum(1 for e in entries if e.group != group_id)
+    if not ours:
+        raise UsageError(f"--from-file {path}: no entries for share group '{group_id}'")
+    return ours, others
+
+
+def default_rollback_path(group_id: str) -> Path:
+    """``$XDG_STATE_HOME/kshare/rollback/<group>-<UTC time>.csv``; XDG's default state
+    directory is ``~/.local/state``."""
+    import pendulum
+
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", group_id)[:100] or "group"
+    stamp = pendulum.now("UTC").format("YYYYMMDD[T]HHmmssSSS[Z]")
+    return Path(base) / "kshare" / "rollback" / f"{safe}-{stamp}.csv"
+
+
+def write_rollback(plan: ResetPlan, path: Path) -> None:
+    """Save the start offsets the reset replaces, durably, before anything changes."""
+    from kshare_cli.admin.plans import PlanEntry, write_plan
+
+    entries = [
+        PlanEntry(plan.group_id, tp.topic, tp.partition, offset)
+        for tp, offset in sorted(plan.previous_offsets().items())
+    ]
+    text = write_plan(entries, with_group=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        raise UsageError(
+            f"cannot save the rollback plan to {path}: {error.strerror or error}; nothing changed"
+        ) from None
+
+
+def write_export(plan: ResetPlan, destination: str) -> None:
+    """``--export``: the new offsets as a plan file (Kafka 4.4's ``topic,partition,offset``)."""
+    from kshare_cli.admin.plans import PlanEntry, write_plan
+
+    entries = [
+        PlanEntry(plan.group_id, offset.topic, offset.partition, offset.new_offset)
+        for offset in plan.partitions
+    ]
+    text = write_plan(entries, with_group=False)
+    if destination == "-":
+        common.stdout_write(text)
+        return
+    try:
+        Path(destination).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--export {destination}: {error.strerror or error}") from None
+
+
+def members_text(members: tuple[MemberDescription, ...]) -> str:
+    shown = [
+        f"{member.member_id} (client {member.client_id}, host {member.host})"
+        for member in members[:5]
+    ]
+    more = f" and {len(members) - 5} more" if len(members) > 5 else ""
+    return ", ".join(shown) + more
+
+
+def refuse_members(group_id: str, members: tuple[MemberDescription, ...], executing: bool) -> None:
+    action = "nothing changed" if executing else "--execute would be refused"
+    common.fail(
+        f"share group '{group_id}' is not empty ({len(members)} member(s): "
+        f"{members_text(members)}); stop its consumers first; {action}",
+        ExitCode.PARTIAL,
+    )
+
+
+def reset_offsets(
+    group: Annotated[
+        str,
+        typer.Argument(
+            metavar="GROUP",
+            help="The share group whose start offsets to reset.",
+            autocompletion=common.complete_group_ids,
+            show_default=False,
+        ),
+    ],
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC[:P,P...]",
+            help="A topic (every partition) or some of its partitions; repeatable.",
+            rich_help_panel="Partitions",
+        ),
+    ] = None,
+    all_topics: Annotated[
+        bool,
+        typer.Option(
+            "--all-topics",
+            help="Every partition the group has a start offset for.",
+            rich_help_panel="Partitions",
+        ),
+    ] = False,
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-file",
+            metavar="PLAN.csv",
+            help="Offsets from a plan file (CSV: [group,]topic,partition,offset).",
+            rich_help_panel="Partitions",
+        ),
+    ] = None,
+    to_earliest: Annotated[
+        bool,
+        typer.Option("--to-earliest", help="The log start offset.", rich_help_panel="Scenario"),
+    ] = False,
+    to_latest: Annotated[
+        bool, typer.Option("--to-latest", help="The log end offset.", rich_help_panel="Scenario")
+    ] = False,
+    to_datetime: Annotated[
+        str | None,
+        typer.Option(
+            "--to-datetime",
+            metavar="DT",
+            help="The first record at or after DT: ISO-8601 (UTC when no zone), "
+            "or relative: 2h, yesterday 09:00.",
+            rich_help_panel="Scenario",
+        ),
+    ] = None,
+    by_duration: Annotated[
+        str | None,
+        typer.Option(
+            "--by-duration",
+            metavar="D",
+            help="The first record at or after now minus D: PT2H, 2h, 1d12h.",
+            rich_help_panel="Scenario",
+        ),
+    ] = None,
+    to_offset: Annotated[
+        int | None,
+        typer.Option("--to-offset", metavar="N", help="Offset N.", rich_help_panel="Scenario"),
+    ] = None,
+    shift_by: Annotated[
+        int | None,
+        typer.Option(
+            "--shift-by",
+            metavar="N",
+            help="The current start offset plus N (N < 0 moves back).",
+            rich_help_panel="Scenario",
+        ),
+    ] = None,
+    to_current: Annotated[
+        bool,
+        typer.Option(
+            "--to-current",
+            help="The current start offset (the log end where there is none).",
+            rich_help_panel="Scenario",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the plan; change nothing (the default).")
+    ] = False,
+    execute: Annotated[bool, typer.Option("--execute", help="Reset the offsets.")] = False,
+    export: Annotated[
+        str | None,
+        typer.Option(
+            "--export",
+            metavar="PLAN.csv",
+            help="Write the new offsets as a plan file ('-': stdout, instead of the table).",
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask for confirmation on a terminal.")
+    ] = False,
+    rollback_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--rollback-file",
+            metavar="FILE",
+            help="Where --execute saves the previous offsets "
+            "(default: $XDG_STATE_HOME/kshare/rollback/GROUP-TIME.csv).",
+        ),
+    ] = None,
+    allow_new_group: Annotated[
+        bool,
+        typer.Option(
+            "--allow-new-group",
+            help="Allow a group that does not exist yet (--execute creates it, as Kafka does).",
+        ),
+    ] = False,
+    output: common.Output = common.OutputFormat.table,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Reset a share group's start offsets (a dry run unless --execute).
+
+    The plan (sorted) shows each partition's current and new start offset and
+    how many records the move skips or delivers again; offsets are clamped to
+    the log start and end. --execute refuses a group with members, saves a
+    rollback plan first and reports each partition's result. -o plain
+    reproduces kafka-share-groups.sh --reset-offsets.
+    """
+    invocation = common.Invocation(debug=debug)
+
+    def check() -> tuple[Selection, Scenario, dict[tuple[str, int], int] | None, int]:
+        from kshare_cli.admin.models import TopicPartition
+        from kshare_cli.admin.reset import Scenario, Selection
+
+        if not group.strip():
+            raise UsageError("the group id cannot be empty")
+        if dry_run and execute:
+            raise UsageError("--dry-run and --execute are mutually exclusive")
+        chosen = [
+            name
+            for name, on in (
+                ("--topic", bool(topic)),
+                ("--all-topics", all_topics),
+                ("--from-file", from_file is not None),
+            )
+            if on
+        ]
+        if not chosen:
+            raise UsageError("choose the partitions: --topic, --all-topics or --from-file")
+        if len(chosen) > 1:
+            raise UsageError(f"{' and '.join(chosen)} are mutually exclusive; choose one")
+        scenario = choose_scenario(
+            to_earliest=to_earliest,
+            to_latest=to_latest,
+            to_datetime=to_datetime,
+            by_duration=by_duration,
+            to_offset=to_offset,
+            shift_by=shift_by,
+            to_current=to_current,
+            from_file=from_file is not None,
+        )
+        whole, named = parse_topic_specs(topic or [])
+        others = 0
+        plan_offsets = None
+        if from_file is not None:
+            plan_offsets, others = read_plan_file(from_file, group)
+            scenario = Scenario(
+                "file",
+                offsets={TopicPartition(t, p): o for (t, p), o in plan_offsets.items()},
+                label=f"--from-file {from_file}",
+            )
+        selection = Selection(
+            topics=whole,
+            partitions=tuple(TopicPartition(t, p) for t, p in named),
+            all_topics=all_topics,
+        )
+        return selection, scenario, plan_offsets, others
+
+    selection, scenario, _, others = common.usage_guard(check, invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+    if others:
+        common.warn(
+            f"--from-file: ignoring {others} entr{'y' if others == 1 else 'ies'} for other groups"
+        )
+
+    from kshare_cli.cli import reset_service
+    from kshare_cli.render import render
+
+    plan = common.run(
+        lambda: reset_service.plan_reset(
+            settings,
+            group,
+            selection,
+            scenario,
+            allow_new_group=allow_new_group,
+            timeout_s=timeout_s,
+        ),
+        invocation,
+    )
+    for line in plan.warnings:
+        common.warn(line)
+    if plan.state is None:
+        common.warn(f"share group '{group}' does not exist yet; --execute creates it")
+
+    if not execute:
+        _show(plan, output, export, invocation)
+        if plan.members:
+            refuse_members(group, plan.members, executing=False)
+        return
+
+    if plan.members:
+        refuse_members(group, plan.members, executing=True)
+    if not plan.partitions:
+        common.fail("nothing to reset", ExitCode.PARTIAL)
+    if not yes and sys.stdin.isatty():
+        typer.echo(render(plan, "table"), err=True, nl=False)
+        if not typer.confirm(
+            f"Reset {len(plan.partitions)} share-partition(s) of '{group}'?", err=True
+        ):
+            common.fail("not confirmed; nothing changed", ExitCode.PARTIAL)
+    path = rollback_file or default_rollback_path(group)
+    common.usage_guard(lambda: write_rollback(plan, path), invocation)
+    typer.echo(
+        f"kshare: rollback plan saved to {path} "
+        f"(undo with: kshare reset-offsets {group} --from-file {path} --execute)",
+        err=True,
+    )
+
+    done, described = common.run(
+        lambda: reset_service.execute_reset(settings, plan, timeout_s=timeout_s), invocation
+    )
+    from dataclasses import replace
+
+    done = replace(done, rollback_file=str(path))
+    if done.group_error is not None:
+        _refused(done, described)
+    _show(done, output, export, invocation)
+    for failure in done.errors():
+        common.report_failure(str(failure))
+    if done.errors():
+        raise typer.Exit(int(ExitCode.PARTIAL))
+
+
+def _show(
+    plan: ResetPlan, output: common.OutputFormat, export: str | None, invocation: common.Invocation
+) -> None:
+    from kshare_cli.render import render
+
+    if export is not None:
+        common.usage_guard(lambda: write_export(plan, export), invocation)
+        if export == "-":
+            return
+    common.stdout_write(render(plan, output.value))
+
+
+def _refused(plan: ResetPlan, described: GroupDescription | None) -> None:
+    error = plan.group_error
+    assert error is not None
+    if described is not None and described.members:
+        refuse_members(plan.group_id, described.members, executing=True)
+    common.fail(
+        f"share group '{plan.group_id}': the broker refused the reset: {error}; nothing changed",
+        ExitCode.PARTIAL,
+    )
