@@ -11,9 +11,11 @@ import typer
 from kshare_cli import __version__
 from kshare_cli.cli import (
     config_cmd,
+    consume_cmd,
     delete_cmd,
     describe_cmd,
     list_cmd,
+    produce_cmd,
     profile_cmd,
     reset_cmd,
     sandbox_cmd,
@@ -53,6 +55,8 @@ app.command("sandbox")(sandbox_cmd.sandbox)
 app.add_typer(config_cmd.app, name="config")
 app.command("delete-offsets")(delete_cmd.delete_offsets)
 app.command("delete")(delete_cmd.delete)
+app.command("produce")(produce_cmd.produce)
+app.command("consume")(consume_cmd.consume)
 
 
 def main() -> None:

@@ -1,0 +1,744 @@
+"""``kshare consume``: Kafka's console share consumer, with acknowledgements you can trust.
+
+Options are Kafka 4.2's ``kafka-console-share-consumer.sh`` options (``--topic``,
+``--group``, ``--formatter-property``/``--property``, ``--release``,
+``--reject``, ``--reject-message-on-error``, ``--max-messages``, ``--timeout-ms``,
+``--command-property``/``--consumer-property``,
+``--command-config``/``--consumer-config``, ``--key-deserializer``,
+``--value-deserializer``, ``--formatter-config``) and the same output for the
+same records; kshare adds ``--ack``, ``--format jsonl|raw``, deserializers by
+name (Avro, JSON Schema and Protobuf through ``--schema-registry``) and
+``--interactive``.
+
+Where it parts from Kafka's tool, on purpose:
+
+- A record is acknowledged only after its line was printed -- for a pipe, once
+  the reading process took it (``kshare consume | head`` releases what ``head``
+  never read). On SIGINT, SIGTERM or a closed output the rest of the batch is
+  released, the acknowledgements committed, the group left, and
+  ``Processed a total of N messages`` printed, as Kafka prints it.
+- The cluster and the topics are checked before joining: an unknown topic is
+  exit 5 instead of a consumer waiting forever in a new group.
+- A record that cannot be deserialized (without ``--reject-on-error``) stops
+  the run with one error line and exit 1, released, not left to its lock.
+- ``--timeout-ms`` reached is a normal end (exit 0, no error; Kafka logs an
+  ERROR with a stack trace and exits 0 too). As in Kafka, the wait for the first
+  record includes joining the group.
+
+Exit codes: 0 stopped by --max-messages, --timeout-ms, a closed output or ``q``;
+1 a record could not be read, the output failed, or the broker refused
+acknowledgements (those records come back); 2 bad options (nothing connected);
+3 the cluster cannot be reached or refused the credentials; 4 no answer within
+--timeout; 5 no such topic; 130 SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Final
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import ExitCode, KshareError, UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.consumer.formatting import Formatter
+    from kshare_cli.consumer.preflight import DeliveryLimit
+    from kshare_cli.consumer.records import ConsumedRecord
+    from kshare_cli.consumer.share_consume import AckMode, ConsumeResult, Decide
+
+DEFAULT_GROUP: Final = "console-share-consumer"
+#: Properties that configure the connection: read by the settings parser (Java names,
+#: JAAS, keystores) exactly as in a --command-config file.
+_CONNECTION_PREFIXES: Final = ("security.protocol", "ssl.", "sasl.", "kshare.")
+#: Formatter properties that configure the schema registry, as Confluent's console
+#: consumers take them (``--property schema.registry.url=...``).
+_REGISTRY_PREFIXES: Final = ("schema.registry.", "basic.auth.")
+
+
+class Ack(enum.StrEnum):
+    """``--ack``: what happens to each printed record."""
+
+    accept = "accept"
+    release = "release"
+    reject = "reject"
+
+
+class Format(enum.StrEnum):
+    """``--format``: Kafka's text layout, JSON lines, or the raw value bytes."""
+
+    text = "text"
+    jsonl = "jsonl"
+    raw = "raw"
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def parse_pairs(pairs: list[str], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` arguments in order, the last of a key winning; the value may be empty."""
+    parsed: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
+        parsed[key.strip()] = value
+    return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerProperties:
+    """``--command-property`` split into connection settings and consumer properties."""
+
+    connection: dict[str, str]
+    consumer: dict[str, str]
+
+
+def split_consumer_properties(properties: Mapping[str, str]) -> ConsumerProperties:
+    connection: dict[str, str] = {}
+    consumer: dict[str, str] = {}
+    for key, value in properties.items():
+        if key == "bootstrap.servers":
+            raise UsageError("--command-property bootstrap.servers: use --bootstrap-server")
+        if key == "share.acknowledgement.mode":
+            raise UsageError(
+                "--command-property share.acknowledgement.mode: kshare acknowledges each "
+                "record explicitly, after printing it (use --ack or --interactive)"
+            )
+        if key.startswith(_CONNECTION_PREFIXES):
+            connection[key] = value
+        else:
+            consumer[key] = value
+    return ConsumerProperties(connection, consumer)
+
+
+def choose_group(group: str | None, *others: tuple[str, str | None]) -> str:
+    """Kafka's rule: the group may be given in several places, but they must agree."""
+    given: dict[str, str] = {}
+    if group is not None:
+        given["--group"] = group
+    for where, value in others:
+        if value is not None:
+            given[where] = value
+    distinct = sorted(set(given.values()))
+    if len(distinct) > 1:
+        shown = ", ".join(f"'{value}'" for value in distinct)
+        raise UsageError(
+            "the group ids given in different places (--group, --command-property group.id, "
+            f"--command-config) do not match: {shown}"
+        )
+    chosen = distinct[0] if distinct else DEFAULT_GROUP
+    if not chosen.strip():
+        raise UsageError("--group cannot be empty")
+    return chosen
+
+
+def choose_ack(ack: Ack | None, release: bool, reject: bool) -> Ack:
+    if release and reject:
+        raise UsageError("at most one of --reject and --release may be specified")
+    shortcut = Ack.release if release else Ack.reject if reject else None
+    if ack is not None and shortcut is not None and ack is not shortcut:
+        flag = "--release" if release else "--reject"
+        raise UsageError(f"--ack {ack.value} contradicts {flag}")
+    return ack or shortcut or Ack.accept
+
+
+def check_counts(max_messages: int | None, timeout_ms: int | None) -> None:
+    if max_messages is not None and max_messages < 1:
+        raise UsageError("--max-messages must be at least 1")
+    if timeout_ms is not None and timeout_ms < 0:
+        raise UsageError("--timeout-ms cannot be negative")
+
+
+def check_topics(topics: list[str]) -> tuple[str, ...]:
+    from kshare_cli.consumer.produce import check_topic_name
+
+    if not topics:
+        raise UsageError("name the topic to consume with --topic")
+    for topic in topics:
+        check_topic_name(topic)
+    if len(set(topics)) != len(topics):
+        raise UsageError("a topic is named twice with --topic")
+    return tuple(topics)
+
+
+def terminal_for_prompt() -> None:
+    """``--interactive`` asks on the terminal: stdin and stderr must be one."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise UsageError("--interactive needs a terminal (stdin and stderr)")
+
+
+@dataclass(frozen=True, slots=True)
+class FormatterChoice:
+    """The formatter and the schema-registry settings it was built with."""
+
+    formatter: Formatter
+    registry_secrets: tuple[str, ...]
+
+
+def build_formatter(
+    kind: Format,
+    properties: Mapping[str, str],
+    key_deserializer: str | None,
+    value_deserializer: str | None,
+    schema_registry: str | None,
+) -> FormatterChoice:
+    """Deserializers and formatter from the options; UsageError before anything connects."""
+    from kshare_cli.connect.properties import is_secret_name
+    from kshare_cli.consumer.deserializers import make_deserializer
+    from kshare_cli.consumer.formatting import make_formatter
+
+    registry = {
+        key: value for key, value in properties.items() if key.startswith(_REGISTRY_PREFIXES)
+    }
+    formatter_properties = {key: value for key, value in properties.items() if key not in registry}
+    if schema_registry is not None:
+        if not schema_registry.strip():
+            raise UsageError("--schema-registry cannot be empty")
+        registry["url"] = schema_registry
+    registry_settings = registry or None
+    key = make_deserializer(key_deserializer or "bytes", schema_registry=registry_settings)
+    value = make_deserializer(value_deserializer or "bytes", schema_registry=registry_settings)
+    formatter = make_formatter(kind.value, formatter_properties, key, value)
+    secrets = tuple(
+        text
+        for name, text in registry.items()
+        if text and (is_secret_name(name) or name.endswith("user.info"))
+    )
+    return FormatterChoice(formatter, secrets)
+
+
+# --------------------------------------------------------------------------- signals
+
+
+@dataclass
+class StopRequest:
+    """SIGINT and SIGTERM ask the run to stop; a second one stops it at once."""
+
+    event: threading.Event
+    signal_number: int | None = None
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[StopRequest]:
+    """First SIGINT/SIGTERM: finish the record at hand, release the rest, commit, leave.
+
+    The handler only sets an event the consume loop checks (a poll lasts at most
+    0.1 s), so a signal never lands between printing a record and acknowledging
+    it. A second signal raises KeyboardInterrupt: the consumer is closed, and
+    whatever was not acknowledged goes back to the group with it.
+    """
+    request = StopRequest(threading.Event())
+
+    def handler(signal_number: int, _frame: FrameType | None) -> None:
+        if request.event.is_set():
+            raise KeyboardInterrupt
+        request.signal_number = signal_number
+        request.event.set()
+
+    previous: list[tuple[signal.Signals, Callable[[int, FrameType | None], object] | int]] = []
+    try:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            old = signal.signal(number, handler)
+            previous.append((number, old if old is not None else signal.SIG_DFL))
+    except ValueError:  # not the main thread (an embedding test runner): leave them be
+        pass
+    try:
+        yield request
+    finally:
+        for number, old in previous:
+            signal.signal(number, old)
+
+
+# --------------------------------------------------------------------------- the prompt
+
+
+_KEYS: Final = {"a": "accept", "r": "release", "x": "reject"}
+_LINE_SHOWN: Final = 400
+
+
+def make_prompt(request: StopRequest, default: Ack, *, show_line: bool) -> Decide:
+    """Ask on the terminal, for each record: accept, release or reject (a/r/x), q to stop.
+
+    The answer is one key (no Enter needed; Enter takes ``default``). Delivery
+    counts near the group's delivery limit are highlighted: at the limit a
+    release archives the record instead of delivering it again.
+    """
+    from kshare_cli.consumer.share_consume import AckMode
+
+    color = "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    announced: list[bool] = []
+
+    def paint(text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+    def decide(record: ConsumedRecord, line: bytes, limit: DeliveryLimit) -> AckMode | None:
+        if not announced:
+            assumed = " (assumed)" if limit.assumed else ""
+            sys.stderr.write(f"Delivery limit {limit.limit}{assumed}: {limit.source}\n")
+            announced.append(True)
+        sys.stderr.write(_describe(record, limit, paint))
+        if show_line:
+            shown = line.decode("utf-8", "backslashreplace").rstrip("\n")
+            if len(shown) > _LINE_SHOWN:
+                shown = shown[:_LINE_SHOWN] + "..."
+            sys.stderr.write(f"  {shown}\n")
+        sys.stderr.write(f"[a]ccept [r]elease re[x]ect [q]uit (Enter: {default.value})? ")
+        sys.stderr.flush()
+        answer = _read_key(request.event)
+        while answer is not None and answer not in _KEYS and answer not in ("\r", "\n", "q"):
+            sys.stderr.write("\a")
+            sys.stderr.flush()
+            answer = _read_key(request.event)
+        if answer is None or answer == "q":
+            sys.stderr.write("quit\n")
+            return None
+        chosen = _KEYS.get(answer, default.value)
+        sys.stderr.write(f"{chosen}\n")
+        return AckMode(chosen)
+
+    return decide
+
+
+def _describe(
+    record: ConsumedRecord, limit: DeliveryLimit, paint: Callable[[str, str], str]
+) -> str:
+    count = record.delivery_count
+    where = f"{record.topic}-{record.partition} offset {record.offset}"
+    if count is None:
+        return f"{where}, delivery count unknown\n"
+    delivery = f"delivery {count} of {limit.limit}"
+    if count >= limit.limit:
+        delivery = paint(f"{delivery}: last delivery, a release archives it", "1;31")
+    elif count >= limit.limit - 1:
+        delivery = paint(f"{delivery}: near the delivery limit", "1;33")
+    return f"{where}, {delivery}\n"
+
+
+def _read_key(stop: threading.Event) -> str | None:
+    """One key from the terminal, without Enter; None at end of input or when a stop came."""
+    import select
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd, termios.TCSANOW)  # TCSAFLUSH would drop keys typed ahead
+        while not stop.is_set():
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            data = os.read(fd, 1)
+            if not data or data == b"\x04":  # end of input, Ctrl-D
+                return None
+            return data.decode("latin-1").lower()
+        return None
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def consume(
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC",
+            help="The topic to consume from (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help=f"The share group to join (default: {DEFAULT_GROUP}, as Kafka's tool).",
+            show_default=False,
+        ),
+    ] = None,
+    ack: Annotated[
+        Ack | None,
+        typer.Option(
+            "--ack",
+            case_sensitive=False,
+            help="How each printed record is acknowledged (default: accept).",
+            show_default=False,
+        ),
+    ] = None,
+    release: Annotated[
+        bool, typer.Option("--release", help="Release each record as it is consumed (Kafka's).")
+    ] = False,
+    reject: Annotated[
+        bool, typer.Option("--reject", help="Reject each record as it is consumed (Kafka's).")
+    ] = False,
+    reject_on_error: Annotated[
+        bool,
+        typer.Option(
+            "--reject-on-error",
+            "--reject-message-on-error",
+            help=(
+                "Reject a record that cannot be deserialized (one stderr line each) instead "
+                "of stopping; without it such a record is released and the run ends (exit 1)."
+            ),
+        ),
+    ] = False,
+    max_messages: Annotated[
+        int | None,
+        typer.Option(
+            "--max-messages",
+            metavar="N",
+            help="Stop after N records; the surplus of the last batch is released.",
+            show_default=False,
+        ),
+    ] = None,
+    timeout_ms: Annotated[
+        int | None,
+        typer.Option(
+            "--timeout-ms",
+            metavar="MS",
+            help=(
+                "Stop (exit 0) when no record arrived for MS milliseconds; the first wait "
+                "includes joining the group, as in Kafka's tool."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    output_format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            case_sensitive=False,
+            help="text: Kafka's layout; jsonl: one JSON object a record; raw: value bytes only.",
+        ),
+    ] = Format.text,
+    formatter_property: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--property",
+            "--formatter-property",
+            metavar="KEY=VALUE",
+            help=(
+                "Kafka's formatter properties: print.key, print.timestamp, print.offset, "
+                "print.partition, print.delivery, print.headers, print.value, print.epoch, "
+                "key.separator, line.separator, headers.separator, null.literal, "
+                "headers.deserializer; schema.registry.* for the registry. Repeatable."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    formatter_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--formatter-config",
+            metavar="FILE",
+            help="Formatter properties from a file (--property wins).",
+            show_default=False,
+        ),
+    ] = None,
+    key_deserializer: Annotated[
+        str | None,
+        typer.Option(
+            "--key-deserializer",
+            metavar="NAME",
+            help=(
+                "string, bytes (default), base64, hex, json, int, long, double, avro, "
+                "jsonschema, protobuf, or Kafka's class name."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    value_deserializer: Annotated[
+        str | None,
+        typer.Option(
+            "--value-deserializer",
+            metavar="NAME",
+            help="As --key-deserializer, for values.",
+            show_default=False,
+        ),
+    ] = None,
+    schema_registry: Annotated[
+        str | None,
+        typer.Option(
+            "--schema-registry",
+            metavar="URL",
+            help="Schema registry for the avro, jsonschema and protobuf deserializers.",
+            show_default=False,
+        ),
+    ] = None,
+    command_property: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--command-property",
+            "--consumer-property",
+            metavar="KEY=VALUE",
+            help=(
+                "Consumer property, librdkafka's names (max.poll.records, client.id...); "
+                "security.protocol/ssl.*/sasl.* as in --command-config. Repeatable; wins "
+                "over --command-config."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    interactive: Annotated[
+        bool,
+        typer.Option(
+            "--interactive",
+            "-i",
+            help=(
+                "Ask for each record: accept, release or reject (a/r/x), q to stop. "
+                "Needs a terminal."
+            ),
+        ),
+    ] = False,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--command-config",
+            "--consumer-config",
+            metavar="FILE",
+            help=(
+                "Client properties, as Kafka's tools take them (security.protocol, sasl.*, "
+                "ssl.*; librdkafka names too) and group.id. Else $KSHARE_COMMAND_CONFIG."
+            ),
+            rich_help_panel="Connection",
+            show_default=False,
+        ),
+    ] = None,
+    profile: common.Profile = None,
+    timeout: Annotated[
+        str,
+        typer.Option(
+            "--timeout",
+            metavar="DURATION",
+            help="Give up reaching the cluster after this long; bounds the last commit too.",
+            rich_help_panel="Connection",
+        ),
+    ] = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Consume records from a share group and print them, as kafka-console-share-consumer.sh.
+
+    Each record is acknowledged (--ack accept|release|reject) only after its line
+    was printed; Ctrl-C, SIGTERM or a closed pipe release what was not printed.
+    Ends with `Processed a total of N messages` on stderr.
+    """
+    invocation = common.Invocation(debug=debug)
+    topics = common.usage_guard(lambda: check_topics(topic or []), invocation)
+    chosen_ack = common.usage_guard(lambda: choose_ack(ack, release, reject), invocation)
+    common.usage_guard(lambda: check_counts(max_messages, timeout_ms), invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    if interactive:
+        common.usage_guard(terminal_for_prompt, invocation)
+    consumer_properties = common.usage_guard(
+        lambda: split_consumer_properties(
+            parse_pairs(command_property or [], "--command-property")
+        ),
+        invocation,
+    )
+    file_group = common.usage_guard(lambda: _file_group_id(command_config), invocation)
+    group_id = common.usage_guard(
+        lambda: choose_group(
+            group,
+            ("--command-property", consumer_properties.consumer.pop("group.id", None)),
+            ("--command-config", file_group),
+        ),
+        invocation,
+    )
+    properties = common.usage_guard(
+        lambda: _formatter_properties(formatter_config, formatter_property or []), invocation
+    )
+    formatting = common.usage_guard(
+        lambda: build_formatter(
+            output_format, properties, key_deserializer, value_deserializer, schema_registry
+        ),
+        invocation,
+    )
+
+    from kshare_cli.connect.properties import is_secret_name
+    from kshare_cli.connect.settings import resolve_settings
+
+    settings = common.usage_guard(
+        lambda: resolve_settings(
+            bootstrap=bootstrap_server,
+            command_config=command_config,
+            profile=profile,
+            overrides=consumer_properties.connection,
+        ),
+        invocation,
+    )
+    property_secrets = tuple(
+        value
+        for key, value in consumer_properties.consumer.items()
+        if value and is_secret_name(key)
+    )
+    invocation = common.Invocation(
+        debug=debug,
+        secrets=(*common.secrets_of(settings), *property_secrets, *formatting.registry_secrets),
+    )
+    for warning in settings.warnings:
+        shown = _without_group_id(warning) if file_group is not None else warning
+        if shown:
+            common.warn(shown)
+    config = common.usage_guard(settings.confluent_config, invocation)
+    config.update(consumer_properties.consumer)
+    if debug:
+        config["logger"] = _debug_logger()
+
+    from kshare_cli.consumer.share_consume import AckMode, ConsumeOptions
+    from kshare_cli.consumer.share_consume import consume as run_consumer
+
+    options = ConsumeOptions(
+        topics=topics,
+        group_id=group_id,
+        ack=AckMode(chosen_ack.value),
+        reject_on_error=reject_on_error,
+        max_messages=max_messages,
+        idle_timeout_ms=timeout_ms,
+        interactive=interactive,
+        timeout_s=timeout_s,
+    )
+    sink = sys.stdout.buffer
+    with stop_on_signals() as request:
+        prompt = (
+            make_prompt(request, chosen_ack, show_line=not _same_terminal())
+            if interactive
+            else None
+        )
+        result = _edge(
+            lambda: run_consumer(
+                config,
+                options,
+                formatting.formatter,
+                sink,
+                stop=request.event,
+                decide=prompt,
+                on_warning=common.warn,
+                on_rejected=common.report_failure,
+            ),
+            invocation,
+        )
+    _report(result, invocation)
+
+
+def _file_group_id(command_config: Path | None) -> str | None:
+    """``group.id`` from the --command-config file: Kafka's tool reads its group there too."""
+    if command_config is None:
+        return None
+    from kshare_cli.connect.properties import load_properties
+
+    return load_properties(command_config).get("group.id")
+
+
+def _without_group_id(warning: str) -> str:
+    """The settings parser's warning, minus ``group.id`` (which this command does use)."""
+    prefix = "ignored properties kshare does not use: "
+    if not warning.startswith(prefix):
+        return warning
+    names = [name for name in warning[len(prefix) :].split(", ") if name != "group.id"]
+    return prefix + ", ".join(names) if names else ""
+
+
+def _formatter_properties(path: Path | None, pairs: list[str]) -> dict[str, str]:
+    from kshare_cli.connect.properties import load_properties
+
+    merged = dict(load_properties(path, label="--formatter-config")) if path is not None else {}
+    merged.update(parse_pairs(pairs, "--property"))
+    return merged
+
+
+def _same_terminal() -> bool:
+    """Whether the records printed on stdout are already on the prompt's terminal."""
+    try:
+        return os.isatty(sys.stdout.fileno()) and os.isatty(sys.stderr.fileno())
+    except (OSError, ValueError):
+        return False
+
+
+def _edge(work: Callable[[], ConsumeResult], invocation: common.Invocation) -> ConsumeResult:
+    """Failures before the group was joined: one stderr line and the documented exit code."""
+    import traceback
+
+    try:
+        return work()
+    except KeyboardInterrupt:  # a second Ctrl-C: the consumer was closed on the way out
+        typer.echo("kshare: interrupted", err=True)
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except KshareError as error:
+        if invocation.debug:
+            text = "".join(traceback.format_exception(error))
+            sys.stderr.write(common.redact(text, invocation.secrets))
+        common.fail(common.redact(str(error), invocation.secrets), error.exit_code)
+    except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
+        if invocation.debug:
+            text = "".join(traceback.format_exception(error))
+            sys.stderr.write(common.redact(text, invocation.secrets))
+        detail = common.redact(f"{type(error).__name__}: {error}", invocation.secrets)
+        hint = "" if invocation.debug else " (run with --debug for the traceback)"
+        common.fail(f"internal error: {detail}{hint}", ExitCode.PARTIAL)
+
+
+def exit_code(result: ConsumeResult) -> ExitCode:
+    if result.stopped_by == "interrupted":
+        return ExitCode.INTERRUPTED
+    if result.error is not None:
+        return result.error.exit_code
+    if result.acknowledgement_failures:
+        return ExitCode.PARTIAL
+    return ExitCode.OK
+
+
+def _report(result: ConsumeResult, invocation: common.Invocation) -> None:
+    """Errors first, then Kafka's closing line, as Kafka's tool orders them; then the exit."""
+    if result.stopped_by == "output-closed":
+        _quiet_stdout()
+    for failure in result.acknowledgement_failures:
+        common.report_failure(str(failure))
+    if result.error is not None:
+        common.report_failure(common.redact(str(result.error), invocation.secrets))
+    typer.echo(f"Processed a total of {result.processed} messages", err=True)
+    code = exit_code(result)
+    if code != ExitCode.OK:
+        raise typer.Exit(int(code))
+
+
+def _quiet_stdout() -> None:
+    """stdout's reader is gone: point it at /dev/null so the exit flush does not complain."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _debug_logger() -> object:
+    """With --debug, librdkafka's log lines go to stderr (they name brokers, never secrets)."""
+    import logging
+
+    logger = logging.getLogger("kshare_cli.librdkafka.debug")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("librdkafka: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+    return logger

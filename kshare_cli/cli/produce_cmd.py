@@ -1,0 +1,298 @@
+"""``kshare produce``: lines from stdin to a topic, to feed share groups in tests and demos.
+
+Like ``kafka-console-producer.sh``, one line is one record. Its reader's
+``--reader-property parse.key=true key.separator=S`` is ``--key-separator S``
+here (a tab is ``\\t``), and a line without the separator stops the run as it
+stops Kafka's; its per-line ``parse.headers`` is replaced by ``--header k=v``,
+the same headers on every record. ``--command-property`` is Kafka's: producer
+properties (librdkafka names: acks, linger.ms, compression.type...), and the
+security ones (security.protocol, ssl.*, sasl.*) read as ``--command-config``
+reads them.
+
+Unlike Kafka's tool it never creates a topic by asking for it (the topic and
+``--partition`` are checked before the first line is read), keys go to the
+partition Kafka's Java producer would choose (murmur2), and every record's fate
+is reported: one ``kshare: error: line N: ...`` per record the cluster did not
+take, then ``Produced a total of N messages`` once all deliveries are known.
+
+Exit codes: 0 every line delivered; 1 a record was not delivered; 2 bad options
+(nothing connected) or a line without the key separator (the lines before it
+were produced); 3 the cluster cannot be reached; 5 no such topic or partition;
+130 interrupted (SIGINT or SIGTERM: what was read is flushed and counted first).
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import ExitCode, KshareError, UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.consumer.produce import DeliveryFailure, ProduceResult
+
+T = TypeVar("T")
+
+#: Properties that configure the connection: they go through the settings parser
+#: (Java names, JAAS, keystores) exactly as in a --command-config file.
+_CONNECTION_PREFIXES = ("security.protocol", "ssl.", "sasl.", "kshare.")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandProperties:
+    """``--command-property`` split into connection settings and producer properties."""
+
+    connection: dict[str, str]
+    producer: dict[str, str]
+
+
+def parse_command_properties(pairs: list[str]) -> CommandProperties:
+    connection: dict[str, str] = {}
+    producer: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise UsageError(f"--command-property expects KEY=VALUE, got {key or pair!r}")
+        if key == "bootstrap.servers":
+            raise UsageError("--command-property bootstrap.servers: use --bootstrap-server")
+        if key.startswith(_CONNECTION_PREFIXES):
+            connection[key] = value
+        else:
+            producer[key] = value
+    return CommandProperties(connection, producer)
+
+
+def parse_rate(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        rate = float(text)
+    except ValueError:
+        raise UsageError(f"--rate: {text!r} is not a number of records per second") from None
+    if not (rate > 0 and math.isfinite(rate)):
+        raise UsageError("--rate must be a positive number of records per second")
+    return rate
+
+
+def check_partition(partition: int | None) -> None:
+    if partition is not None and partition < 0:
+        raise UsageError("--partition cannot be negative")
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops the run as SIGINT does: flush what was read, count it, exit 130."""
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (an embedding test runner): leave SIGTERM be
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _edge(work: Callable[[], T], invocation: common.Invocation) -> T:
+    """The command's edge for synchronous work: one stderr line and an exit code per failure."""
+    try:
+        return work()
+    except KeyboardInterrupt:
+        typer.echo("kshare: interrupted", err=True)
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except KshareError as error:
+        if invocation.debug:
+            text = "".join(traceback.format_exception(error))
+            sys.stderr.write(common.redact(text, invocation.secrets))
+        common.fail(common.redact(str(error), invocation.secrets), error.exit_code)
+    except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
+        if invocation.debug:
+            text = "".join(traceback.format_exception(error))
+            sys.stderr.write(common.redact(text, invocation.secrets))
+        detail = common.redact(f"{type(error).__name__}: {error}", invocation.secrets)
+        hint = "" if invocation.debug else " (run with --debug for the traceback)"
+        common.fail(f"internal error: {detail}{hint}", ExitCode.PARTIAL)
+
+
+def summary(result: ProduceResult) -> str:
+    """The last stderr line of every run that read input, as the console consumer ends."""
+    line = f"Produced a total of {result.delivered} messages"
+    if result.unconfirmed:
+        line += f" ({result.unconfirmed} sent but not confirmed when waiting was given up)"
+    return line
+
+
+def exit_code(result: ProduceResult) -> ExitCode:
+    if result.stopped_by == "interrupted":
+        return ExitCode.INTERRUPTED
+    if result.stopped_by == "malformed":
+        return ExitCode.USAGE
+    if result.failed or result.unconfirmed:
+        return ExitCode.PARTIAL
+    return ExitCode.OK
+
+
+def produce(
+    topic: Annotated[
+        str,
+        typer.Option(
+            "--topic", "-t", metavar="TOPIC", help="The topic to produce to (must exist)."
+        ),
+    ],
+    key_separator: Annotated[
+        str | None,
+        typer.Option(
+            "--key-separator",
+            metavar="SEP",
+            help=(
+                "Split each line at the first SEP: key before, value after ('\\t' is a tab). "
+                "A line without SEP stops the run. Default: no key."
+            ),
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            "-H",
+            metavar="KEY=VALUE",
+            help="A header on every record (repeatable, in order).",
+            show_default=False,
+        ),
+    ] = None,
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            "--rate", metavar="RECORDS/S", help="At most this many records per second (e.g. 50)."
+        ),
+    ] = None,
+    partition: Annotated[
+        int | None,
+        typer.Option(
+            "--partition",
+            metavar="N",
+            help="Every record to this partition (default: by key, Java's murmur2; else sticky).",
+        ),
+    ] = None,
+    command_property: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--command-property",
+            metavar="KEY=VALUE",
+            help=(
+                "Producer property, librdkafka's names (acks, linger.ms, compression.type, "
+                "allow.auto.create.topics...); security.protocol/ssl.*/sasl.* as in "
+                "--command-config. Repeatable; wins over --command-config."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Produce lines from stdin to a topic, one record per line.
+
+    For feeding share groups in tests and demos: `seq 100 | kshare produce -t jobs`.
+    --timeout bounds the metadata check and each record's delivery.
+    Ends with `Produced a total of N messages` on stderr.
+    """
+    invocation = common.Invocation(debug=debug)
+    from kshare_cli.consumer.produce import check_topic_name, parse_headers, parse_key_separator
+
+    common.usage_guard(lambda: check_topic_name(topic), invocation)
+    separator = (
+        common.usage_guard(lambda: parse_key_separator(key_separator), invocation)
+        if key_separator is not None
+        else None
+    )
+    headers = common.usage_guard(lambda: parse_headers(header or []), invocation)
+    records_per_second = common.usage_guard(lambda: parse_rate(rate), invocation)
+    common.usage_guard(lambda: check_partition(partition), invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    properties = common.usage_guard(
+        lambda: parse_command_properties(command_property or []), invocation
+    )
+
+    from kshare_cli.connect.properties import is_secret_name
+    from kshare_cli.connect.settings import resolve_settings
+
+    settings = common.usage_guard(
+        lambda: resolve_settings(
+            bootstrap=bootstrap_server,
+            command_config=command_config,
+            profile=profile,
+            overrides=properties.connection,
+        ),
+        invocation,
+    )
+    property_secrets = tuple(
+        value for key, value in properties.producer.items() if value and is_secret_name(key)
+    )
+    invocation = common.Invocation(
+        debug=debug, secrets=(*common.secrets_of(settings), *property_secrets)
+    )
+    for warning in settings.warnings:
+        common.warn(warning)
+    config = common.usage_guard(settings.confluent_config, invocation)
+    config.update(properties.producer)
+    if debug:
+        config["logger"] = _debug_logger()
+
+    from kshare_cli.consumer.produce import produce_lines
+
+    def report(failure: DeliveryFailure) -> None:
+        common.report_failure(str(failure))
+
+    with _sigterm_interrupts():
+        result = _edge(
+            lambda: produce_lines(
+                config,
+                topic,
+                sys.stdin.buffer,
+                key_separator=separator,
+                headers=headers,
+                rate=records_per_second,
+                partition=partition,
+                timeout_s=timeout_s,
+                on_failure=report,
+            ),
+            invocation,
+        )
+    if result.malformed is not None:
+        common.report_failure(str(result.malformed))
+    typer.echo(summary(result), err=True)
+    code = exit_code(result)
+    if code != ExitCode.OK:
+        raise typer.Exit(int(code))
+
+
+def _debug_logger() -> object:
+    """With --debug, librdkafka's log lines go to stderr (they name brokers, never secrets)."""
+    import logging
+
+    logger = logging.getLogger("kshare_cli.librdkafka.debug")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("librdkafka: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+    return logger
