@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from tests.cli.conftest import (
     KSHARE,
@@ -31,9 +32,17 @@ from tests.cli.conftest import (
     process_env,
     write_properties,
 )
-from tests.support.consume_beds import Bed, Record, drain, mock_bed, sandbox_bed, values
+from tests.support.consume_beds import (
+    FAST_HEARTBEAT_MS,
+    Bed,
+    Record,
+    drain,
+    mock_bed,
+    sandbox_bed,
+    values,
+)
 from tests.support.golden import GOLDEN, read_jsonl
-from tests.support.tls import USERS, SecureSandbox
+from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
 
 CONSOLE = GOLDEN / "tool-output" / "console-share-consumer"
 NOWHERE = "127.0.0.1:1"  # nothing listens: a command that connected would exit 3
@@ -205,6 +214,58 @@ def test_refused_credentials_are_exit_3(
     assert result.exit_code == 3
     line = assert_one_error_line(result.stderr, "uthentication")
     assert USERS["alice"] not in line
+
+
+def test_consumes_over_sasl_ssl_with_the_command_config(
+    kshare: Kshare, secure_sandbox: SecureSandbox, tls_material: TlsMaterial, tmp_path: Path
+) -> None:
+    """The --command-config that configures TLS and SASL for admin commands serves consume too."""
+    sandbox = secure_sandbox(
+        "SASL_SSL",
+        mechanisms=("SCRAM-SHA-256",),
+        settings=BrokerGroupSettings(
+            share_heartbeat_interval_ms=FAST_HEARTBEAT_MS,
+            share_min_heartbeat_interval_ms=FAST_HEARTBEAT_MS,
+        ),
+    )
+    client = librdkafka_config(sandbox, tls_material, mechanism="SCRAM-SHA-256", username="alice")
+    bed = Bed(
+        "secure",
+        sandbox.bootstrap,
+        {k: str(v) for k, v in client.items() if k != "bootstrap.servers"},
+    )
+    topic, group = bed.names("cli-sasl")
+    bed.produce(topic, values(2))
+    config = write_properties(
+        tmp_path / "client.properties",
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="alice" password="{USERS["alice"]}";'
+            ),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(tls_material.ca_pem),
+        },
+    )
+    result = kshare.run(
+        "consume",
+        "-t",
+        topic,
+        "-g",
+        group,
+        "--max-messages",
+        "2",
+        "-b",
+        sandbox.bootstrap,
+        "--command-config",
+        str(config),
+        connect=False,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "r-00000\nr-00001\n"
+    assert result.stderr == "Processed a total of 2 messages\n"
 
 
 # --------------------------------------------------------------------------- Kafka's output
