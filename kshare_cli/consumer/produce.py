@@ -24,13 +24,13 @@ back in :class:`ProduceResult`, and the command turns them into stderr lines.
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
+from kshare_cli.consumer.preflight import quiet_logger
 from kshare_cli.errors import (
     AuthenticationFailed,
     ConnectionFailed,
@@ -92,11 +92,12 @@ class MalformedLine:
 
     line_number: int
     separator: bytes
-    excerpt: bytes
+    excerpt: bytes  # the line's first bytes
+    truncated: bool = False  # the line is longer than the excerpt
 
     def __str__(self) -> str:
         shown = self.excerpt.decode("utf-8", "backslashreplace")
-        more = "..." if len(self.excerpt) >= _SHOWN_LINE_BYTES else ""
+        more = "..." if self.truncated else ""
         separator = self.separator.decode("utf-8", "backslashreplace")
         return (
             f"line {self.line_number}: no key separator {separator!r} found in "
@@ -207,15 +208,6 @@ def check_topic_name(topic: str) -> None:
         )
 
 
-def _quiet_logger() -> logging.Logger:
-    """librdkafka's own log lines would break "one stderr line per error"; --debug turns them on."""
-    logger = logging.getLogger("kshare_cli.librdkafka")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger
-
-
 class _Deliveries:
     """Delivery reports from librdkafka's callbacks, counted under a lock.
 
@@ -289,7 +281,7 @@ def _new_producer(config: Mapping[str, object], deliveries: _Deliveries) -> Prod
     from confluent_kafka import KafkaException, Producer
 
     effective: dict[str, object] = {**DEFAULT_PRODUCER_CONFIG, **config}
-    effective.setdefault("logger", _quiet_logger())
+    effective.setdefault("logger", quiet_logger())
     effective.setdefault("error_cb", deliveries.client_error)
     try:
         return Producer(effective)
@@ -409,7 +401,9 @@ def produce_lines(
                     index = line.find(key_separator)
                     if index < 0:
                         excerpt = line[:_SHOWN_LINE_BYTES]
-                        malformed = MalformedLine(line_number, key_separator, excerpt)
+                        malformed = MalformedLine(
+                            line_number, key_separator, excerpt, len(line) > len(excerpt)
+                        )
                         stopped_by = "malformed"
                         break
                     key, line = line[:index], line[index + len(key_separator) :]

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kshare_cli.consumer.produce import (
     DEFAULT_PRODUCER_CONFIG,
     DeliveryFailure,
+    MalformedLine,
     TokenBucket,
     check_topic_name,
     parse_headers,
@@ -291,6 +292,14 @@ def test_key_separator_escapes(text: str, separator: bytes) -> None:
 def test_bad_options_are_usage_errors(function: object, argument: object, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         function(argument)  # type: ignore[operator]
+
+
+def test_a_long_malformed_line_is_shown_cut() -> None:
+    line = MalformedLine(7, b"\t", b"x" * 60, truncated=True)
+    assert str(line) == (
+        f"line 7: no key separator '\\t' found in '{'x' * 60}'...; stopped reading there"
+    )
+    assert "..." not in str(MalformedLine(7, b":", b"short"))
 
 
 def test_headers_keep_order_repeats_and_empty_values() -> None:
