@@ -4,7 +4,8 @@ confluent-kafka's ShareConsumer runs in explicit acknowledgement mode (Kafka's
 console share consumer sets the same), so a record is acknowledged only by us,
 only after its line was printed:
 
-1. poll a batch (``max.poll.records``: 500 by default; fewer when
+1. poll a batch (``max.poll.records``: 2,000 when streaming, at most 500 with
+   ``--max-messages``; fewer when
    ``--max-messages`` needs fewer, one at a time with ``--interactive``, so no
    record waits under its acquisition lock while a person decides another);
 2. format the records and write their lines to the sink in one write, flush;
@@ -74,8 +75,12 @@ __all__ = [
 
 #: Kafka's console share consumer's default share group.
 DEFAULT_GROUP: Final = "console-share-consumer"
-#: librdkafka's default ``max.poll.records``.
+#: librdkafka's default ``max.poll.records``: the cap when ``--max-messages`` is given.
 _BATCH: Final = 500
+#: ``max.poll.records`` when streaming: the next ShareFetch leaves only at the next poll,
+#: so the per-batch Python work comes straight off the rate; 2,000 took the sandbox
+#: from 0.66-0.82x to 1.29x a bare loop at librdkafka's 500 (benchmarks/consume_throughput.py).
+_STREAM_BATCH: Final = 2000
 #: Longest single poll: how soon SIGINT, SIGTERM or a closed pipe is noticed while idle.
 _POLL_S: Final = 0.1
 
@@ -163,6 +168,8 @@ def consumer_config(config: Mapping[str, object], options: ConsumeOptions) -> di
             effective["max.poll.records"] = 1
         elif options.max_messages is not None:
             effective["max.poll.records"] = max(1, min(options.max_messages, _BATCH))
+        else:
+            effective["max.poll.records"] = _STREAM_BATCH
     effective.setdefault("logger", quiet_logger())
     return effective
 

@@ -360,7 +360,7 @@ def test_rejected_records_are_gone(fast: Kshare, bed: Bed) -> None:
 def test_idle_timeout_exits_0_with_the_count(fast: Kshare, bed: Bed) -> None:
     topic, group = bed.names("cli-idle")
     bed.produce(topic, values(2))
-    result = _run(fast, "-t", topic, "-g", group, "--timeout-ms", "700")
+    result = _run(fast, "-t", topic, "-g", group, "--timeout-ms", "3000")
     assert result.returncode == 0
     assert len(result.stdout.splitlines()) == 2
     assert result.stderr == b"Processed a total of 2 messages\n"
