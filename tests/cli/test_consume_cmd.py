@@ -272,11 +272,18 @@ def test_consumes_over_sasl_ssl_with_the_command_config(
 
 
 # 01 is Kafka's default layout, which kshare writes without building a record object.
+#: Every recorded console-share-consumer run (09 and 10 acknowledge with release / reject).
 GOLDEN_RUNS = [
     "01-default",
     "02-print-key",
     "03-key-offset-partition-delivery",
     "04-timestamp-headers-key",
+    "05-value-false-key",
+    "06-key-separator-null-literal",
+    "07-headers-separator",
+    "08-print-epoch",
+    "09-release",
+    "10-reject",
 ]
 
 
@@ -297,6 +304,18 @@ def _golden_records() -> list[Record]:
 
 @pytest.mark.parametrize("name", GOLDEN_RUNS)
 def test_output_is_kafkas_byte_for_byte(fast: Kshare, bed: Bed, name: str) -> None:
+    _golden_run(fast, bed, name)
+
+
+@pytest.mark.parametrize("name", GOLDEN_RUNS)
+def test_output_is_kafkas_byte_for_byte_on_librdkafkas_mock(
+    rdkafka_mock: RdkafkaMockCluster, tmp_path: Path, name: str
+) -> None:
+    bed = mock_bed(rdkafka_mock)
+    _golden_run(Kshare(bed.bootstrap, None, tmp_path / "kshare" / "config.toml"), bed, name)
+
+
+def _golden_run(fast: Kshare, bed: Bed, name: str) -> None:
     (command,) = [
         command
         for command in json.loads((CONSOLE / "commands.json").read_text())
