@@ -214,16 +214,22 @@ def run(
     work: Callable[[], Coroutine[Any, Any, T]],
     invocation: Invocation,
 ) -> T:
-    """Run a command's coroutine, turning every failure into one stderr line and an exit code.
+    """Run a command's coroutine at the edge (see ``edge``)."""
+    import asyncio
+
+    return edge(lambda: asyncio.run(work()), invocation)
+
+
+def edge(work: Callable[[], T], invocation: Invocation) -> T:
+    """Run a command's work, turning every failure into one stderr line and an exit code.
 
     KeyboardInterrupt exits 130 without a traceback; an unexpected exception is
     reported as an internal error (its traceback only with ``--debug``, with
-    every secret of the settings replaced by ``***``).
+    every secret of the settings replaced by ``***``). Synchronous commands
+    (consume, produce) call this directly; ``run`` wraps a coroutine in it.
     """
-    import asyncio
-
     try:
-        return asyncio.run(work())
+        return work()
     except KeyboardInterrupt:
         typer.echo("kshare: interrupted", err=True)
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 import typer
 
 from kshare_cli.cli import common
-from kshare_cli.errors import ExitCode, KshareError, UsageError
+from kshare_cli.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from kshare_cli.consumer.formatting import Formatter
@@ -625,7 +625,7 @@ def consume(
             if interactive
             else None
         )
-        result = _edge(
+        result = common.edge(
             lambda: run_consumer(
                 config,
                 options,
@@ -673,29 +673,6 @@ def _same_terminal() -> bool:
         return os.isatty(sys.stdout.fileno()) and os.isatty(sys.stderr.fileno())
     except (OSError, ValueError):
         return False
-
-
-def _edge(work: Callable[[], ConsumeResult], invocation: common.Invocation) -> ConsumeResult:
-    """Failures before the group was joined: one stderr line and the documented exit code."""
-    import traceback
-
-    try:
-        return work()
-    except KeyboardInterrupt:  # a second Ctrl-C: the consumer was closed on the way out
-        typer.echo("kshare: interrupted", err=True)
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-    except KshareError as error:
-        if invocation.debug:
-            text = "".join(traceback.format_exception(error))
-            sys.stderr.write(common.redact(text, invocation.secrets))
-        common.fail(common.redact(str(error), invocation.secrets), error.exit_code)
-    except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
-        if invocation.debug:
-            text = "".join(traceback.format_exception(error))
-            sys.stderr.write(common.redact(text, invocation.secrets))
-        detail = common.redact(f"{type(error).__name__}: {error}", invocation.secrets)
-        hint = "" if invocation.debug else " (run with --debug for the traceback)"
-        common.fail(f"internal error: {detail}{hint}", ExitCode.PARTIAL)
 
 
 def exit_code(result: ConsumeResult) -> ExitCode:

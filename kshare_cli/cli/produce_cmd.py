@@ -26,22 +26,20 @@ from __future__ import annotations
 import math
 import signal
 import sys
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kshare_cli.cli import common
-from kshare_cli.errors import ExitCode, KshareError, UsageError
+from kshare_cli.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from kshare_cli.consumer.produce import DeliveryFailure, ProduceResult
 
-T = TypeVar("T")
 
 #: Properties that configure the connection: they go through the settings parser
 #: (Java names, JAAS, keystores) exactly as in a --command-config file.
@@ -106,27 +104,6 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _edge(work: Callable[[], T], invocation: common.Invocation) -> T:
-    """The command's edge for synchronous work: one stderr line and an exit code per failure."""
-    try:
-        return work()
-    except KeyboardInterrupt:
-        typer.echo("kshare: interrupted", err=True)
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-    except KshareError as error:
-        if invocation.debug:
-            text = "".join(traceback.format_exception(error))
-            sys.stderr.write(common.redact(text, invocation.secrets))
-        common.fail(common.redact(str(error), invocation.secrets), error.exit_code)
-    except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
-        if invocation.debug:
-            text = "".join(traceback.format_exception(error))
-            sys.stderr.write(common.redact(text, invocation.secrets))
-        detail = common.redact(f"{type(error).__name__}: {error}", invocation.secrets)
-        hint = "" if invocation.debug else " (run with --debug for the traceback)"
-        common.fail(f"internal error: {detail}{hint}", ExitCode.PARTIAL)
 
 
 def summary(result: ProduceResult) -> str:
@@ -262,7 +239,7 @@ def produce(
         common.report_failure(str(failure))
 
     with _sigterm_interrupts():
-        result = _edge(
+        result = common.edge(
             lambda: produce_lines(
                 config,
                 topic,

@@ -349,6 +349,17 @@ def test_a_group_with_members_is_refused_naming_them(
     kshare: Kshare, share_groups: ShareGroups, tmp_path: Path
 ) -> None:
     live, topic = share_groups.live, share_groups.topic
+    # The live member's share-partitions are initialised when it first fetches, which
+    # may still be under way: wait for both, so "unchanged" compares settled offsets.
+    wait_for(
+        lambda: (
+            None not in start_offsets(kshare, live).values()
+            and len(start_offsets(kshare, live)) == 2
+        ),
+        timeout=30,
+        interval=0.1,
+        what="the live group's start offsets",
+    )
     before = start_offsets(kshare, live)
     executed = reset(kshare, tmp_path, live, "--topic", topic, "--to-earliest", "--execute")
     assert executed.exit_code == 1
