@@ -3,11 +3,16 @@
 # tests talk to (kcat), and run the whole suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v kcat >/dev/null 2>&1; then
+# tmux: the dashboard test that starts `kshare dashboard` in a real terminal and reads the screen.
+missing=""
+command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
+command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
+if [ -n "$missing" ]; then
+  install="apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$missing"
   if [ "$(id -u)" = 0 ]; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null
+    sh -c "$install" >/dev/null
   else
-    sudo sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat' >/dev/null
+    sudo sh -c "$install" >/dev/null
   fi
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
