@@ -28,14 +28,14 @@ from kio.index import load_response_schema
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
 from kshare_cli.sandbox.security import ILLEGAL_SASL_STATE, PLAINTEXT, ListenerSecurity
 from kshare_cli.sandbox.server import Connection, FrameServer
+from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS
 from kshare_cli.wire.build import build, has_field
 from kshare_cli.wire.framing import Request, UnsupportedVersion, encode_response
 
 log = logging.getLogger("kshare.sandbox")
 
 NODE_ID: Final = 1
-SHARE_STATE_TOPIC: Final = "__share_group_state"
-SHARE_STATE_PARTITIONS: Final = 50
+SHARE_STATE_PARTITIONS: Final = DEFAULT_STATE_PARTITIONS
 
 # Error codes, named as Kafka names them.
 NONE: Final = 0

@@ -14,7 +14,6 @@ share-partition leader reading ReadShareGroupState after a restart.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -24,7 +23,6 @@ from kshare_cli.sandbox.broker import (
     NODE_ID,
     NONE,
     SHARE_STATE_PARTITIONS,
-    SHARE_STATE_TOPIC,
     UNKNOWN_TOPIC_OR_PARTITION,
     Broker,
     BrokerExtension,
@@ -46,9 +44,10 @@ from kshare_cli.sandbox.share_partition import (
     SharePartition,
     SharePartitionConfig,
     StateWrite,
-    share_partition_lag,
 )
 from kshare_cli.sandbox.share_partition import StateBatch as EngineBatch
+from kshare_cli.state.lag import share_partition_lag
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.records import StateBatch, StateRecord, decode_record, encode_record
 from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, SharePartitionState
 from kshare_cli.wire.build import build
@@ -70,25 +69,6 @@ GROUP_RESOURCE: Final = 32
 TOPIC_RESOURCE: Final = 2
 BROKER_RESOURCE: Final = 4
 TIMER_INTERVAL_S: Final = 0.05
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``, which Kafka uses to place keys on coordinator partitions."""
-    value = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        value = (31 * value + int(unit, 16)) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def kafka_uuid(topic_id: uuid.UUID) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
-
-
-def state_partition_for(key: SharePartitionKey) -> int:
-    """The ``__share_group_state`` partition of a share-partition, as ShareCoordinatorService."""
-    hashed = java_string_hash(f"{key.group_id}:{kafka_uuid(key.topic_id)}:{key.partition}")
-    return 0 if hashed == -(1 << 31) else abs(hashed) % SHARE_STATE_PARTITIONS
 
 
 @dataclass(slots=True)
@@ -180,7 +160,9 @@ class ShareGroups(BrokerExtension):
 
     def _append_state(self, key: SharePartitionKey, record: StateRecord) -> None:
         record_key, record_value = encode_record(record)
-        log_ = self.broker.partition_log(SHARE_STATE_TOPIC, state_partition_for(key))
+        log_ = self.broker.partition_log(
+            SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)
+        )
         assert log_ is not None
         now = now_ms()
         log_.append(encode_batch([(record_key, record_value)], now), now)
@@ -818,7 +800,11 @@ async def describe_share_group_offsets(
                     )
                     entries.append(
                         _offset_entry(
-                            partition, persisted.start_offset, persisted.leader_epoch, lag, NONE
+                            partition,
+                            persisted.start_offset,
+                            persisted.leader_epoch,
+                            -1 if lag is None else lag,
+                            NONE,
                         )
                     )
             topics.append({"topic_name": name, "topic_id": topic.topic_id, "partitions": entries})

@@ -34,6 +34,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from kshare_cli.state.lag import share_partition_lag
+
 __all__ = [
     "AcknowledgeResult",
     "AcknowledgeType",
@@ -48,7 +50,6 @@ __all__ = [
     "StateWrite",
     "UNINITIALIZED_DELIVERY_COMPLETE_COUNT",
     "UNINITIALIZED_START_OFFSET",
-    "share_partition_lag",
 ]
 
 UNINITIALIZED_START_OFFSET = -1
@@ -181,22 +182,6 @@ class InFlightRecord:
     delivery_count: int
     member_id: str
     lock_expires_ms: int | None
-
-
-def share_partition_lag(
-    log_end_offset: int, start_offset: int, delivery_complete_count: int
-) -> int:
-    """Share-partition lag as Kafka 4.2's group coordinator reports it (KIP-1226).
-
-    The log end offset is already "last offset + 1", so the KIP's ``+ 1`` disappears. Kafka
-    reports -1 when the start offset is uninitialised or the delivery-complete count is unknown
-    (-1, as persisted after an offset reset), and so do we: a guess would mislead an operator.
-    """
-    if start_offset == UNINITIALIZED_START_OFFSET:
-        return -1
-    if delivery_complete_count == UNINITIALIZED_DELIVERY_COMPLETE_COUNT:
-        return -1
-    return log_end_offset - start_offset - delivery_complete_count
 
 
 class _Slot:
@@ -373,8 +358,12 @@ class SharePartition:
         return bool(self._pending)
 
     def lag(self, log_end_offset: int) -> int:
-        """Lag of this in-memory window against the log end offset (KIP-1226 formula)."""
-        return share_partition_lag(log_end_offset, self._start, self._delivery_complete_count)
+        """Lag of this in-memory window against the log end offset (KIP-1226); -1 when unknown.
+
+        -1 is what the wire carries for an unknown lag, and the broker is what this serves.
+        """
+        lag = share_partition_lag(log_end_offset, self._start, self._delivery_complete_count)
+        return -1 if lag is None else lag
 
     def in_flight(self) -> tuple[InFlightRecord, ...]:
         """Per-offset view of the window from the start offset on, for display and audits."""

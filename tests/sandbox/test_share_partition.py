@@ -26,8 +26,8 @@ from kshare_cli.sandbox.share_partition import (
     SharePartitionConfig,
     StateBatch,
     StateWrite,
-    share_partition_lag,
 )
+from kshare_cli.state.lag import share_partition_lag
 
 GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "kafka-4.2.0"
 SCENARIO_A_WIRE = GOLDEN / "decoded" / "scenario-a.wire.jsonl"
@@ -572,13 +572,6 @@ def test_reset_drops_the_window() -> None:
     assert share_partition.in_flight() == ()
     assert (share_partition.start_offset, share_partition.delivery_complete_count) == (7, 0)
     assert share_partition.acquire("m1", 10, 10, 2) == [AcquiredRecords(7, 9, 1)]
-
-
-def test_lag_is_unknown_after_a_reset_or_before_initialisation() -> None:
-    assert share_partition_lag(15, 2, 13) == 0
-    assert share_partition_lag(15, 5, -1) == -1
-    assert share_partition_lag(15, -1, 0) == -1
-    assert share_partition_lag(20, 5, 3) == 12
 
 
 # --------------------------------------------------------------------------- properties

@@ -1,0 +1,414 @@
+"""Follow `__share_group_state` and keep every share-partition's replayed state current.
+
+The in-flight window exists nowhere but in the share coordinator's records, so
+a reader has to consume the whole state topic from its beginning and replay
+it (`replay.ShareStateReplayer`), then keep up with what the coordinator
+appends. A plain confluent-kafka `Consumer` does that with `assign()`: no
+group membership, no rebalances, no committed offsets, so reading the state
+topic leaves no trace on the cluster beyond fetches. librdkafka insists on a
+group.id even then; a throwaway one is used and nothing is ever committed to
+it.
+
+What an operator can do something about becomes `StateTopicUnavailable` with
+one line saying what is wrong (no READ on the topic, cluster unreachable,
+authentication, too slow); a state topic that does not exist yet is not an
+error -- no share group has been used, so there is nothing to show. A record
+that cannot be decoded is counted (`corrupt_records`) and skipped: one bad
+record must not take every window of the dashboard down with it.
+
+librdkafka's own log lines are routed to a silent logger; stderr belongs to
+the command that uses the tailer.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Collection, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self
+
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
+from kshare_cli.state.records import StateRecordError, decode_key, decode_record
+from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, ShareStateReplayer
+from kshare_cli.state.window import InFlightWindow
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError, Message
+
+__all__ = ["StateTailer", "StateTopicUnavailable"]
+
+_BATCH: Final = 5_000
+# How long poll() waits for more once everything it knew of was read: long enough for
+# records librdkafka is fetching right now, short enough to count as non-blocking.
+_SETTLE_S: Final = 0.05
+# Metadata and end-offset requests are retried in slices this long, so that an
+# unreachable cluster is reported as soon as librdkafka knows.
+_SLICE_S: Final = 0.5
+_WINDOWS_NOTE: Final = "in-flight windows cannot be shown"
+
+
+class StateTopicUnavailable(Exception):
+    """The state topic cannot be read; reason is one line an operator can act on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class StateTailer:
+    """Follows the state topic with a confluent-kafka Consumer (assign(), no commits), replaying it.
+
+    config is librdkafka configuration (bootstrap and security, e.g.
+    `ConnectionSettings.librdkafka_config()`); with group_ids, records of other
+    groups are skipped before their values are decoded. Not thread-safe: one
+    caller at a time (a worker thread is fine).
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, object],
+        *,
+        group_ids: Collection[str] | None = None,
+        topic: str = SHARE_STATE_TOPIC,
+    ) -> None:
+        self._config = dict(config)
+        self._bootstrap = str(config.get("bootstrap.servers", ""))
+        self._group_ids = None if group_ids is None else frozenset(group_ids)
+        self._topic = topic
+        self._replayer = ShareStateReplayer()
+        self._consumer: Consumer | None = None
+        self._client_errors: list[KafkaError] = []
+        self._partition_count: int | None = None
+        # Next offset to read per partition (what was consumed, or the end librdkafka reported).
+        self._next_offsets: dict[int, int] = {}
+        self._at_end: set[int] = set()
+        self._records_applied = 0
+        self._corrupt_records = 0
+        self._closed = False
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def topic(self) -> str:
+        return self._topic
+
+    @property
+    def records_applied(self) -> int:
+        """State records replayed so far (records of filtered-out groups are not counted)."""
+        return self._records_applied
+
+    @property
+    def corrupt_records(self) -> int:
+        """Records skipped because they could not be decoded."""
+        return self._corrupt_records
+
+    def catch_up(self, timeout_s: float) -> int:
+        """Read every partition up to its end offset as of this call; returns records applied.
+
+        A state topic that does not exist returns 0. Raises StateTopicUnavailable
+        when the topic cannot be read or the end is not reached within timeout_s
+        (what was read is kept; the next call goes on from there).
+        """
+        deadline = time.monotonic() + timeout_s
+        self._client_errors.clear()
+        if not self._discover(deadline):
+            return 0
+        consumer = self._require_consumer()
+        ends = self._end_offsets(consumer, deadline)
+        applied = 0
+        pending = {
+            partition for partition, end in ends.items() if self._next_offsets[partition] < end
+        }
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if any(error.code() in _CONNECTION_FAILED for error in self._client_errors):
+                    raise self._unreachable("records")
+                raise StateTopicUnavailable(
+                    f"timed out reading {self._topic} after {timeout_s:g} s "
+                    f"({len(ends) - len(pending)} of {len(ends)} partitions read to the end); "
+                    f"{_WINDOWS_NOTE}"
+                )
+            applied += self._apply(consumer.consume(_BATCH, min(remaining, _SLICE_S)))
+            self._raise_for_client_errors()
+            pending = {
+                partition
+                for partition in pending
+                if self._next_offsets[partition] < ends[partition]
+            }
+        # Read to the end as of this call: poll() need not wait for librdkafka to say so.
+        self._at_end.update(ends)
+        return applied
+
+    def poll(self, budget_s: float) -> int:
+        """Apply what is new, waiting at most budget_s; returns records applied.
+
+        Returns as soon as every partition has been read to its end and a short
+        wait brought nothing more. A state topic created since the last call is
+        picked up here.
+        """
+        deadline = time.monotonic() + budget_s
+        self._client_errors.clear()
+        if self._partition_count is None and not self._discover(deadline):
+            return 0
+        consumer = self._require_consumer()
+        applied = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            caught_up = len(self._at_end) == self._partition_count
+            messages = consumer.consume(
+                _BATCH, min(remaining, _SETTLE_S if caught_up else _SLICE_S)
+            )
+            applied += self._apply(messages)
+            self._raise_for_client_errors()
+            if not messages and caught_up:
+                break
+        return applied
+
+    def states(self) -> dict[SharePartitionKey, SharePartitionState]:
+        """Every share-partition's current state (a copy)."""
+        return self._replayer.states()
+
+    def window(self, key: SharePartitionKey) -> InFlightWindow | None:
+        """The share-partition's window; None when the state topic holds nothing for it."""
+        state = self._replayer.state(key)
+        return None if state is None else InFlightWindow.from_state(state)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _require_consumer(self) -> Consumer:
+        if self._closed:
+            raise RuntimeError("the state tailer is closed")
+        if self._consumer is None:
+            self._consumer = self._new_consumer()
+        return self._consumer
+
+    def _new_consumer(self) -> Consumer:
+        from confluent_kafka import Consumer, KafkaException
+
+        config: dict[str, Any] = dict(self._config)
+        their_error_cb = config.get("error_cb")
+
+        def on_error(error: KafkaError) -> None:
+            self._client_errors.append(error)
+            if callable(their_error_cb):
+                their_error_cb(error)
+
+        config.update(
+            {
+                # Required by librdkafka even for assign(); never joined, never committed to.
+                "group.id": f"kshare-state-tailer-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "allow.auto.create.topics": False,
+                "auto.offset.reset": "earliest",
+                "error_cb": on_error,
+            }
+        )
+        config.setdefault("logger", _quiet_logger())
+        try:
+            return Consumer(config)
+        except (KafkaException, ValueError, TypeError) as error:
+            raise StateTopicUnavailable(
+                f"cannot read {self._topic}: client configuration: {_describe(error)}"
+            ) from None
+
+    def _discover(self, deadline: float) -> bool:
+        """Find the topic's partitions and assign new ones; False when the topic does not exist."""
+        from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+        consumer = self._require_consumer()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._unreachable("metadata")
+            try:
+                metadata = consumer.list_topics(self._topic, timeout=min(remaining, _SLICE_S))
+            except KafkaException as failure:
+                self._raise_for(failure.args[0])
+                consumer.poll(0)  # serves error_cb: why no metadata came
+                self._raise_for_client_errors()
+                if any(error.code() == _ALL_BROKERS_DOWN for error in self._client_errors):
+                    raise self._unreachable("metadata") from None
+                continue
+            described = metadata.topics.get(self._topic)
+            error = None if described is None else described.error
+            if described is None or (error is not None and error.code() in _UNKNOWN_TOPIC):
+                return False
+            if error is None:
+                break
+            self._raise_for(error)
+            # LEADER_NOT_AVAILABLE and the like, right after the topic was created: ask again.
+            time.sleep(min(_SETTLE_S, max(0.0, deadline - time.monotonic())))
+        count = len(described.partitions)
+        new = [partition for partition in range(count) if partition not in self._next_offsets]
+        if new:
+            for partition in new:
+                self._next_offsets[partition] = 0
+            consumer.incremental_assign(
+                [TopicPartition(self._topic, partition, OFFSET_BEGINNING) for partition in new]
+            )
+        self._partition_count = count
+        return True
+
+    def _end_offsets(self, consumer: Consumer, deadline: float) -> dict[int, int]:
+        """Every partition's end offset now, in one ListOffsets round (timestamp -1 = latest)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        latest = [TopicPartition(self._topic, partition, -1) for partition in self._next_offsets]
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._unreachable("end offsets")
+            try:
+                answered = consumer.offsets_for_times(latest, timeout=min(remaining, _SLICE_S))
+            except KafkaException as failure:
+                self._raise_for(failure.args[0])
+                consumer.poll(0)
+                self._raise_for_client_errors()
+                continue
+            ends: dict[int, int] = {}
+            for answer in answered:
+                if answer.error is not None:
+                    self._raise_for(answer.error)
+                    break
+                ends[answer.partition] = answer.offset
+            else:
+                return ends
+
+    def _apply(self, messages: list[Message]) -> int:
+        applied = 0
+        replay = self._replayer.apply
+        wanted = self._group_ids
+        next_offsets = self._next_offsets
+        at_end = self._at_end
+        for message in messages:
+            error = message.error()
+            partition = message.partition()
+            offset = message.offset()
+            if error is not None:
+                if error.code() == _PARTITION_EOF:
+                    if partition is not None:
+                        at_end.add(partition)
+                        if offset is not None and offset > next_offsets.get(partition, 0):
+                            next_offsets[partition] = offset
+                    continue
+                self._raise_for(error)
+                continue
+            if partition is not None and offset is not None:
+                next_offsets[partition] = offset + 1
+                at_end.discard(partition)
+            key_bytes = message.key()
+            value = message.value()
+            if type(key_bytes) is not bytes:
+                self._corrupt_records += 1
+                continue
+            try:
+                if wanted is not None and decode_key(key_bytes).group_id not in wanted:
+                    continue
+                record = decode_record(key_bytes, value if type(value) is bytes else None)
+            except StateRecordError:
+                self._corrupt_records += 1
+                continue
+            replay(record)
+            applied += 1
+        self._records_applied += applied
+        return applied
+
+    def _raise_for(self, error: KafkaError) -> None:
+        """Raise for an error an operator must hear about; librdkafka retries the others."""
+        code = error.code()
+        if code in _AUTHORIZATION_FAILED:
+            raise StateTopicUnavailable(
+                f"not authorized to read {self._topic} (needs DESCRIBE and READ on the topic); "
+                f"{_WINDOWS_NOTE}"
+            )
+        if code in _AUTHENTICATION_FAILED:
+            raise StateTopicUnavailable(
+                f"authentication to {self._bootstrap} failed: {_strip(error.str())}; "
+                f"{_WINDOWS_NOTE}"
+            )
+        if code in _UNKNOWN_TOPIC:
+            raise StateTopicUnavailable(
+                f"{self._topic} disappeared while it was being read; {_WINDOWS_NOTE}"
+            )
+        if error.fatal():
+            raise StateTopicUnavailable(
+                f"cannot read {self._topic}: {_strip(error.str())}; {_WINDOWS_NOTE}"
+            )
+
+    def _raise_for_client_errors(self) -> None:
+        """Act on what librdkafka reported through error_cb during this call."""
+        for error in self._client_errors:
+            if error.code() != _GROUP_AUTHORIZATION_FAILED:  # the throwaway group: not ours
+                self._raise_for(error)
+
+    def _unreachable(self, what: str) -> StateTopicUnavailable:
+        """Why nothing came back in time: the cluster is unreachable, or it is just slow."""
+        causes = [error for error in self._client_errors if error.code() in _CONNECTION_FAILED]
+        if causes:
+            return StateTopicUnavailable(
+                f"cannot reach {self._bootstrap} to read {self._topic}: "
+                f"{_strip(causes[-1].str())}; {_WINDOWS_NOTE}"
+            )
+        return StateTopicUnavailable(
+            f"no {what} for {self._topic} from {self._bootstrap} in time; {_WINDOWS_NOTE}"
+        )
+
+
+# Kafka's and librdkafka's error codes (stable numbers; confluent_kafka is imported lazily).
+_UNKNOWN_TOPIC: Final = frozenset({3, -188})  # UNKNOWN_TOPIC_OR_PART, _UNKNOWN_TOPIC
+_AUTHORIZATION_FAILED: Final = frozenset({29, 31})  # TOPIC_, CLUSTER_AUTHORIZATION_FAILED
+_GROUP_AUTHORIZATION_FAILED: Final = 30
+_AUTHENTICATION_FAILED: Final = frozenset({-169, 58, -181})  # _AUTHENTICATION, SASL_..., _SSL
+_CONNECTION_FAILED: Final = frozenset({-195, -193, -187})  # _TRANSPORT, _RESOLVE, _ALL_BROKERS_DOWN
+_ALL_BROKERS_DOWN: Final = -187
+_PARTITION_EOF: Final = -191
+_BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")
+
+
+def _quiet_logger() -> logging.Logger:
+    """librdkafka's log lines would break "one stderr line per error"; a caller may pass its own."""
+    logger = logging.getLogger("kshare_cli.state.librdkafka")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+    return logger
+
+
+def _strip(text: str) -> str:
+    """librdkafka's message without its `host:port/id: ` head and `(after ...)` tail."""
+    head, _, tail = text.rpartition(" (after ")
+    text = head if head and tail.endswith(")") else text
+    return _BROKER_PREFIX.sub("", text, count=1)
+
+
+def _describe(error: BaseException) -> str:
+    first = error.args[0] if error.args else None
+    text: Callable[[], object] | None = getattr(first, "str", None)
+    return str(text()) if callable(text) else str(error)

@@ -1,0 +1,347 @@
+"""The in-flight window of a share-partition, as the share coordinator persisted it.
+
+Kafka keeps a share-partition's window in memory and persists only part of
+it: the start offset (SPSO), the delivery-complete count, and state batches
+for records that are Available with a delivery count (released, or whose
+acquisition lock expired), Acknowledged, or Archived. An acquisition is never
+written down, so an offset a consumer holds right now and an offset nobody
+has been given yet look the same in `__share_group_state`: no batch covers
+them. The window names that honestly (UNRECORDED) instead of guessing which
+of the two it is; every screen that draws a window shows
+`ACQUIRED_NOT_PERSISTED` beside it.
+
+`InFlightWindow` turns a replayed `SharePartitionState` into contiguous runs
+from the SPSO to the end of the last persisted batch (gaps become UNRECORDED
+runs), and answers what the screens ask: counts per state, the delivery-count
+histogram, the most delivered runs, and a strip of at most `width` cells.
+Building it is O(batches) and drawing it O(runs + width), because the
+dashboard rebuilds a thousand windows every refresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from kshare_cli.state.batches import combine_state_batches
+from kshare_cli.state.records import DELIVERY_COMPLETE_COUNT_UNKNOWN, DeliveryState, StateBatch
+from kshare_cli.state.replay import SharePartitionState
+
+__all__ = [
+    "ACQUIRED_NOT_PERSISTED",
+    "InFlightWindow",
+    "WindowCell",
+    "WindowRun",
+    "WindowState",
+]
+
+ACQUIRED_NOT_PERSISTED: Final[str] = (
+    "acquired records are not persisted: offsets a consumer holds right now show as "
+    "unrecorded, like offsets that were never delivered"
+)
+"""The one sentence every screen that draws a window shows beside it."""
+
+_UNINITIALIZED: Final = -1
+
+
+class WindowState(StrEnum):
+    """What the state topic says about one offset inside the window."""
+
+    AVAILABLE = "available"
+    """A persisted Available batch; a delivery count of 1 or more means a redelivery is pending."""
+    ACKNOWLEDGED = "acknowledged"
+    ARCHIVED = "archived"
+    UNRECORDED = "unrecorded"
+    """In the window but in no persisted batch: acquired right now, or never delivered."""
+
+
+_STATE_OF: Final[dict[int, WindowState]] = {
+    DeliveryState.AVAILABLE: WindowState.AVAILABLE,
+    DeliveryState.ACKNOWLEDGED: WindowState.ACKNOWLEDGED,
+    DeliveryState.ARCHIVED: WindowState.ARCHIVED,
+}
+"""Persisted delivery states; anything else (ACQUIRED, which Kafka never writes, or a
+state a newer broker invents) is shown as UNRECORDED rather than guessed at."""
+
+# Which state a strip cell shows when two cover the same number of its offsets:
+# the one an operator most needs to see first.
+_TIE_ORDER: Final[tuple[WindowState, ...]] = (
+    WindowState.ARCHIVED,
+    WindowState.AVAILABLE,
+    WindowState.ACKNOWLEDGED,
+    WindowState.UNRECORDED,
+)
+_TIE_RANK: Final[dict[WindowState, int]] = {
+    state: len(_TIE_ORDER) - 1 - rank for rank, state in enumerate(_TIE_ORDER)
+}
+_BY_TIE_RANK: Final[tuple[WindowState, ...]] = tuple(reversed(_TIE_ORDER))
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRun:
+    """Consecutive offsets with the same state and delivery count."""
+
+    first_offset: int
+    last_offset: int
+    state: WindowState
+    delivery_count: int
+    """0 for UNRECORDED: nothing persisted says how often those offsets were delivered."""
+
+    @property
+    def count(self) -> int:
+        return self.last_offset - self.first_offset + 1
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCell:
+    """One character of a window strip, standing for a range of offsets."""
+
+    first_offset: int
+    last_offset: int
+    state: WindowState
+    """The state covering most of the cell's offsets (ties: ARCHIVED > AVAILABLE >
+    ACKNOWLEDGED > UNRECORDED, so a lone archived record is not hidden by a tie)."""
+    delivery_count: int
+    """The highest delivery count of any offset in the cell, whatever the cell's state."""
+
+
+# A strip is rebuilt for every share-partition on every dashboard refresh, and the
+# generated __init__ of a frozen dataclass (one object.__setattr__ per field) is most
+# of a cell's cost; writing the slots through their descriptors, as records.py does
+# for decoding, builds the same object at about two thirds of the cost.
+_new = object.__new__
+_set_cell_first, _set_cell_last, _set_cell_state, _set_cell_count = (
+    vars(WindowCell)[name].__set__
+    for name in ("first_offset", "last_offset", "state", "delivery_count")
+)
+
+
+def _cell(
+    first_offset: int, last_offset: int, state: WindowState, delivery_count: int
+) -> WindowCell:
+    cell: WindowCell = _new(WindowCell)
+    _set_cell_first(cell, first_offset)
+    _set_cell_last(cell, last_offset)
+    _set_cell_state(cell, state)
+    _set_cell_count(cell, delivery_count)
+    return cell
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightWindow:
+    """A share-partition's persisted in-flight window.
+
+    runs are contiguous and sorted, from start_offset to end_offset - 1; an
+    uninitialised window (start_offset -1) has no runs unless the state held
+    batches anyway, in which case they start at the first batch.
+    """
+
+    start_offset: int
+    """The share-partition start offset (SPSO); -1 when uninitialised."""
+    delivery_complete_count: int
+    """Records at or above the SPSO that are done (KIP-1226); -1 when unknown (after a reset)."""
+    runs: tuple[WindowRun, ...]
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    write_timestamp: int
+    """Milliseconds, from the latest snapshot; 0 when unknown."""
+
+    @classmethod
+    def from_state(cls, state: SharePartitionState) -> InFlightWindow:
+        """The window a replayed state describes; batches below the SPSO are dropped or clipped."""
+        start_offset = state.start_offset
+        runs = _runs(_ordered_batches(state.state_batches, start_offset), start_offset)
+        return cls(
+            start_offset,
+            state.delivery_complete_count,
+            runs,
+            state.snapshot_epoch,
+            state.state_epoch,
+            state.leader_epoch,
+            state.write_timestamp,
+        )
+
+    @classmethod
+    def empty(cls, start_offset: int = _UNINITIALIZED) -> InFlightWindow:
+        """A window with nothing persisted: a share-partition the state topic does not know."""
+        return cls(start_offset, DELIVERY_COMPLETE_COUNT_UNKNOWN, (), 0, 0, 0, 0)
+
+    @property
+    def end_offset(self) -> int:
+        """One past the last persisted batch; start_offset when nothing is persisted."""
+        runs = self.runs
+        return runs[-1].last_offset + 1 if runs else self.start_offset
+
+    def count(self, state: WindowState) -> int:
+        """How many offsets of the window are in this state."""
+        return sum(run.count for run in self.runs if run.state is state)
+
+    @property
+    def available(self) -> int:
+        return self.count(WindowState.AVAILABLE)
+
+    @property
+    def acknowledged(self) -> int:
+        return self.count(WindowState.ACKNOWLEDGED)
+
+    @property
+    def archived(self) -> int:
+        return self.count(WindowState.ARCHIVED)
+
+    @property
+    def unrecorded(self) -> int:
+        return self.count(WindowState.UNRECORDED)
+
+    @property
+    def max_delivery_count(self) -> int:
+        """The highest persisted delivery count; 0 when nothing is persisted."""
+        return max((run.delivery_count for run in self.runs), default=0)
+
+    def delivery_histogram(self) -> dict[int, int]:
+        """Delivery count -> persisted records with it, in ascending count order.
+
+        UNRECORDED offsets are left out: their delivery count is not known,
+        and counting them as 0 would claim they were never delivered.
+        """
+        histogram: dict[int, int] = {}
+        for run in self.runs:
+            if run.state is not WindowState.UNRECORDED:
+                histogram[run.delivery_count] = histogram.get(run.delivery_count, 0) + run.count
+        return dict(sorted(histogram.items()))
+
+    def most_delivered(self, limit: int = 10) -> tuple[WindowRun, ...]:
+        """Persisted runs, most delivered first, then lowest offset: poison-pill suspects."""
+        persisted = [run for run in self.runs if run.state is not WindowState.UNRECORDED]
+        persisted.sort(key=lambda run: (-run.delivery_count, run.first_offset))
+        return tuple(persisted[: max(limit, 0)])
+
+    def queued(self, log_end_offset: int) -> int:
+        """Offsets past the window and below the log end offset: produced, never delivered."""
+        lower = max(self.end_offset, self.start_offset)
+        if lower < 0:
+            return 0
+        return max(log_end_offset - lower, 0)
+
+    def cells(self, width: int, log_end_offset: int | None = None) -> tuple[WindowCell, ...]:
+        """The window (and the queued offsets up to the log end offset) as at most width cells.
+
+        Every cell covers the same number of offsets, the last possibly fewer,
+        so a strip reads like a ruler. Offsets past end_offset are UNRECORDED
+        with delivery count 0. An uninitialised or empty window gives ().
+        """
+        start = self.start_offset
+        if start < 0 or width <= 0:
+            return ()
+        end = max(self.end_offset, 0 if log_end_offset is None else log_end_offset)
+        total = end - start
+        if total <= 0:
+            return ()
+        size = -(-total // width)
+        runs = self.runs
+        window_end = self.end_offset
+        unrecorded = WindowState.UNRECORDED
+        index = 0
+        cells: list[WindowCell] = []
+        append = cells.append
+        # Most cells lie inside one run or wholly past the window; only the others are
+        # tallied. Runs are contiguous from the start offset, so at the top of each cell
+        # inside the window, runs[index] is the run holding the cell's first offset.
+        # From tail_first on, every cell is past the window: queued, UNRECORDED.
+        tail_first = start + max(-(-(window_end - start) // size), 0) * size
+        for cell_first in range(start, min(tail_first, end), size):
+            cell_last = cell_first + size - 1
+            if cell_last >= end:
+                cell_last = end - 1
+            run = runs[index]
+            if run.last_offset >= cell_last:
+                append(_cell(cell_first, cell_last, run.state, run.delivery_count))
+                if run.last_offset == cell_last:
+                    index += 1
+                continue
+            append(self._tallied_cell(cell_first, cell_last, index))
+            while index < len(runs) and runs[index].last_offset <= cell_last:
+                index += 1
+        cells.extend(
+            [
+                _cell(cell_first, min(cell_first + size, end) - 1, unrecorded, 0)
+                for cell_first in range(tail_first, end, size)
+            ]
+        )
+        return tuple(cells)
+
+    def _tallied_cell(self, cell_first: int, cell_last: int, index: int) -> WindowCell:
+        """A cell spanning several runs (and maybe the end of the window): the majority wins."""
+        covered = [0, 0, 0, 0]  # by tie rank: UNRECORDED, ACKNOWLEDGED, AVAILABLE, ARCHIVED
+        delivery_count = 0
+        runs = self.runs
+        while index < len(runs):
+            run = runs[index]
+            if run.first_offset > cell_last:
+                break
+            overlap = min(run.last_offset, cell_last) - max(run.first_offset, cell_first) + 1
+            covered[_TIE_RANK[run.state]] += overlap
+            if run.delivery_count > delivery_count:
+                delivery_count = run.delivery_count
+            index += 1
+        beyond = cell_last - max(cell_first, self.end_offset) + 1
+        if beyond > 0:
+            covered[_TIE_RANK[WindowState.UNRECORDED]] += beyond
+        best = max(range(len(covered)), key=lambda rank: (covered[rank], rank))
+        return _cell(cell_first, cell_last, _BY_TIE_RANK[best], delivery_count)
+
+
+def _ordered_batches(batches: tuple[StateBatch, ...], start_offset: int) -> tuple[StateBatch, ...]:
+    """The batches sorted and non-overlapping, as the coordinator always writes them.
+
+    A damaged log could hold overlapping batches; they are then resolved the
+    way the coordinator would have resolved them on its next write.
+    """
+    previous_last: int | None = None
+    for batch in batches:
+        if batch.last_offset < batch.first_offset or (
+            previous_last is not None and batch.first_offset <= previous_last
+        ):
+            return combine_state_batches(
+                [each for each in batches if each.last_offset >= each.first_offset],
+                (),
+                start_offset,
+            )
+        previous_last = batch.last_offset
+    return batches
+
+
+def _runs(batches: tuple[StateBatch, ...], start_offset: int) -> tuple[WindowRun, ...]:
+    """Runs from the SPSO to the last batch: clipped at the SPSO, gaps filled, neighbours merged."""
+    runs: list[WindowRun] = []
+    unrecorded = WindowState.UNRECORDED
+    state_of = _STATE_OF
+    next_offset = start_offset
+    for batch in batches:
+        last = batch.last_offset
+        if start_offset >= 0 and last < start_offset:
+            continue
+        first = batch.first_offset
+        if start_offset >= 0 and first < start_offset:
+            first = start_offset
+        if next_offset < 0:
+            next_offset = first
+        state = state_of.get(batch.delivery_state, unrecorded)
+        delivery_count = 0 if state is unrecorded else batch.delivery_count
+        if first > next_offset:
+            _append(runs, next_offset, first - 1, unrecorded, 0)
+        _append(runs, first, last, state, delivery_count)
+        next_offset = last + 1
+    return tuple(runs)
+
+
+def _append(
+    runs: list[WindowRun], first: int, last: int, state: WindowState, delivery_count: int
+) -> None:
+    if runs:
+        previous = runs[-1]
+        if previous.state is state and previous.delivery_count == delivery_count:
+            runs[-1] = WindowRun(previous.first_offset, last, state, delivery_count)
+            return
+    runs.append(WindowRun(first, last, state, delivery_count))
