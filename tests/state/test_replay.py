@@ -587,6 +587,37 @@ def test_combiner_is_kafkas_algorithm(
     )
 
 
+@st.composite
+def _disjoint_ascending(draw: st.DrawFn) -> tuple[StateBatch, ...]:
+    """Batches in offset order that never overlap, often touching: the combiner's fast path."""
+    result = []
+    next_first = draw(st.integers(0, 10))
+    for _ in range(draw(st.integers(0, 8))):
+        first = next_first + draw(st.sampled_from([0, 0, 1, 3]))
+        length = draw(st.integers(1, 6))
+        result.append(
+            StateBatch(
+                first,
+                first + length - 1,
+                draw(st.sampled_from([AVAILABLE, ACKED, ARCHIVED])),
+                draw(st.integers(1, 2)),
+            )
+        )
+        next_first = first + length
+    return tuple(result)
+
+
+@settings(max_examples=400)
+@given(_disjoint_ascending(), st.integers(0, 6), st.one_of(st.just(-1), st.integers(0, 30)))
+def test_combiner_fast_path_for_disjoint_batches_is_kafkas_algorithm(
+    batches: tuple[StateBatch, ...], split: int, start_offset: int
+) -> None:
+    current, new = batches[:split], batches[split:]
+    assert combine_state_batches(current, new, start_offset) == _kafka_ordered_set_combiner(
+        current, new, start_offset
+    )
+
+
 # --------------------------------------------------------------------------- replay model
 
 Operation = tuple[str, int, tuple[StateBatch, ...], int]
