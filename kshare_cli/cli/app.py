@@ -14,6 +14,7 @@ from kshare_cli.cli import (
     consume_cmd,
     delete_cmd,
     describe_cmd,
+    inflight_cmd,
     list_cmd,
     produce_cmd,
     profile_cmd,
@@ -49,6 +50,7 @@ def root(
 
 app.command("list")(list_cmd.list_groups)
 app.command("describe")(describe_cmd.describe)
+app.command("inflight")(inflight_cmd.inflight)
 app.command("reset-offsets")(reset_cmd.reset_offsets)
 app.add_typer(profile_cmd.app, name="profile")
 app.command("sandbox")(sandbox_cmd.sandbox)

@@ -1,0 +1,464 @@
+"""The in-flight view of share groups: admin RPCs for offsets and lag, the state topic for windows.
+
+One service answers both ``kshare inflight`` and the dashboard, so a window is
+read, joined to its share-partition and labelled the same way everywhere. Two
+sources are joined, and they fail independently:
+
+- the admin RPCs (ShareGroupDescribe, DescribeShareGroupOffsets, ListOffsets,
+  Metadata) give the share-partitions, their start offsets, end offsets and lag.
+  They need only DESCRIBE on the group and the topics;
+- ``__share_group_state`` gives each share-partition's persisted in-flight window.
+  Reading it needs READ on an internal topic, which many operators do not have.
+  When it cannot be read the answer still stands, without windows, and
+  ``GroupInflight.window_note`` says why (``StateTopicUnavailable.reason``).
+
+The state topic names topics by id and the admin RPCs by name; the join goes
+through the cluster metadata (Metadata carries both).
+
+Reading the state topic is blocking (confluent-kafka), so it runs in a worker
+thread (``asyncio.to_thread``) beside the admin RPCs rather than after them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol
+
+from kshare_cli.admin.group_configs import (
+    BROKER_RESOURCE,
+    DESCRIBE_CONFIGS,
+    GROUP_RESOURCE,
+    describe_result_for,
+)
+from kshare_cli.admin.models import (
+    BrokerFailure,
+    GroupDescription,
+    GroupFailure,
+    GroupOffsets,
+    KafkaError,
+    LagSource,
+    SharePartitionOffset,
+)
+from kshare_cli.errors import ExitCode, IncompatibleBroker, KshareError, NotFound
+from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
+from kshare_cli.state.tailer import StateTopicUnavailable
+from kshare_cli.state.window import InFlightWindow
+
+if TYPE_CHECKING:
+    from kshare_cli.admin.share_groups import ShareGroupAdmin
+    from kshare_cli.state.tailer import StateTailer
+
+__all__ = [
+    "DEFAULT_DELIVERY_COUNT_LIMIT",
+    "GroupInflight",
+    "GroupNotFound",
+    "GroupSummary",
+    "GroupUnavailable",
+    "GroupsOverview",
+    "InflightService",
+    "PartitionInflight",
+    "StateSource",
+    "StateTopicUnavailable",
+    "TailingStateSource",
+]
+
+#: Kafka's ``group.share.delivery.count.limit`` default: what a group without its own
+#: ``share.delivery.count.limit`` gets, and what a strip assumes when the config is unreadable.
+DEFAULT_DELIVERY_COUNT_LIMIT: Final = 5
+
+_GROUP_LIMIT: Final = "share.delivery.count.limit"  # a group config since Kafka 4.3
+_BROKER_LIMIT: Final = "group.share.delivery.count.limit"
+_ZERO_UUID: Final = uuid.UUID(int=0)
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInflight:
+    """One share-partition: where the group stands on it, and its persisted in-flight window.
+
+    ``start_offset``, ``lag`` and ``lag_source`` are DescribeShareGroupOffsets' (the
+    same figures as ``kshare describe``); ``end_offset`` is the log end offset.
+    ``window`` is None when the state topic was not read, could not be read, or
+    holds nothing for this share-partition; ``topic_id`` is None when the
+    metadata did not name the topic (then no window can be matched to it).
+    """
+
+    topic: str
+    partition: int
+    topic_id: uuid.UUID | None
+    start_offset: int | None
+    end_offset: int | None
+    lag: int | None
+    lag_source: LagSource | None
+    window: InFlightWindow | None
+    error: KafkaError | None = None
+
+    @property
+    def queued(self) -> int | None:
+        """Records past the window, below the log end offset: produced, never delivered."""
+        if self.window is None or self.end_offset is None:
+            return None
+        return self.window.queued(self.end_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInflight:
+    """A share group's share-partitions with their windows, sorted by (topic, partition).
+
+    ``window_note`` is one line saying why the windows are missing (the state
+    topic could not be read), else None. ``delivery_count_limit`` is the group's
+    effective ``share.delivery.count.limit``, None when its configs could not be
+    read: a strip then assumes Kafka's default.
+    """
+
+    group_id: str
+    description: GroupDescription | None
+    partitions: tuple[PartitionInflight, ...]
+    window_note: str | None
+    delivery_count_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "partitions",
+            tuple(sorted(self.partitions, key=lambda each: (each.topic, each.partition))),
+        )
+
+    @property
+    def total_lag(self) -> int | None:
+        """The sum of the lags; None when any is unknown, or there is no share-partition."""
+        lags = [each.lag for each in self.partitions]
+        if not lags or any(lag is None for lag in lags):
+            return None
+        return sum(lag for lag in lags if lag is not None)
+
+    @property
+    def total_lag_source(self) -> LagSource | None:
+        """``bound`` as soon as one part is kshare's upper bound rather than the broker's figure."""
+        if self.total_lag is None:
+            return None
+        if any(each.lag_source == "bound" for each in self.partitions):
+            return "bound"
+        return "broker"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One line of the groups screen."""
+
+    group_id: str
+    state: str
+    members: int
+    share_partitions: int
+    total_lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsOverview:
+    """Every share group of the cluster, sorted by id, and what could not be asked.
+
+    A broker that did not answer ListGroups, or a group that could not be
+    described, is in ``failures``; the other groups stand. A group that was
+    listed and then not found had been deleted in between: it is simply absent.
+    """
+
+    groups: tuple[GroupSummary, ...]
+    failures: tuple[BrokerFailure | GroupFailure, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "groups", tuple(sorted(self.groups, key=lambda each: each.group_id))
+        )
+
+
+class GroupUnavailable(KshareError):
+    """The group could not be described (not authorised, coordinator unreachable, ...).
+
+    ``failure`` carries Kafka's error; the message is the one ``kshare describe``
+    prints for the same failure.
+    """
+
+    def __init__(self, failure: GroupFailure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+class GroupNotFound(GroupUnavailable, NotFound):
+    """No such share group: exit code 5, as ``kshare describe`` gives for a missing group."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+def _group_error(failure: GroupFailure) -> GroupUnavailable:
+    return GroupNotFound(failure) if failure.not_found else GroupUnavailable(failure)
+
+
+# --------------------------------------------------------------------------- state sources
+
+
+class StateSource(Protocol):
+    """Where the persisted share-partition states come from (the state topic, in practice).
+
+    ``refresh`` blocks (it runs in a worker thread) and returns the current state of
+    every share-partition of the given groups; it raises ``StateTopicUnavailable``
+    when the state topic cannot be read.
+    """
+
+    def refresh(
+        self, group_ids: Collection[str], timeout_s: float
+    ) -> Mapping[SharePartitionKey, SharePartitionState]: ...
+
+
+class TailingStateSource:
+    """A ``StateSource`` over one long-lived ``StateTailer``.
+
+    Until a refresh has read the state topic to its end (``catch_up``), each
+    refresh tries that again, going on from what earlier attempts read; after
+    that, a refresh applies only what is new (``poll``), so a dashboard refresh
+    costs the records written since the last one. ``group_ids`` restricts the
+    tailer to those groups (records of others are skipped while reading); None
+    keeps every group, for a caller that moves between groups. Refreshes from
+    several threads take turns: the tailer serves one caller at a time.
+    """
+
+    def __init__(
+        self, config: Mapping[str, object], *, group_ids: Collection[str] | None = None
+    ) -> None:
+        self._config = dict(config)
+        self._group_ids = None if group_ids is None else frozenset(group_ids)
+        self._tailer: StateTailer | None = None
+        self._caught_up = False
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def refresh(
+        self, group_ids: Collection[str], timeout_s: float
+    ) -> Mapping[SharePartitionKey, SharePartitionState]:
+        from kshare_cli.state.tailer import StateTailer
+
+        with self._lock:
+            if self._closed:
+                raise StateTopicUnavailable("the state topic reader was closed")
+            if self._tailer is None:
+                self._tailer = StateTailer(self._config, group_ids=self._group_ids)
+            tailer = self._tailer
+            if self._caught_up:
+                tailer.poll(timeout_s)
+            else:
+                tailer.catch_up(timeout_s)
+                self._caught_up = True
+            wanted = frozenset(group_ids)
+            return {key: state for key, state in tailer.states().items() if key.group_id in wanted}
+
+    def close(self) -> None:
+        """Close the tailer; waits for a refresh in progress (at most its timeout)."""
+        with self._lock:
+            self._closed = True
+            if self._tailer is not None:
+                self._tailer.close()
+                self._tailer = None
+
+    def __enter__(self) -> TailingStateSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- service
+
+
+class InflightService:
+    """Joins the admin RPCs and the state topic into ``GroupInflight`` and ``GroupsOverview``.
+
+    ``state`` None means the state topic is not read at all (windows None, no note).
+    ``state_timeout_s`` bounds each state refresh; it defaults to the client's
+    timeout and should stay below any deadline around the call, because a worker
+    thread cannot be cancelled.
+    """
+
+    def __init__(
+        self,
+        admin: ShareGroupAdmin,
+        state: StateSource | None,
+        *,
+        state_timeout_s: float | None = None,
+    ) -> None:
+        self._admin = admin
+        self._state = state
+        self._state_timeout_s = state_timeout_s
+
+    @property
+    def admin(self) -> ShareGroupAdmin:
+        return self._admin
+
+    async def overview(self) -> GroupsOverview:
+        """Every share group: state, members, share-partitions and total lag."""
+        admin = self._admin
+        listing = await admin.list_groups()
+        ids = listing.group_ids()
+        failures: list[BrokerFailure | GroupFailure] = list(listing.failures)
+        if not ids:
+            return GroupsOverview((), tuple(failures))
+        descriptions, offsets = await asyncio.gather(
+            admin.describe_groups(ids), admin.list_share_partition_offsets(ids)
+        )
+        failed: set[str] = set()
+        for failure in (*descriptions.errors(), *offsets.errors()):
+            if failure.group_id in failed:
+                continue
+            failed.add(failure.group_id)
+            if not failure.not_found:
+                failures.append(failure)
+        summaries = []
+        for description in descriptions.succeeded():
+            if description.group_id in failed:
+                continue
+            group_offsets = offsets.get(description.group_id)
+            partitions = group_offsets.partitions if isinstance(group_offsets, GroupOffsets) else ()
+            summaries.append(
+                GroupSummary(
+                    description.group_id,
+                    description.state,
+                    description.member_count,
+                    len(partitions),
+                    group_offsets.total_lag if isinstance(group_offsets, GroupOffsets) else None,
+                )
+            )
+        return GroupsOverview(tuple(summaries), tuple(failures))
+
+    async def group(self, group_id: str, topics: Sequence[str] = ()) -> GroupInflight:
+        """One group's share-partitions (only those of ``topics`` when given), with windows.
+
+        Raises ``GroupNotFound`` (exit 5) for a group that does not exist and
+        ``GroupUnavailable`` for one that could not be described, with the message
+        ``kshare describe`` prints for it. A state topic that cannot be read is no
+        failure: the windows are None and ``window_note`` says why.
+        """
+        admin = self._admin
+        wanted_topics = frozenset(topics)
+        descriptions, offsets, (states, note), limit = await asyncio.gather(
+            admin.describe_groups([group_id]),
+            admin.list_share_partition_offsets([group_id]),
+            self._states(group_id),
+            self._delivery_count_limit(group_id),
+        )
+        for result in (descriptions.get(group_id), offsets.get(group_id)):
+            if isinstance(result, GroupFailure):
+                raise _group_error(result)
+        description = descriptions.get(group_id)
+        group_offsets = offsets.get(group_id)
+        assert isinstance(description, GroupDescription)
+        assert isinstance(group_offsets, GroupOffsets)
+        rows = [
+            offset
+            for offset in group_offsets.partitions
+            if not wanted_topics or offset.topic in wanted_topics
+        ]
+        topic_ids = await self._topic_ids(sorted({offset.topic for offset in rows}))
+        partitions = tuple(
+            _partition(offset, topic_ids.get(offset.topic), group_id, states) for offset in rows
+        )
+        return GroupInflight(group_id, description, partitions, note, limit)
+
+    async def _states(
+        self, group_id: str
+    ) -> tuple[Mapping[SharePartitionKey, SharePartitionState] | None, str | None]:
+        source = self._state
+        if source is None:
+            return None, None
+        timeout_s = self._state_timeout_s or self._admin.client.timeout_s
+        try:
+            states = await asyncio.to_thread(source.refresh, [group_id], timeout_s)
+        except StateTopicUnavailable as unavailable:
+            return None, unavailable.reason
+        return states, None
+
+    async def _topic_ids(self, topics: Sequence[str]) -> dict[str, uuid.UUID]:
+        if not topics:
+            return {}
+        metadata = await self._admin.client.metadata(topics)
+        return {
+            name: topic.topic_id
+            for name, topic in metadata.topics.items()
+            if topic.error_code == 0 and topic.topic_id != _ZERO_UUID
+        }
+
+    async def _delivery_count_limit(self, group_id: str) -> int | None:
+        """The group's delivery count limit; None when the cluster would not say.
+
+        Kafka 4.3 lets a group set ``share.delivery.count.limit``; otherwise (and on
+        4.2) the broker's ``group.share.delivery.count.limit`` applies. Both are asked
+        in one DescribeConfigs. Only DESCRIBE on the group is required of an operator,
+        so a refusal (no DESCRIBE_CONFIGS) costs the strip its exact scale, not the answer.
+        """
+        client = self._admin.client
+        metadata = await client.metadata([])
+        if not metadata.brokers:
+            return None
+        node = min(metadata.brokers)
+        try:
+            _, response = await client.request(
+                DESCRIBE_CONFIGS,
+                {
+                    "resources": [
+                        {
+                            "resource_type": GROUP_RESOURCE,
+                            "resource_name": group_id,
+                            "configuration_keys": [_GROUP_LIMIT],
+                        },
+                        {
+                            "resource_type": BROKER_RESOURCE,
+                            "resource_name": str(node),
+                            "configuration_keys": [_BROKER_LIMIT],
+                        },
+                    ],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                },
+                node=node,
+            )
+        except IncompatibleBroker:
+            return None
+        for resource_type, name, key in (
+            (GROUP_RESOURCE, group_id, _GROUP_LIMIT),
+            (BROKER_RESOURCE, str(node), _BROKER_LIMIT),
+        ):
+            result = describe_result_for(response, resource_type, name)
+            if isinstance(result, KafkaError):
+                continue
+            for config in result.configs:
+                text = config.value
+                if config.name == key and text is not None and text.strip().isdigit():
+                    return int(text.strip())
+        return None
+
+
+def _partition(
+    offset: SharePartitionOffset,
+    topic_id: uuid.UUID | None,
+    group_id: str,
+    states: Mapping[SharePartitionKey, SharePartitionState] | None,
+) -> PartitionInflight:
+    window = None
+    if states is not None and topic_id is not None:
+        state = states.get(SharePartitionKey(group_id, topic_id, offset.partition))
+        if state is not None:
+            window = InFlightWindow.from_state(state)
+    return PartitionInflight(
+        topic=offset.topic,
+        partition=offset.partition,
+        topic_id=topic_id,
+        start_offset=offset.start_offset,
+        end_offset=offset.end_offset,
+        lag=offset.lag,
+        lag_source=offset.lag_source,
+        window=window,
+        error=offset.error,
+    )

@@ -1,0 +1,149 @@
+"""``kshare inflight``: every share-partition's in-flight window as a one-line strip.
+
+The window comes from ``__share_group_state`` (see ``render/inflight.py`` for the
+strip's characters), the offsets and lag from the same RPCs as ``kshare describe``.
+Reading the state topic needs READ on it; without that the command still prints
+every share-partition with its offsets and lag, leaves the strips blank, says why
+in one stderr warning and exits 0. Exit 5 for a missing group (as ``describe``) or
+a ``--topic`` the group has no share-partition of, 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Annotated, Final
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.admin.inflight import GroupInflight
+
+MIN_WIDTH: Final = 1
+MAX_WIDTH: Final = 1000
+DEFAULT_WIDTH: Final = 40  # render.inflight.DEFAULT_STRIP_WIDTH, without importing render/
+
+
+def check_args(group: str, topics: list[str], width: int, output: common.OutputFormat) -> None:
+    """Everything that can be refused before connecting (exit 2, one stderr line)."""
+    if not group.strip():
+        raise UsageError("a group id cannot be empty")
+    for topic in topics:
+        if not topic.strip():
+            raise UsageError("--topic: a topic name cannot be empty")
+    if not MIN_WIDTH <= width <= MAX_WIDTH:
+        raise UsageError(
+            f"--width must be between {MIN_WIDTH} and {MAX_WIDTH} characters, not {width}"
+        )
+    if output is common.OutputFormat.plain:
+        raise UsageError(
+            "-o plain: kafka-share-groups.sh has no in-flight view to reproduce; "
+            "use table, json, jsonl, csv or yaml"
+        )
+
+
+def _color() -> bool:
+    """Styled strips on a terminal, unless NO_COLOR or a dumb terminal says otherwise."""
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def finish(
+    result: GroupInflight,
+    topics: list[str],
+    output: common.OutputFormat,
+    width: int,
+    *,
+    color: bool = False,
+) -> None:
+    """Print the result, the warnings and failures on stderr, and exit with the documented code."""
+    from kshare_cli.render.inflight import render_inflight
+
+    common.stdout_write(render_inflight(result, output.value, strip_width=width, color=color))
+    if result.window_note is not None:
+        common.warn(f"no in-flight windows: {result.window_note}")
+    present = {partition.topic for partition in result.partitions}
+    missing = [topic for topic in dict.fromkeys(topics) if topic not in present]
+    for topic in missing:
+        common.report_failure(
+            f"share group '{result.group_id}' has no share-partition of topic '{topic}'"
+        )
+    errors = [partition for partition in result.partitions if partition.error is not None]
+    for partition in errors:
+        common.report_failure(
+            f"share group '{result.group_id}', partition "
+            f"{partition.topic}:{partition.partition}: {partition.error}"
+        )
+    if errors:
+        raise typer.Exit(int(ExitCode.PARTIAL))
+    if missing:
+        raise typer.Exit(int(ExitCode.NOT_FOUND))
+
+
+def inflight(
+    group: Annotated[
+        str,
+        typer.Argument(
+            metavar="GROUP",
+            help="The share group.",
+            autocompletion=common.complete_group_ids,
+            show_default=False,
+        ),
+    ],
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC",
+            help="Only this topic's share-partitions (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    width: Annotated[
+        int,
+        typer.Option(
+            "--width",
+            "-w",
+            metavar="CELLS",
+            help=f"Characters per strip, {MIN_WIDTH}-{MAX_WIDTH}; each stands for an equal "
+            "share of the offsets from the start offset to the log end offset.",
+        ),
+    ] = DEFAULT_WIDTH,
+    output: common.Output = common.OutputFormat.table,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Show a share group's in-flight windows: acknowledged, available, archived records.
+
+    One line per share-partition: a strip of its window from the start offset to
+    the log end offset, the records per state, the highest delivery count and the
+    lag. Read from __share_group_state (needs READ on it; without it the strips
+    stay blank and a warning says why). Acquired records are not persisted, so
+    they show as unrecorded.
+    """
+    invocation = common.Invocation(debug=debug)
+    topics = topic or []
+    common.usage_guard(lambda: check_args(group, topics, width, output), invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+
+    from kshare_cli.cli import inflight_service
+
+    result = common.run(
+        lambda: inflight_service.inflight(settings, group, topics, timeout_s), invocation
+    )
+    finish(result, topics, output, width, color=output is common.OutputFormat.table and _color())
