@@ -572,10 +572,11 @@ def _fetch_once(broker: Broker, payload: Any) -> tuple[list[dict[str, Any]], int
             }
             log_ = None if topic is None else broker.partition_log(topic.name, part.partition)
             if log_ is None:
+                # Empty records, as Kafka's MemoryRecords.EMPTY: librdkafka cannot parse a
+                # null record set ("invalid MessageSetSize -1") and would log it in a loop.
                 entry["error_code"] = (
                     UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
                 )
-                entry["records"] = None
             else:
                 offset = int(part.fetch_offset)
                 entry["high_watermark"] = log_.log_end_offset
