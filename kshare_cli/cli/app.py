@@ -12,6 +12,7 @@ from kshare_cli import __version__
 from kshare_cli.cli import (
     config_cmd,
     consume_cmd,
+    dashboard_cmd,
     delete_cmd,
     describe_cmd,
     inflight_cmd,
@@ -59,6 +60,7 @@ app.command("delete-offsets")(delete_cmd.delete_offsets)
 app.command("delete")(delete_cmd.delete)
 app.command("produce")(produce_cmd.produce)
 app.command("consume")(consume_cmd.consume)
+app.command("dashboard")(dashboard_cmd.dashboard)
 
 
 def main() -> None:

@@ -1,0 +1,392 @@
+"""The dashboard with 1,000 share-partitions: state replay rate, and the CPU of one refresh.
+
+Run: ``.venv/bin/python benchmarks/dashboard_refresh.py [--partitions 1000]
+[--records-per-partition 300] [--refreshes 10] [--runs 3]``.
+
+Why: issue 6 sets two targets. Reading ``__share_group_state`` must keep up
+with at least 100,000 records a second (a busy cluster's state topic holds
+millions), and one refresh of the group screen with 1,000 share-partitions
+must cost under 100 ms of CPU, or the dashboard would eat a core at a 2 s
+interval and lag behind its own timer.
+
+How, (a) replay: 1,000 share-partitions (10 topics x 100 partitions) of one
+group get a snapshot and then updates that move the start offset forward and
+persist acknowledged, available (delivery counts 1-4) and archived batches,
+so each ends with a window of about 10 batches; the records are interleaved
+as a coordinator writes them and encoded with ``state.records``. Timed:
+``decode_record`` over every record (the baseline: decoding alone), then
+``decode_record`` + ``ShareStateReplayer.apply``; the replay rate and its
+cost over decoding alone are printed.
+
+How, (b) refresh: a ``GroupInflight`` of those 1,000 share-partitions (their
+windows from the replay) is shown by the real ``DashboardApp`` in a headless
+terminal of 120x40 (``App.run_test``). Each refresh brings every row a new
+end offset and lag (so its END, LAG and LAG TREND cells change) and a new
+window for a tenth of them, as a busy group does; the app applies it and
+redraws. ``time.process_time`` around that (message, apply, render) is the
+refresh's CPU. Baseline in the same run: a plain Textual ``DataTable`` of the
+same nine columns (strips from the same ``strip_text``), cleared and refilled
+with the 1,000 rows each refresh and redrawn, which is what a dashboard
+written the obvious way does; and, for scale, rendering the same rows as a
+Rich ``Table`` to text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import statistics
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kshare_cli.admin.inflight import (
+    GroupInflight,
+    GroupsOverview,
+    GroupSummary,
+    PartitionInflight,
+)
+from kshare_cli.admin.models import GroupDescription
+from kshare_cli.consumer.records import ConsumedRecord
+from kshare_cli.state.lag import share_partition_lag
+from kshare_cli.state.records import (
+    DeliveryState,
+    ShareSnapshotValue,
+    ShareStateKey,
+    ShareUpdateValue,
+    StateBatch,
+    StateRecord,
+    StateRecordKind,
+    decode_record,
+    encode_record,
+)
+from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, ShareStateReplayer
+from kshare_cli.state.window import InFlightWindow
+
+GROUP = "orders-workers"
+TOPICS = 10
+
+# --------------------------------------------------------------------------- (a) replay
+
+
+def _batches(step: int) -> tuple[StateBatch, ...]:
+    """What one write persists: ten offsets, mostly acknowledged, one to redeliver, one archived."""
+    first = 10 * step
+    return (
+        StateBatch(first, first + 5, DeliveryState.ACKNOWLEDGED, 1),
+        StateBatch(first + 6, first + 6, DeliveryState.AVAILABLE, step % 4 + 1),
+        StateBatch(first + 7, first + 7, DeliveryState.ARCHIVED, 5),
+        StateBatch(first + 8, first + 9, DeliveryState.ACKNOWLEDGED, 1),
+    )
+
+
+def share_partitions(count: int) -> list[SharePartitionKey]:
+    topic_ids = [uuid.UUID(int=topic + 1) for topic in range(TOPICS)]
+    per_topic = max(count // TOPICS, 1)
+    return [
+        SharePartitionKey(GROUP, topic_ids[index // per_topic % TOPICS], index % per_topic)
+        for index in range(count)
+    ]
+
+
+def state_records(keys: Sequence[SharePartitionKey], per_partition: int) -> list[StateRecord]:
+    """Snapshot, then updates, interleaved across share-partitions as a coordinator writes them."""
+    records = []
+    for step in range(per_partition):
+        for key in keys:
+            if step == 0:
+                value: ShareSnapshotValue | ShareUpdateValue = ShareSnapshotValue(
+                    0, 1, 0, 0, 0, 1_767_225_600_000, 1_767_225_600_000, ()
+                )
+                kind = StateRecordKind.SNAPSHOT
+            else:
+                # The start offset trails the newest write by three: ~12 batches stay in flight.
+                value = ShareUpdateValue(0, 0, max(10 * (step - 3), 0), 7 * step, _batches(step))
+                kind = StateRecordKind.UPDATE
+            records.append(StateRecord(ShareStateKey(kind, *_key_fields(key)), value))
+    return records
+
+
+def _key_fields(key: SharePartitionKey) -> tuple[str, uuid.UUID, int]:
+    return key.group_id, key.topic_id, key.partition
+
+
+def timed(action: Any, runs: int) -> tuple[float, float]:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples), min(samples)
+
+
+def replay_benchmark(
+    keys: Sequence[SharePartitionKey], per_partition: int, runs: int
+) -> dict[SharePartitionKey, SharePartitionState]:
+    records = state_records(keys, per_partition)
+    encoded = [encode_record(record) for record in records]
+    count = len(encoded)
+
+    def decode_only() -> None:
+        for key, value in encoded:
+            decode_record(key, value)
+
+    replayer = ShareStateReplayer()
+
+    def decode_and_replay() -> None:
+        nonlocal replayer
+        replayer = ShareStateReplayer()
+        apply = replayer.apply
+        for key, value in encoded:
+            apply(decode_record(key, value))
+
+    decode_only()  # warm the key cache, as a tailer that has read a while has it
+    decoding, decoding_min = timed(decode_only, runs)
+    replaying, replaying_min = timed(decode_and_replay, runs)
+    states = replayer.states()
+    batches = statistics.mean(len(state.state_batches) for state in states.values())
+    print(f"(a) state replay: {count:,} records of {len(keys):,} share-partitions")
+    print(f"    {batches:.1f} state batches per share-partition at the end; median (min) of {runs}")
+    print(
+        f"    decode only (baseline)   {decoding * 1000:8.1f} ms ({decoding_min * 1000:.1f})"
+        f"   {count / decoding:>11,.0f} records/s"
+    )
+    print(
+        f"    decode + replay          {replaying * 1000:8.1f} ms ({replaying_min * 1000:.1f})"
+        f"   {count / replaying:>11,.0f} records/s   target >= 100,000"
+    )
+    print(f"    decode + replay / decode only   {replaying / decoding:5.2f}x")
+    return states
+
+
+# --------------------------------------------------------------------------- (b) refresh
+
+
+def group_model(
+    keys: Sequence[SharePartitionKey],
+    windows: Sequence[InFlightWindow],
+    step: int,
+) -> GroupInflight:
+    partitions = []
+    for index, (key, window) in enumerate(zip(keys, windows, strict=True)):
+        end_offset = window.end_offset + 25 + 5 * step + index % 7
+        partitions.append(
+            PartitionInflight(
+                topic=f"orders.events.{index * TOPICS // len(keys)}",
+                partition=key.partition,
+                topic_id=key.topic_id,
+                start_offset=window.start_offset,
+                end_offset=end_offset,
+                lag=share_partition_lag(
+                    end_offset, window.start_offset, window.delivery_complete_count
+                ),
+                lag_source="broker",
+                window=window,
+            )
+        )
+    description = GroupDescription(GROUP, "Stable", None, 3, 3, "simple", ())
+    return GroupInflight(GROUP, description, tuple(partitions), None, 5)
+
+
+@dataclass
+class _Source:
+    model: GroupInflight
+
+    async def overview(self) -> GroupsOverview:
+        model = self.model
+        summary = GroupSummary(GROUP, "Stable", 0, len(model.partitions), model.total_lag)
+        return GroupsOverview((summary,))
+
+    async def group(self, group_id: str) -> GroupInflight:
+        return self.model
+
+    async def peek(
+        self, topic: str, partition: int, offset: int, limit: int
+    ) -> tuple[ConsumedRecord, ...]:
+        return ()
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1_767_225_600.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _refreshes(models: Sequence[GroupInflight]) -> list[float]:
+    from kshare_cli.tui.app import DashboardApp
+    from kshare_cli.tui.group_screen import GroupScreen
+    from kshare_cli.tui.live_screen import LiveScreen
+    from kshare_cli.tui.widgets import RowsView
+
+    clock = _Clock()
+    source = _Source(models[0])
+    # A long interval: only the refreshes this benchmark sends happen.
+    app = DashboardApp(source, group=GROUP, refresh_s=3600.0, clock=clock)
+    cpu: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, GroupScreen)
+        while screen.data is None:
+            await pilot.pause(0.01)
+        await pilot.pause()
+        for model in models[1:]:
+            clock.now += 2.0
+            started = time.process_time()
+            screen.post_message(LiveScreen.Fetched(model, clock.now))
+            while screen.data is not model:
+                await pilot.pause(0)
+            await pilot.pause()  # the redraw
+            cpu.append(time.process_time() - started)
+        assert screen.query_one("#partitions", RowsView).row_count == len(models[0].partitions)
+    return cpu
+
+
+def _cells(partition: PartitionInflight, width: int) -> list[Any]:
+    from kshare_cli.render.inflight import strip_text
+
+    window = partition.window
+    assert window is not None
+    return [
+        partition.topic,
+        str(partition.partition),
+        str(partition.start_offset),
+        str(partition.end_offset),
+        str(partition.lag),
+        "",
+        strip_text(window.cells(width, partition.end_offset), 5),
+        str(window.archived),
+        "",
+    ]
+
+
+async def _datatable_rebuilds(models: Sequence[GroupInflight]) -> list[float]:
+    """The baseline: a plain DataTable of the same columns, cleared and refilled each refresh."""
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    class Baseline(App[None]):
+        def compose(self) -> ComposeResult:
+            yield DataTable()
+
+    app = Baseline()
+    cpu: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(DataTable)
+        for label, width in (
+            ("TOPIC", 16),
+            ("PART", 4),
+            ("START", 9),
+            ("END", 9),
+            ("LAG", 8),
+            ("LAG TREND", 10),
+            ("IN-FLIGHT WINDOW", 22),
+            ("ARCHIVED", 8),
+            ("SINCE MOVED", 11),
+        ):
+            table.add_column(label, width=width)
+        for model in models:
+            started = time.process_time()
+            table.clear()
+            table.add_rows(_cells(partition, 22) for partition in model.partitions)
+            await pilot.pause()
+            cpu.append(time.process_time() - started)
+    return cpu[1:]
+
+
+def rich_table_cpu(model: GroupInflight, runs: int) -> float:
+    """The same rows as a Rich Table rendered to text: the whole table, every strip."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from kshare_cli.render.inflight import strip_text
+
+    samples = []
+    for _ in range(runs):
+        started = time.process_time()
+        table = Table("TOPIC", "PART", "START", "END", "LAG", "IN-FLIGHT WINDOW", "ARCHIVED")
+        for partition in model.partitions:
+            window = partition.window
+            assert window is not None
+            table.add_row(
+                partition.topic,
+                str(partition.partition),
+                str(partition.start_offset),
+                str(partition.end_offset),
+                str(partition.lag),
+                strip_text(window.cells(22, partition.end_offset), 5),
+                str(window.archived),
+            )
+        console = Console(file=io.StringIO(), width=120, force_terminal=True)
+        console.print(table)
+        samples.append(time.process_time() - started)
+    return statistics.median(samples)
+
+
+def refresh_benchmark(
+    states: dict[SharePartitionKey, SharePartitionState],
+    keys: Sequence[SharePartitionKey],
+    refreshes: int,
+    runs: int,
+) -> None:
+    windows = [InFlightWindow.from_state(states[key]) for key in keys]
+    # A tenth of the windows change between two refreshes: the same share-partition
+    # one write later (its start offset and batches moved on).
+    later = [
+        InFlightWindow.from_state(
+            states[key].merged_with(
+                ShareUpdateValue(0, -1, states[key].start_offset + 10, 3, _batches(400))
+            )
+        )
+        for key in keys
+    ]
+    models = []
+    for step in range(refreshes + 1):
+        current = [
+            later[index] if (index + step) % 10 == 0 and step else windows[index]
+            for index in range(len(keys))
+        ]
+        models.append(group_model(keys, current, step))
+    ours: list[float] = []
+    rebuilt: list[float] = []
+    for _ in range(runs):
+        ours += asyncio.run(_refreshes(models))
+        rebuilt += asyncio.run(_datatable_rebuilds(models))
+    refresh = statistics.median(ours)
+    baseline = statistics.median(rebuilt)
+    rich = rich_table_cpu(models[-1], runs)
+    print(
+        f"(b) group screen refresh, {len(keys):,} share-partitions, 120x40 headless; "
+        f"CPU (process_time), median (max) of {len(ours)} refreshes"
+    )
+    print(
+        f"    dashboard refresh (changed rows, drawn as seen) {refresh * 1000:7.1f} ms "
+        f"({max(ours) * 1000:.1f})   target < 100 ms"
+    )
+    print(
+        f"    baseline: DataTable cleared and refilled        {baseline * 1000:7.1f} ms "
+        f"({max(rebuilt) * 1000:.1f})"
+    )
+    print(f"    for scale: the rows as a Rich Table, to text    {rich * 1000:7.1f} ms")
+    print(f"    baseline / refresh     {baseline / refresh:6.2f}x")
+    print(f"    Rich Table / refresh   {rich / refresh:6.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--records-per-partition", type=int, default=300)
+    parser.add_argument("--refreshes", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    keys = share_partitions(args.partitions)
+    states = replay_benchmark(keys, args.records_per_partition, args.runs)
+    refresh_benchmark(states, keys, args.refreshes, args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""``kshare dashboard``: the live terminal dashboard of share groups and their in-flight windows.
+
+Before the screen takes over the terminal, the command connects once and, for
+a named group, describes it: a cluster that cannot be reached (exit 3), does
+not answer in time (4), or a group that does not exist (5) is one line on
+stderr, as with every other command, instead of a dashboard that shows an
+error. Once running, the dashboard never exits on a broker error: it keeps the
+last data and says how old it is.
+
+Textual is imported only when the command runs: ``kshare --help`` and shell
+completion must not pay for it (tests/cli/test_startup.py).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import TYPE_CHECKING, Annotated, Final
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.connect.settings import ConnectionSettings
+
+MIN_REFRESH_S: Final = 0.5
+MAX_REFRESH_S: Final = 3600.0
+DEFAULT_REFRESH: Final = "2"
+DEFAULT_STALL_AFTER: Final = "60"
+
+
+def parse_seconds(option: str, text: str, minimum: float, maximum: float) -> float:
+    """A number of seconds within bounds; anything else is a usage error naming the option."""
+    try:
+        seconds = float(text.strip().removesuffix("s"))
+    except ValueError:
+        raise UsageError(f"{option}: {text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or not minimum <= seconds <= maximum:
+        raise UsageError(
+            f"{option} must be between {minimum:g} and {maximum:g} seconds, not {text}"
+        )
+    return seconds
+
+
+async def check_cluster(settings: ConnectionSettings, group: str | None, timeout_s: float) -> None:
+    """Connect once (and find the group) so that the usual exit codes come before the screen."""
+    from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable
+    from kshare_cli.admin.models import GroupFailure
+    from kshare_cli.cli.service import _bounded, open_admin
+
+    async def work() -> None:
+        async with open_admin(settings, timeout_s) as admin:
+            if group is None:
+                return
+            result = (await admin.describe_groups([group])).get(group)
+            if isinstance(result, GroupFailure):
+                raise GroupNotFound(result) if result.not_found else GroupUnavailable(result)
+
+    await _bounded(work(), timeout_s, "connecting to the cluster")
+
+
+def dashboard(
+    group: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[GROUP]",
+            help="Open this share group's screen first (escape leads to every group).",
+            autocompletion=common.complete_group_ids,
+            show_default=False,
+        ),
+    ] = None,
+    refresh: Annotated[
+        str,
+        typer.Option(
+            "--refresh",
+            metavar="SECONDS",
+            help=f"Seconds between refreshes, {MIN_REFRESH_S:g} to {MAX_REFRESH_S:g} "
+            "(+ and - change it while running).",
+        ),
+    ] = DEFAULT_REFRESH,
+    stall_after: Annotated[
+        str,
+        typer.Option(
+            "--stall-after",
+            metavar="SECONDS",
+            help="Flag a share-partition as stalled when its lag is above 0 and its start "
+            "offset has not moved for this long.",
+        ),
+    ] = DEFAULT_STALL_AFTER,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Watch share groups live: lag, drain rate, in-flight windows, members, stalls.
+
+    Screens: every group (state, members, share-partitions, total lag and its
+    trend, drain rate, time to empty); one group (per share-partition: start and
+    end offset, lag and its sparkline, the in-flight window, archived records,
+    time since the start offset moved; the members); one share-partition (the
+    window zoomed, delivery counts, the most delivered offsets, the next
+    records, read without acquiring them). Keys: enter/arrows, escape, / filter,
+    p pause, + and - refresh interval, r refresh, ? help, q quit. Windows come
+    from __share_group_state (needs READ on it; without it the screen says why).
+    """
+    invocation = common.Invocation(debug=debug)
+    if group is not None:
+        common.usage_guard(lambda: _check_group(group), invocation)
+    refresh_s = common.usage_guard(
+        lambda: parse_seconds("--refresh", refresh, MIN_REFRESH_S, MAX_REFRESH_S), invocation
+    )
+    stall_after_s = common.usage_guard(
+        lambda: parse_seconds("--stall-after", stall_after, 1.0, 7 * 24 * 3600.0), invocation
+    )
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+    common.run(lambda: check_cluster(settings, group, timeout_s), invocation)
+    common.usage_guard(_check_terminal, invocation)
+
+    def run_dashboard() -> None:
+        from kshare_cli.tui.app import DashboardApp
+        from kshare_cli.tui.source import LiveSource
+
+        app = DashboardApp(
+            LiveSource(settings, timeout_s=timeout_s),
+            group=group,
+            refresh_s=refresh_s,
+            stall_after_s=stall_after_s,
+        )
+        app.run()
+        if app.crash is not None:
+            raise app.crash
+
+    common.edge(run_dashboard, invocation)
+
+
+def _check_group(group: str) -> None:
+    if not group.strip():
+        raise UsageError("a group id cannot be empty")
+
+
+def _check_terminal() -> None:
+    """Textual draws on the terminal behind stdin and stderr: without one, nothing to see."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise UsageError("kshare dashboard needs a terminal (stdin and stderr are not one)")

@@ -1,0 +1,275 @@
+"""``kshare dashboard``: the Textual app, its keys, its clock and its memory.
+
+Screens stack: groups → group → share-partition; enter drills in, escape
+comes back. The app owns what outlives a screen: the data source, the lag
+history (so going back and forth keeps the sparklines), the refresh interval,
+pause, and the clock. The clock is injectable so the snapshot tests draw
+ages and rates from fixed times; everything shown is computed from it.
+
+A ticker runs several times a second on the UI loop; it only asks the active
+screen whether a fetch is due and redraws the status line. The fetches
+themselves run in workers (see ``tui.live_screen``), so no key ever waits
+for the broker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar, Final
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kshare_cli.admin.inflight import GroupInflight, GroupsOverview
+from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
+from kshare_cli.tui import format as fmt
+from kshare_cli.tui.group_screen import GroupScreen
+from kshare_cli.tui.groups_screen import GroupsScreen
+from kshare_cli.tui.history import (
+    HistoryStore,
+    Sample,
+    completed_key,
+    group_key,
+    partition_key,
+)
+from kshare_cli.tui.live_screen import LiveScreen
+from kshare_cli.tui.source import ClosableSource, DashboardSource
+
+__all__ = ["REFRESH_STEPS", "DashboardApp", "HelpScreen"]
+
+#: What ``+`` and ``-`` step through (seconds).
+REFRESH_STEPS: Final = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+#: How often the ticker looks at the active screen.
+TICK_S: Final = 0.25
+DEFAULT_PEEK_LIMIT: Final = 10
+
+HELP_TEXT: Final = f"""\
+[b]Keys[/b]
+  enter, arrows   drill into the highlighted group or share-partition, move
+  escape          back (first clears an active filter)
+  /               filter the rows (enter keeps it, escape clears it)
+  p               pause or resume refreshing
+  + / -           refresh less / more often
+  r               refresh now
+  ?               this help
+  q               quit
+
+[b]Columns[/b]
+  LAG             log end offset - start offset - delivery-complete count (KIP-1226);
+                  ≤N is kshare's upper bound when the broker gave no lag
+  LAG TREND       the lag over the last samples, one character a refresh
+  IN-FLIGHT       the persisted window from the start offset to the log end offset
+  SINCE MOVED     time since the start offset last changed; ≥ until a change was seen
+  DRAIN           records completed per second (start offset + delivery-complete
+                  count), over the last minute; on the groups screen, the net
+                  decrease of the total lag
+  EMPTY IN        lag / drain rate; ∞ when nothing drains
+  stalled (⚠)     lag above 0 and the start offset unmoved for the stall time
+                  (kshare dashboard --stall-after)
+
+[b]Windows[/b]
+  Read from __share_group_state, which needs READ on that internal topic; with only
+  DESCRIBE the window column stays empty and the screen says why.
+  Note: {ACQUIRED_NOT_PERSISTED}.
+
+escape, q or ? closes this help."""
+
+
+class HelpScreen(ModalScreen[None]):
+    """The keys and what every figure means."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 96; height: auto; max-height: 90%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[Any]] = [
+        Binding("escape", "close", "Close"),
+        Binding("question_mark", "close", "Close", show=False),
+        Binding("q", "close", "Close", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(HELP_TEXT, id="help")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class DashboardApp(App[None]):
+    """The dashboard over one ``DashboardSource``.
+
+    ``group`` opens that group's screen first (escape still leads to the list);
+    ``refresh_s`` is the first refresh interval, ``stall_after_s`` how long a
+    start offset may stand still under lag before the share-partition is
+    called stalled; ``clock`` gives the seconds every age and rate is computed
+    from.
+    """
+
+    TITLE = "kshare dashboard"
+    ENABLE_COMMAND_PALETTE = False
+
+    BINDINGS: ClassVar[list[Any]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("r", "refresh_now", "Refresh"),
+        Binding("plus", "slower", "Slower"),
+        Binding("minus", "faster", "Faster"),
+    ]
+
+    def __init__(
+        self,
+        source: DashboardSource,
+        *,
+        group: str | None = None,
+        refresh_s: float = 2.0,
+        stall_after_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+        peek_limit: int = DEFAULT_PEEK_LIMIT,
+        history: HistoryStore | None = None,
+    ) -> None:
+        if refresh_s <= 0:
+            raise ValueError(f"refresh interval must be above 0 s, got {refresh_s:g}")
+        if stall_after_s <= 0:
+            raise ValueError(f"stall time must be above 0 s, got {stall_after_s:g}")
+        super().__init__()
+        self.source = source
+        self.initial_group = group
+        self.refresh_s = refresh_s
+        self.stall_after_s = stall_after_s
+        self.peek_limit = peek_limit
+        self.paused = False
+        self.history = history if history is not None else HistoryStore()
+        self._clock = clock
+        self._closed = False
+        self.crash: BaseException | None = None
+        """An exception that ended the app, for the command's edge to report as one line."""
+
+    def now(self) -> float:
+        return self._clock()
+
+    def on_mount(self) -> None:
+        self.push_screen(GroupsScreen())
+        if self.initial_group is not None:
+            self.push_screen(GroupScreen(self.initial_group))
+        self.set_interval(TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        # While the app shuts down, screens lose their widgets before this timer stops.
+        if not self.is_running:
+            return
+        screen = self.screen
+        if isinstance(screen, LiveScreen):
+            screen.tick()
+
+    # -- history ---------------------------------------------------------------
+
+    def record_group(self, inflight: GroupInflight, at: float) -> None:
+        """Add one sample per share-partition, and the group's total, to the history."""
+        history = self.history
+        group_id = inflight.group_id
+        keys = []
+        start_sum: int | None = 0
+        complete_sum: int | None = 0
+        for partition in inflight.partitions:
+            window = partition.window
+            key = partition_key(group_id, partition.topic, partition.partition)
+            keys.append(key)
+            sample = Sample.of(
+                at,
+                partition.lag,
+                partition.start_offset,
+                None if window is None else window.delivery_complete_count,
+            )
+            history.add(key, sample)
+            start_sum = _plus(start_sum, sample.start_offset)
+            complete_sum = _plus(complete_sum, sample.delivery_complete_count)
+        history.retain(keys, prefix=("p", group_id))
+        history.add(group_key(group_id), Sample.of(at, inflight.total_lag))
+        if inflight.partitions:
+            history.add(
+                completed_key(group_id), Sample(at, inflight.total_lag, start_sum, complete_sum)
+            )
+
+    def record_overview(self, overview: GroupsOverview, at: float) -> None:
+        for group in overview.groups:
+            self.history.add(group_key(group.group_id), Sample.of(at, group.total_lag))
+
+    # -- actions ---------------------------------------------------------------
+
+    def back(self) -> None:
+        """Escape: one screen back; the groups list is the bottom."""
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self._tick()
+
+    def action_refresh_now(self) -> None:
+        screen = self.screen
+        if isinstance(screen, LiveScreen):
+            screen.refresh_now()
+
+    def action_slower(self) -> None:
+        self._set_refresh(next((step for step in REFRESH_STEPS if step > self.refresh_s), None))
+
+    def action_faster(self) -> None:
+        self._set_refresh(
+            next((step for step in reversed(REFRESH_STEPS) if step < self.refresh_s), None)
+        )
+
+    def _set_refresh(self, seconds: float | None) -> None:
+        if seconds is None:
+            self.bell()
+            return
+        self.refresh_s = seconds
+        self.notify(f"refreshing every {fmt.interval(seconds)}", timeout=2)
+        self._tick()
+
+    # -- failures --------------------------------------------------------------
+
+    def _handle_exception(self, error: Exception) -> None:
+        if self.crash is None:
+            self.crash = error
+        super()._handle_exception(error)
+
+    def _fatal_error(self) -> None:
+        # Textual's own report is a traceback with local variables, which would print
+        # SASL passwords; the command's edge reports ``crash`` instead (its traceback
+        # only with --debug, secrets redacted).
+        self.bell()
+        self._close_messages_no_wait()
+
+    async def action_quit(self) -> None:
+        await self.close_source()
+        self.exit()
+
+    async def on_unmount(self) -> None:
+        await self.close_source()
+
+    async def close_source(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        source = self.source
+        if isinstance(source, ClosableSource):
+            await source.aclose()
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    """A sum that becomes unknown as soon as one part is."""
+    return None if total is None or value is None else total + value

@@ -1,0 +1,104 @@
+"""How the dashboard writes numbers, durations and rates: short, and the same on every screen.
+
+A dashboard is read at a glance, so a value is never wider than its column
+needs and an unknown value is always the same dash, as Kafka's tools print
+it; these functions are pure so the snapshot tests and the unit tests agree.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+__all__ = [
+    "UNKNOWN",
+    "duration",
+    "interval",
+    "number",
+    "plural",
+    "rate",
+    "short",
+    "since",
+    "truncate",
+]
+
+UNKNOWN: Final = "-"
+
+
+def number(value: int | None) -> str:
+    """An offset or a count, thousands separated; "-" when unknown."""
+    return UNKNOWN if value is None else f"{value:,}"
+
+
+def duration(seconds: float | None) -> str:
+    """``12 s``, ``4 min 05 s``, ``1 min``, ``3 h 07 min``, ``2 d 4 h``; ``∞``; "-" unknown."""
+    if seconds is None or math.isnan(seconds):
+        return UNKNOWN
+    if math.isinf(seconds):
+        return "∞"
+    whole = max(int(seconds), 0)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, second = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {second:02d} s" if second else f"{minutes} min"
+    hours, minute = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minute:02d} min" if minute else f"{hours} h"
+    days, hour = divmod(hours, 24)
+    return f"{days} d {hour} h" if hour else f"{days} d"
+
+
+def short(seconds: float | None) -> str:
+    """A duration for a narrow cell: ``45s``, ``1m30s``, ``2h05m``, ``3d04h``; ``∞``; "-"."""
+    if seconds is None or math.isnan(seconds):
+        return UNKNOWN
+    if math.isinf(seconds):
+        return "∞"
+    whole = max(int(seconds), 0)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, second = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{second:02d}s"
+    hours, minute = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minute:02d}m"
+    days, hour = divmod(hours, 24)
+    return f"{days}d{hour:02d}h"
+
+
+def interval(seconds: float) -> str:
+    """A refresh interval as the user set it: ``0.5 s``, ``2 s``, ``1 min 30 s``."""
+    return f"{seconds:g} s" if seconds < 60 else duration(seconds)
+
+
+def since(seconds: float | None, *, lower_bound: bool = False, compact: bool = False) -> str:
+    """A duration that may only be a lower bound (``≥12 s``; compact: ``≥12s``)."""
+    text = short(seconds) if compact else duration(seconds)
+    return f"≥{text}" if lower_bound and text != UNKNOWN else text
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 member``, ``2 members``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def rate(per_second: float | None) -> str:
+    """Records per second: ``0/s``, ``3.4/s``, ``1,250/s``; "-" when unknown."""
+    if per_second is None:
+        return UNKNOWN
+    if per_second == 0:
+        return "0/s"
+    if per_second < 10:
+        return f"{per_second:.1f}/s"
+    return f"{round(per_second):,}/s"
+
+
+def truncate(text: str, width: int) -> str:
+    """At most ``width`` characters, an ellipsis marking the cut."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    return text[: width - 1] + "…"

@@ -1,0 +1,168 @@
+"""The groups screen: every share group of the cluster, and which of them are backing up.
+
+One row per group: its state, members, share-partitions, total lag with the
+direction it took, how fast the backlog shrinks and when it would be gone.
+The listing carries no start offsets, so a group's drain rate here is the
+net decrease of its total lag (see ``tui.history``); the group screen has
+the per-share-partition rates.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Final
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from kshare_cli.admin.inflight import GroupsOverview, GroupSummary
+from kshare_cli.tui import format as fmt
+from kshare_cli.tui.group_screen import GroupScreen
+from kshare_cli.tui.history import group_key
+from kshare_cli.tui.live_screen import LiveScreen
+from kshare_cli.tui.widgets import FastTable, FilterInput, TableSync
+
+__all__ = ["GroupsScreen"]
+
+_COLUMNS: Final = (
+    ("group", "GROUP", 34),
+    ("state", "STATE", 8),
+    ("members", "MEMBERS", 7),
+    ("partitions", "SHARE-PARTITIONS", 16),
+    ("lag", "TOTAL LAG", 11),
+    ("trend", "TREND", 5),
+    ("drain", "DRAIN", 9),
+    ("empty", "EMPTY IN", 12),
+)
+
+
+def _right(text: str) -> Text:
+    return Text(text, justify="right", no_wrap=True, end="")
+
+
+class GroupsScreen(LiveScreen[GroupsOverview]):
+    """Every share group, refreshed from ``DashboardSource.overview``."""
+
+    DEFAULT_CSS = """
+    GroupsScreen #title { height: 1; text-style: bold; }
+    GroupsScreen #groups { height: 1fr; }
+    GroupsScreen #failures { height: auto; color: $warning; }
+    """
+
+    BINDINGS: ClassVar[list[Any]] = [
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("slash", "filter", "Filter"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_text = ""
+        self._table: TableSync | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield Static("Share groups", id="title")
+        table = FastTable(id="groups", cursor_type="row")
+        yield table
+        yield Static("", id="failures")
+        yield FilterInput(placeholder="filter groups", id="filter")
+        yield from self.compose_status()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "share groups"
+        table = self.query_one("#groups", FastTable)
+        keys = [table.add_column(label, width=width, key=key) for key, label, width in _COLUMNS]
+        self._table = TableSync(table, keys, _render_cell)
+        table.focus()
+        super().on_mount()
+
+    async def fetch(self) -> GroupsOverview:
+        return await self.dashboard.source.overview()
+
+    def apply(self, data: GroupsOverview, at: float) -> None:
+        self.dashboard.record_overview(data, at)
+        self._show(data)
+
+    def _show(self, data: GroupsOverview) -> None:
+        if self._table is None:
+            return
+        needle = self.filter_text.strip().lower()
+        shown = [group for group in data.groups if needle in group.group_id.lower()]
+        self._table.sync([(group.group_id, self._row(group)) for group in shown])
+        count = len(data.groups)
+        title = f"Share groups ({count})" if count else "Share groups: none on this cluster"
+        if needle:
+            title += f" — {len(shown)} match '{self.filter_text.strip()}'"
+        self.query_one("#title", Static).update(title)
+        self.query_one("#failures", Static).update(
+            "\n".join(f"not answered: {failure}" for failure in data.failures)
+        )
+
+    def _row(self, group: GroupSummary) -> tuple[Any, ...]:
+        series = self.dashboard.history.get(group_key(group.group_id))
+        trend = None if series is None else series.trend()
+        rate = None if series is None else series.drain_rate()
+        empty = None if series is None else series.time_to_empty()
+        return (
+            group.group_id,
+            group.state,
+            group.members,
+            group.share_partitions,
+            group.total_lag,
+            "" if trend is None else trend.value,
+            fmt.rate(rate),
+            fmt.short(empty),
+        )
+
+    def selected_group(self) -> str | None:
+        return None if self._table is None else self._table.cursor_key()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        key = event.row_key.value
+        if key is None:
+            return
+        self.app.push_screen(GroupScreen(key))
+
+    def action_filter(self) -> None:
+        self.query_one(FilterInput).open()
+
+    def action_clear_filter(self) -> None:
+        if self.filter_text:
+            self.query_one(FilterInput).action_cancel()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.filter_text = event.value
+        if self.data is not None:
+            self._show(self.data)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#groups", DataTable).focus()
+        if not self.filter_text:
+            self.query_one(FilterInput).close()
+
+    def on_filter_input_cancelled(self, event: FilterInput.Cancelled) -> None:
+        event.stop()
+        self.filter_text = ""
+        self.query_one("#groups", DataTable).focus()
+        if self.data is not None:
+            self._show(self.data)
+
+
+def _render_cell(column: int, value: Any) -> RenderableType:
+    if column == 0:
+        return Text(fmt.truncate(str(value), _COLUMNS[0][2]), no_wrap=True, end="")
+    if column == 1:
+        style = {"Stable": "green", "Empty": "dim", "Dead": "red"}.get(str(value), "")
+        return Text(str(value), style=style, end="")
+    if column in (2, 3, 4):
+        return _right(fmt.number(value))
+    if column == 5:
+        style = {"↑": "red", "↓": "green"}.get(str(value), "")
+        return Text(str(value), style=style, justify="center", end="")
+    return _right(str(value))

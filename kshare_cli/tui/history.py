@@ -1,0 +1,359 @@
+"""What the dashboard remembers between refreshes, and the arithmetic on it.
+
+A single describe says where a share-partition is; an on-call engineer needs
+where it is going: is the lag growing, how fast are records being completed,
+when will the backlog be gone, and has the start offset stopped moving (a
+poison record, a stuck consumer). Kafka answers none of that, so the
+dashboard keeps a short history of samples per share-partition and per group
+and derives it here, without I/O and without Textual, so every figure on
+screen is a unit-tested function of the samples.
+
+Definitions (the help screen shows them too):
+
+* completed position = start offset + delivery-complete count: every record
+  below the start offset is done, and the delivery-complete count (KIP-1226)
+  counts the done records at or above it. It only grows, except after an
+  offset reset.
+* drain rate = growth of the completed position per second over the last
+  ``window_s`` seconds; a reset (the position going back) is not counted as
+  negative progress. When the delivery-complete count is unknown on either
+  side of a step (-1 after a reset, or no state), only the start offset's
+  growth counts for that step. A series without start offsets (a group total
+  from a listing) falls back to the decrease of its lag: a net rate, after
+  new records are added.
+* time to empty = lag / drain rate (0 when there is no lag; infinite when
+  nothing drains).
+* since moved = time since the start offset was last seen to change; before
+  any change is seen it is the time since the first sample, a lower bound.
+* stalled = lag above zero and the start offset unmoved for ``stall_after_s``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "DEFAULT_RATE_WINDOW_S",
+    "History",
+    "HistoryStore",
+    "Sample",
+    "SinceMoved",
+    "Trend",
+    "completed_key",
+    "drain_rate",
+    "group_key",
+    "is_stalled",
+    "lag_trend",
+    "partition_key",
+    "sparkline",
+    "time_to_empty",
+]
+
+#: Samples kept per series: two minutes at the default 2 s refresh, and the widest sparkline.
+DEFAULT_CAPACITY: Final = 120
+#: Rates and trends look this far back: long enough to smooth one slow refresh.
+DEFAULT_RATE_WINDOW_S: Final = 60.0
+
+_SPARK_BLOCKS: Final = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One observation of a share-partition (or a group's totals) at ``at`` (clock seconds).
+
+    Unknown values are None; a delivery-complete count of -1 (Kafka's "unknown")
+    is stored as None too.
+    """
+
+    at: float
+    lag: int | None
+    start_offset: int | None = None
+    delivery_complete_count: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        at: float,
+        lag: int | None,
+        start_offset: int | None = None,
+        delivery_complete_count: int | None = None,
+    ) -> Sample:
+        """A sample with Kafka's -1 sentinels turned into None."""
+        return cls(
+            at,
+            lag,
+            None if start_offset is None or start_offset < 0 else start_offset,
+            None
+            if delivery_complete_count is None or delivery_complete_count < 0
+            else delivery_complete_count,
+        )
+
+
+class Trend(StrEnum):
+    """Where the lag went over the trend window; the value is the arrow drawn."""
+
+    UP = "↑"
+    DOWN = "↓"
+    FLAT = "→"
+
+
+@dataclass(frozen=True, slots=True)
+class SinceMoved:
+    """How long the start offset has stood still; ``lower_bound`` until a move was seen."""
+
+    seconds: float
+    lower_bound: bool
+
+
+def _recent(samples: Sequence[Sample], window_s: float) -> Sequence[Sample]:
+    if not samples:
+        return samples
+    horizon = samples[-1].at - window_s
+    first = len(samples) - 1
+    while first > 0 and samples[first - 1].at >= horizon:
+        first -= 1
+    return samples[first:]
+
+
+def lag_trend(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S) -> Trend | None:
+    """Lag now against the oldest known lag in the window; None with fewer than two lags."""
+    lags = [sample.lag for sample in _recent(samples, window_s) if sample.lag is not None]
+    if len(lags) < 2:
+        return None
+    if lags[-1] > lags[0]:
+        return Trend.UP
+    if lags[-1] < lags[0]:
+        return Trend.DOWN
+    return Trend.FLAT
+
+
+def _progress(older: Sample, newer: Sample) -> int | None:
+    """Records completed between two samples (never negative); None when unknowable."""
+    if older.start_offset is None or newer.start_offset is None:
+        return None
+    if older.delivery_complete_count is not None and newer.delivery_complete_count is not None:
+        moved = (newer.start_offset + newer.delivery_complete_count) - (
+            older.start_offset + older.delivery_complete_count
+        )
+    else:
+        moved = newer.start_offset - older.start_offset
+    return max(moved, 0)
+
+
+def drain_rate(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S) -> float | None:
+    """Records completed per second over the window (see the module docstring).
+
+    None when the window holds fewer than two usable samples or spans no time.
+    """
+    recent = _recent(samples, window_s)
+    if len(recent) < 2:
+        return None
+    if all(sample.start_offset is None for sample in recent):
+        return _net_drain(recent)
+    completed = 0
+    span = 0.0
+    for older, newer in zip(recent, recent[1:], strict=False):
+        progress = _progress(older, newer)
+        if progress is None:
+            continue
+        completed += progress
+        span += newer.at - older.at
+    if span <= 0:
+        return None
+    return completed / span
+
+
+def _net_drain(samples: Sequence[Sample]) -> float | None:
+    known = [sample for sample in samples if sample.lag is not None]
+    if len(known) < 2:
+        return None
+    span = known[-1].at - known[0].at
+    if span <= 0:
+        return None
+    assert known[0].lag is not None and known[-1].lag is not None
+    return max(known[0].lag - known[-1].lag, 0) / span
+
+
+def time_to_empty(lag: int | None, rate: float | None) -> float | None:
+    """Seconds until the lag is gone at this rate: 0 without lag, inf when nothing drains."""
+    if lag is None:
+        return None
+    if lag <= 0:
+        return 0.0
+    if rate is None:
+        return None
+    if rate <= 0:
+        return math.inf
+    return lag / rate
+
+
+def is_stalled(lag: int | None, since_moved: SinceMoved | None, stall_after_s: float) -> bool:
+    """Lag above zero while the start offset stood still for at least ``stall_after_s``."""
+    return (
+        lag is not None
+        and lag > 0
+        and since_moved is not None
+        and since_moved.seconds >= stall_after_s
+    )
+
+
+def sparkline(values: Sequence[int | None], width: int) -> str:
+    """The last ``width`` values as block characters, scaled from 0 to their maximum.
+
+    Unknown values are blanks; an all-zero series is a flat bottom line, so
+    "no lag" and "no data" look different.
+    """
+    if width <= 0:
+        return ""
+    shown = list(values[-width:])
+    known = [value for value in shown if value is not None]
+    top = max(known, default=0)
+    last = len(_SPARK_BLOCKS) - 1
+    characters = []
+    for value in shown:
+        if value is None:
+            characters.append(" ")
+        elif top <= 0:
+            characters.append(_SPARK_BLOCKS[0])
+        else:
+            characters.append(_SPARK_BLOCKS[min(last, round(max(value, 0) / top * last))])
+    return "".join(characters)
+
+
+def group_key(group_id: str) -> tuple[str, str]:
+    """The key of a group's totals in a ``HistoryStore``."""
+    return ("g", group_id)
+
+
+def completed_key(group_id: str) -> tuple[str, str]:
+    """The key of a group's summed share-partitions (start offsets, delivery-complete counts)."""
+    return ("c", group_id)
+
+
+def partition_key(group_id: str, topic: str, partition: int) -> tuple[str, str, str, int]:
+    """The key of a share-partition's series in a ``HistoryStore``."""
+    return ("p", group_id, topic, partition)
+
+
+class History:
+    """The bounded sample series of one share-partition or group.
+
+    Samples arrive in clock order; one taken at the same instant as the
+    previous replaces it (a fixed clock, or two refreshes in one tick), so
+    spans are never zero. The instant the start offset last changed is kept
+    apart from the samples, so it survives their rotation.
+    """
+
+    __slots__ = ("_capacity", "_first_offset_at", "_moved_at", "_samples")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._samples: list[Sample] = []
+        self._capacity = max(capacity, 2)
+        self._first_offset_at: float | None = None
+        self._moved_at: float | None = None
+
+    def add(self, sample: Sample) -> None:
+        samples = self._samples
+        if samples and sample.at < samples[-1].at:
+            return  # a late answer from an older fetch: the newer one already counts
+        previous = samples[-1] if samples else None
+        if previous is not None and sample.at == previous.at:
+            samples.pop()
+            previous = samples[-1] if samples else None
+        if self._first_offset_at is None and sample.start_offset is not None:
+            self._first_offset_at = sample.at
+        if (
+            previous is not None
+            and sample.start_offset is not None
+            and previous.start_offset is not None
+            and sample.start_offset != previous.start_offset
+        ):
+            self._moved_at = sample.at
+        samples.append(sample)
+        if len(samples) > self._capacity:
+            del samples[0]
+
+    @property
+    def samples(self) -> tuple[Sample, ...]:
+        return tuple(self._samples)
+
+    @property
+    def latest(self) -> Sample | None:
+        return self._samples[-1] if self._samples else None
+
+    def lags(self) -> tuple[int | None, ...]:
+        return tuple(sample.lag for sample in self._samples)
+
+    def recent_lags(self, count: int) -> list[int | None]:
+        """The last ``count`` lags (a sparkline's worth, without copying the whole series)."""
+        return [sample.lag for sample in self._samples[-count:]] if count > 0 else []
+
+    def trend(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> Trend | None:
+        return lag_trend(self._samples, window_s)
+
+    def drain_rate(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> float | None:
+        return drain_rate(self._samples, window_s)
+
+    def time_to_empty(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> float | None:
+        latest = self.latest
+        return time_to_empty(None if latest is None else latest.lag, self.drain_rate(window_s))
+
+    def since_moved(self, now: float) -> SinceMoved | None:
+        """None before the first sample with a start offset."""
+        if self._moved_at is not None:
+            return SinceMoved(max(now - self._moved_at, 0.0), lower_bound=False)
+        if self._first_offset_at is None:
+            return None
+        return SinceMoved(max(now - self._first_offset_at, 0.0), lower_bound=True)
+
+    def stalled(self, now: float, stall_after_s: float) -> bool:
+        latest = self.latest
+        if latest is None or latest.start_offset is None:
+            return False
+        return is_stalled(latest.lag, self.since_moved(now), stall_after_s)
+
+
+class HistoryStore:
+    """Every series the dashboard keeps, by key (a group id, or group, topic and partition).
+
+    Series of share-partitions that disappear (offsets deleted, group gone)
+    are dropped with ``retain``, so a long session's memory stays bounded by
+    what the cluster holds.
+    """
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._capacity = capacity
+        self._series: dict[Hashable, History] = {}
+
+    def series(self, key: Hashable) -> History:
+        found = self._series.get(key)
+        if found is None:
+            found = self._series[key] = History(self._capacity)
+        return found
+
+    def get(self, key: Hashable) -> History | None:
+        return self._series.get(key)
+
+    def add(self, key: Hashable, sample: Sample) -> History:
+        history = self.series(key)
+        history.add(sample)
+        return history
+
+    def retain(self, keys: Iterable[Hashable], *, prefix: tuple[Hashable, ...]) -> None:
+        """Forget the series whose (tuple) key starts with ``prefix`` and is not in ``keys``."""
+        wanted = set(keys)
+        size = len(prefix)
+        for key in [
+            key
+            for key in self._series
+            if isinstance(key, tuple) and key[:size] == prefix and key not in wanted
+        ]:
+            del self._series[key]
+
+    def __len__(self) -> int:
+        return len(self._series)

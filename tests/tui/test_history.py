@@ -1,0 +1,169 @@
+"""The dashboard's arithmetic on samples: trends, drain rates, time to empty, stalls, sparklines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kshare_cli.tui.history import (
+    History,
+    HistoryStore,
+    Sample,
+    SinceMoved,
+    Trend,
+    drain_rate,
+    is_stalled,
+    lag_trend,
+    partition_key,
+    sparkline,
+    time_to_empty,
+)
+
+
+def test_sample_of_turns_kafka_sentinels_into_unknowns() -> None:
+    assert Sample.of(1.0, 5, -1, -1) == Sample(1.0, 5, None, None)
+    assert Sample.of(1.0, 5, 0, 0) == Sample(1.0, 5, 0, 0)
+
+
+def test_lag_trend_compares_the_newest_lag_with_the_oldest_in_the_window() -> None:
+    rising = [Sample(0, 5), Sample(2, 3), Sample(4, 9)]
+    assert lag_trend(rising) is Trend.UP
+    assert lag_trend([Sample(0, 9), Sample(2, 12), Sample(4, 1)]) is Trend.DOWN
+    assert lag_trend([Sample(0, 4), Sample(2, 4)]) is Trend.FLAT
+    assert lag_trend([Sample(0, 4)]) is None
+    assert lag_trend([Sample(0, None), Sample(2, 4)]) is None
+    # Only the last window_s seconds count: the lag of 100 at t=0 is forgotten.
+    assert lag_trend([Sample(0, 100), Sample(70, 5), Sample(80, 9)], window_s=60) is Trend.UP
+
+
+def test_drain_rate_counts_start_offset_plus_delivery_complete_count() -> None:
+    # 10 s apart: start offset 100 -> 120 and delivery-complete count 5 -> 15: 30 records.
+    samples = [Sample(0, 50, 100, 5), Sample(10, 40, 120, 15)]
+    assert drain_rate(samples) == pytest.approx(3.0)
+
+
+def test_drain_rate_uses_the_start_offset_alone_where_the_count_is_unknown() -> None:
+    # The count becomes known on the second step; counting it would invent 40 records.
+    samples = [Sample(0, 9, 100, None), Sample(10, 9, 110, None), Sample(20, 9, 120, 40)]
+    assert drain_rate(samples) == pytest.approx(20 / 20)
+
+
+def test_an_offset_reset_is_no_negative_drain() -> None:
+    samples = [Sample(0, 1, 500, 0), Sample(10, 90, 10, 0), Sample(20, 80, 30, 0)]
+    assert drain_rate(samples) == pytest.approx(20 / 20)
+
+
+def test_drain_rate_is_unknown_without_two_samples_or_time_between_them() -> None:
+    assert drain_rate([]) is None
+    assert drain_rate([Sample(0, 1, 5, 0)]) is None
+    assert drain_rate([Sample(3, 1, 5, 0), Sample(3, 1, 9, 0)]) is None
+
+
+def test_a_series_without_start_offsets_drains_by_its_net_lag_decrease() -> None:
+    # A group total from the listing: 90 -> 60 in 10 s is 3/s; growth is 0, never negative.
+    assert drain_rate([Sample(0, 90), Sample(10, 60)]) == pytest.approx(3.0)
+    assert drain_rate([Sample(0, 60), Sample(10, 90)]) == 0.0
+
+
+def test_time_to_empty() -> None:
+    assert time_to_empty(30, 3.0) == pytest.approx(10.0)
+    assert time_to_empty(0, None) == 0.0
+    assert time_to_empty(30, 0.0) == math.inf
+    assert time_to_empty(30, None) is None
+    assert time_to_empty(None, 3.0) is None
+
+
+def test_stalled_needs_lag_and_a_start_offset_unmoved_for_the_stall_time() -> None:
+    assert is_stalled(5, SinceMoved(60.0, lower_bound=True), 60.0)
+    assert not is_stalled(5, SinceMoved(59.9, lower_bound=False), 60.0)
+    assert not is_stalled(0, SinceMoved(600.0, lower_bound=False), 60.0)
+    assert not is_stalled(None, SinceMoved(600.0, lower_bound=False), 60.0)
+    assert not is_stalled(5, None, 60.0)
+
+
+def test_history_knows_when_the_start_offset_last_moved() -> None:
+    history = History()
+    assert history.since_moved(100.0) is None
+    history.add(Sample(0, 10, 5, 0))
+    history.add(Sample(10, 10, 5, 0))
+    assert history.since_moved(30.0) == SinceMoved(30.0, lower_bound=True)
+    history.add(Sample(20, 8, 7, 0))
+    history.add(Sample(40, 8, 7, 0))
+    assert history.since_moved(50.0) == SinceMoved(30.0, lower_bound=False)
+    assert history.stalled(79.0, stall_after_s=60.0) is False
+    assert history.stalled(80.0, stall_after_s=60.0) is True
+    history.add(Sample(90, 0, 7, 0))
+    assert history.stalled(200.0, stall_after_s=60.0) is False  # no lag: nothing waits
+
+
+def test_the_move_survives_the_rotation_of_samples() -> None:
+    history = History(capacity=3)
+    history.add(Sample(0, 10, 5, 0))
+    history.add(Sample(1, 10, 6, 0))
+    for at in range(2, 10):
+        history.add(Sample(at, 10, 6, 0))
+    assert len(history.samples) == 3
+    assert history.since_moved(20.0) == SinceMoved(19.0, lower_bound=False)
+
+
+def test_a_sample_at_the_same_instant_replaces_the_previous_and_late_ones_are_dropped() -> None:
+    history = History()
+    history.add(Sample(5, 10, 1, 0))
+    history.add(Sample(5, 7, 1, 0))
+    history.add(Sample(4, 99, 0, 0))
+    assert history.samples == (Sample(5, 7, 1, 0),)
+
+
+def test_history_figures_come_from_the_module_functions() -> None:
+    history = History()
+    for at, lag, start in ((0, 40, 0), (10, 30, 10), (20, 20, 20)):
+        history.add(Sample(at, lag, start, 0))
+    assert history.trend() is Trend.DOWN
+    assert history.drain_rate() == pytest.approx(1.0)
+    assert history.time_to_empty() == pytest.approx(20.0)
+    assert history.lags() == (40, 30, 20)
+
+
+def test_store_retains_only_the_share_partitions_still_there() -> None:
+    store = HistoryStore()
+    for partition in range(3):
+        store.add(partition_key("g", "t", partition), Sample(0, 1))
+    store.add(partition_key("other", "t", 0), Sample(0, 1))
+    store.retain([partition_key("g", "t", 1)], prefix=("p", "g"))
+    assert store.get(partition_key("g", "t", 0)) is None
+    assert store.get(partition_key("g", "t", 1)) is not None
+    assert store.get(partition_key("other", "t", 0)) is not None
+    assert len(store) == 2
+
+
+def test_sparkline_scales_from_zero_to_the_highest_value() -> None:
+    assert sparkline([0, 4, 8], 3) == "▁▅█"
+    assert sparkline([0, 0], 5) == "▁▁"
+    assert sparkline([None, 8], 2) == " █"
+    assert sparkline([1, 2, 3, 4], 2) == "▆█"
+    assert sparkline([3], 0) == ""
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 1_000), st.integers(0, 50)),
+        min_size=2,
+        max_size=30,
+    )
+)
+def test_drain_rate_of_steady_progress_is_the_total_over_the_span(
+    steps: list[tuple[int, int]],
+) -> None:
+    """Whatever the step sizes, monotone progress drains at (last - first) / span."""
+    at = 0.0
+    start = 0
+    samples = [Sample(at, 0, start, 0)]
+    for completed, seconds in steps:
+        at += seconds + 1
+        start += completed
+        samples.append(Sample(at, 0, start, 0))
+    rate = drain_rate(samples, window_s=math.inf)
+    assert rate == pytest.approx(start / at)
