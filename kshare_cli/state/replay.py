@@ -58,6 +58,9 @@ DEFAULT_UPDATES_PER_SNAPSHOT: Final = 500
 """Kafka's `share.coordinator.snapshot.update.records.per.snapshot` default."""
 
 _UNCHANGED: Final = -1
+# Queued updates are folded at least this often: folding a run is cheaper than merging
+# each update, and a bound keeps memory (and the garbage collector's work) flat.
+_FOLD_EVERY: Final = 32
 _NO_TIMESTAMP: Final = 0
 _UNINITIALIZED_EPOCH: Final = 0
 
@@ -142,43 +145,63 @@ class _Slot:
     """Where one share-partition's state lives during replay.
 
     Every key (snapshot and update) of a share-partition resolves to the same
-    slot once, so replaying a record costs one dictionary hit.
+    slot once, so replaying a record costs one dictionary hit. Updates wait in
+    `pending` until someone asks for the state: a snapshot or tombstone makes
+    them moot, and a run of them is usually folded in one pass (`_fold`).
     """
 
-    __slots__ = ("share_partition", "state")
+    __slots__ = ("pending", "share_partition", "state")
 
     def __init__(self, share_partition: SharePartitionKey) -> None:
         self.share_partition = share_partition
         self.state: SharePartitionState | None = None
+        self.pending: list[ShareUpdateValue] = []
+
+    def current(self) -> SharePartitionState | None:
+        pending = self.pending
+        if pending:
+            self.state = _fold(self.state, pending)
+            self.pending = []
+        return self.state
 
 
 class ShareStateReplayer:
     """Replays state records in log order into the current state of every share-partition.
 
     Records are applied as they come, so a reader can show the state at any
-    point of the log by stopping there.
+    point of the log by stopping there. Applying a ShareUpdate only queues it
+    (replay must keep up with 100,000 records a second); the state is brought
+    up to date when it is read, with exactly the result of merging each update
+    in turn.
     """
 
     def __init__(self) -> None:
         self._slots: dict[SharePartitionKey, _Slot] = {}
-        self._slot_by_key: dict[ShareStateKey, _Slot] = {}
+        # By the identity of the key object: the decoder hands out one shared key
+        # object per key, and hashing a ShareStateKey (its UUID hashes in Python)
+        # cost a fifth of replay. Each entry holds its key, so the id stays unique.
+        self._slot_by_key_id: dict[int, tuple[ShareStateKey, _Slot]] = {}
 
     def apply(self, record: StateRecord) -> None:
-        slot = self._slot_by_key.get(record.key)
-        if slot is None:
-            slot = self._slot(record.key)
+        key = record.key
+        known = self._slot_by_key_id.get(id(key))
+        slot = known[1] if known is not None and known[0] is key else self._slot(key)
         value = record.value
+        if type(value) is ShareUpdateValue:
+            pending = slot.pending
+            if slot.state is None and not pending:
+                slot.state = SharePartitionState.from_update(value)
+            else:
+                pending.append(value)
+                if len(pending) >= _FOLD_EVERY:
+                    slot.current()
+            return
+        if slot.pending:
+            slot.pending = []
         if value is None:
             # Kafka only writes tombstones with a snapshot key; an update-key
             # tombstone (which Kafka itself could not replay) is read the same way.
             slot.state = None
-        elif type(value) is ShareUpdateValue:
-            current = slot.state
-            slot.state = (
-                SharePartitionState.from_update(value)
-                if current is None
-                else current.merged_with(value)
-            )
         else:
             assert type(value) is ShareSnapshotValue
             slot.state = SharePartitionState.from_snapshot(value)
@@ -189,23 +212,85 @@ class ShareStateReplayer:
 
     def state(self, share_partition: SharePartitionKey) -> SharePartitionState | None:
         slot = self._slots.get(share_partition)
-        return None if slot is None else slot.state
+        return None if slot is None else slot.current()
 
     def states(self) -> dict[SharePartitionKey, SharePartitionState]:
         """A copy, so callers can keep it while replay goes on."""
-        return {
-            share_partition: slot.state
-            for share_partition, slot in self._slots.items()
-            if slot.state is not None
-        }
+        states: dict[SharePartitionKey, SharePartitionState] = {}
+        for share_partition, slot in self._slots.items():
+            state = slot.current()
+            if state is not None:
+                states[share_partition] = state
+        return states
 
     def _slot(self, key: ShareStateKey) -> _Slot:
         share_partition = SharePartitionKey.of(key)
         slot = self._slots.get(share_partition)
         if slot is None:
             slot = self._slots[share_partition] = _Slot(share_partition)
-        self._slot_by_key[key] = slot
+        by_id = self._slot_by_key_id
+        if len(by_id) > 4 * len(self._slots) + 1_024:
+            # Equal keys decoded into new objects (the decoder's cache was cleared):
+            # forget the old ones rather than keep them all.
+            by_id.clear()
+        by_id[id(key)] = (key, slot)
         return slot
+
+
+def _fold(
+    state: SharePartitionState | None, updates: Sequence[ShareUpdateValue]
+) -> SharePartitionState:
+    """The state after merging updates in turn, as `SharePartitionState.merged_with` would.
+
+    When every update only adds batches past everything before it and the start
+    offset never moves back -- what a coordinator writes while consumers work
+    through a partition -- merging in turn equals concatenating all batches,
+    pruning once at the last start offset and joining touching equals once
+    (pruning at a lower start offset first removes nothing the last one keeps).
+    Anything else is merged update by update.
+    """
+    if state is None:
+        state, updates = SharePartitionState.from_update(updates[0]), updates[1:]
+        if not updates:
+            return state
+    batches = list(state.state_batches)
+    start_offset = state.start_offset
+    leader_epoch = state.leader_epoch
+    previous_last = -1
+    for batch in batches:
+        if batch.first_offset <= previous_last or batch.last_offset < batch.first_offset:
+            return _merge_each(state, updates)
+        previous_last = batch.last_offset
+    for update in updates:
+        if update.start_offset != _UNCHANGED:
+            if update.start_offset < start_offset:
+                return _merge_each(state, updates)
+            start_offset = update.start_offset
+        if update.leader_epoch != _UNCHANGED:
+            leader_epoch = update.leader_epoch
+        for batch in update.state_batches:
+            if batch.first_offset <= previous_last or batch.last_offset < batch.first_offset:
+                return _merge_each(state, updates)
+            previous_last = batch.last_offset
+        batches.extend(update.state_batches)
+    return SharePartitionState(
+        state.snapshot_epoch,
+        state.state_epoch,
+        leader_epoch,
+        start_offset,
+        updates[-1].delivery_complete_count,
+        state.create_timestamp,
+        state.write_timestamp,
+        combine_state_batches(batches, (), start_offset),
+    )
+
+
+def _merge_each(
+    state: SharePartitionState, updates: Sequence[ShareUpdateValue]
+) -> SharePartitionState:
+    for update in updates:
+        state = state.merged_with(update)
+    return state
 
 
 class ShareStateWriteError(ValueError):

@@ -698,3 +698,82 @@ def test_replay_matches_an_offset_by_offset_model(operations: list[Operation]) -
             for offset in range(batch.first_offset, batch.last_offset + 1):
                 replayed[offset] = (batch.delivery_count, batch.delivery_state)
         assert replayed == model
+
+
+@st.composite
+def _working_through(draw: st.DrawFn) -> list[Operation]:
+    """Updates as a coordinator writes them while consumers work through a partition:
+    batches past everything before, a start offset that only moves forward (mostly).
+    Some operations break the pattern, so both ways of folding are exercised."""
+    operations: list[Operation] = [("snapshot", draw(st.integers(-1, 3)), (), 0)]
+    next_first = draw(st.integers(0, 5))
+    start = -1
+    for _ in range(draw(st.integers(1, 25))):
+        roll = draw(st.integers(0, 19))
+        if roll == 0:
+            operations.append(("snapshot", draw(st.integers(-1, next_first)), (), 0))
+            continue
+        batches = []
+        for _ in range(draw(st.integers(0, 3))):
+            first = next_first + draw(st.sampled_from([0, 0, 2]))
+            length = draw(st.integers(1, 4))
+            batches.append(
+                StateBatch(
+                    first,
+                    first + length - 1,
+                    draw(st.sampled_from([AVAILABLE, ACKED, ARCHIVED])),
+                    draw(st.integers(1, 2)),
+                )
+            )
+            next_first = first + length
+        if roll == 1:  # an overlapping rewrite of earlier offsets
+            batches.append(StateBatch(max(next_first - 3, 0), next_first, ARCHIVED, 3))
+            next_first += 1
+        moved = draw(st.sampled_from([-1, -1, 0, 1, 2]))
+        if roll == 2:
+            start_offset = max(start - 2, 0)  # a start offset that moves back
+        elif moved == -1:
+            start_offset = -1
+        else:
+            start_offset = min(max(start, 0) + moved, next_first)
+        if start_offset != -1:
+            start = start_offset
+        operations.append(("update", start_offset, tuple(batches), draw(st.integers(-1, 9))))
+    return operations
+
+
+@settings(max_examples=400)
+@given(_working_through(), st.lists(st.integers(0, 30), max_size=4))
+def test_state_read_late_equals_state_read_after_every_record(
+    operations: list[Operation], reads: list[int]
+) -> None:
+    """Updates queued and folded when read give exactly the state of merging each in turn."""
+    key_of = {kind: ShareStateKey(kind, "g", GOLDEN_TOPIC_ID, 0) for kind in StateRecordKind}
+    share_partition = SharePartitionKey("g", GOLDEN_TOPIC_ID, 0)
+    lazy = ShareStateReplayer()
+    expected: SharePartitionState | None = None  # merging each update in turn, by hand
+    for index, (kind, start_offset, batches, count) in enumerate(operations):
+        if kind == "snapshot":
+            record = StateRecord(
+                key_of[StateRecordKind.SNAPSHOT],
+                ShareSnapshotValue(index, 1, 0, start_offset, count, 0, 0, batches),
+            )
+        else:
+            record = StateRecord(
+                key_of[StateRecordKind.UPDATE],
+                ShareUpdateValue(0, index % 3 - 1, start_offset, count, batches),
+            )
+        value = record.value
+        if isinstance(value, ShareSnapshotValue):
+            expected = SharePartitionState.from_snapshot(value)
+        else:
+            assert isinstance(value, ShareUpdateValue)
+            expected = (
+                SharePartitionState.from_update(value)
+                if expected is None
+                else expected.merged_with(value)
+            )
+        lazy.apply(record)
+        if index in reads:
+            assert lazy.state(share_partition) == expected
+    assert lazy.states() == {share_partition: expected}
