@@ -343,10 +343,13 @@ class InflightService:
         """
         admin = self._admin
         wanted_topics = frozenset(topics)
-        descriptions, offsets, (states, note), limit = await asyncio.gather(
+        # The state topic first, the offsets after: on a live group everything moves
+        # forward, so a window read before the log end offsets never reaches past them
+        # (read concurrently, a slow state read showed windows beyond the end offset).
+        states, note = await self._states(group_id)
+        descriptions, offsets, limit = await asyncio.gather(
             admin.describe_groups([group_id]),
             admin.list_share_partition_offsets([group_id]),
-            self._states(group_id),
             self._delivery_count_limit(group_id),
         )
         for result in (descriptions.get(group_id), offsets.get(group_id)):

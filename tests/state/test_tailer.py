@@ -354,6 +354,59 @@ def test_records_that_do_not_decode_are_counted_and_skipped(cluster: Cluster, un
         assert window.write_timestamp == 20
 
 
+def test_poll_returns_promptly_while_state_records_keep_arriving(
+    cluster: Cluster, unique: str
+) -> None:
+    """A busy cluster's state topic is never quiet: poll takes what is there and returns."""
+    import threading
+
+    from confluent_kafka import Producer
+
+    topic = f"busy-state-{unique}"
+    _create_topic(cluster, topic)
+    key = SharePartitionKey("g", uuid.UUID(int=9), 0)
+    stop = threading.Event()
+
+    def write_updates() -> None:
+        producer = Producer(cluster.config(**{"linger.ms": 1}))
+        offset = 0
+        while not stop.is_set():
+            update = StateRecord(
+                key.record_key(StateRecordKind.UPDATE),
+                ShareUpdateValue(0, -1, offset, 0, (StateBatch(offset, offset, 2, 1),)),
+            )
+            record_key, record_value = encode_record(update)
+            producer.produce(topic, record_value, record_key)
+            producer.poll(0)
+            offset += 1
+            time.sleep(0.005)
+        producer.flush(10)
+
+    _produce(
+        cluster,
+        topic,
+        [encode_record(StateRecord(key.record_key(StateRecordKind.SNAPSHOT),
+                                   ShareSnapshotValue(0, 1, 0, 0, 0, 1, 1, ())))],
+    )  # fmt: skip
+    writer = threading.Thread(target=write_updates, daemon=True)
+    writer.start()
+    try:
+        with StateTailer(cluster.config(), topic=topic) as tailer:
+            tailer.catch_up(30)
+            time.sleep(0.3)
+            took = []
+            for _ in range(3):
+                started = time.monotonic()
+                tailer.poll(20)
+                took.append(time.monotonic() - started)
+                time.sleep(0.1)
+            assert max(took) < 2, took
+            assert tailer.records_applied > 3
+    finally:
+        stop.set()
+        writer.join(15)
+
+
 # --------------------------------------------------------------------------- no state topic
 
 
