@@ -60,7 +60,7 @@ class Tmux:
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
     if not os.path.exists(TMUX):
-        pytest.skip("tmux is not installed (scripts/test.sh installs it)")
+        pytest.fail("tmux is not installed: scripts/test.sh installs it (apt-get install tmux)")
     environment = {
         key: value for key, value in os.environ.items() if not key.startswith(("KSHARE_", "TMUX"))
     }
