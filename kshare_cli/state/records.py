@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final
@@ -50,6 +50,7 @@ __all__ = [
     "encode_key",
     "encode_record",
     "encode_value",
+    "state_batches_from_fields",
 ]
 
 DELIVERY_COMPLETE_COUNT_UNKNOWN: Final = -1
@@ -171,42 +172,63 @@ class StateRecord:
 _VALUE_TYPES: Final[tuple[type, ...]] = (ShareSnapshotValue, ShareUpdateValue)
 
 # Decoding builds several frozen dataclasses per record, and their generated
-# __init__ (one object.__setattr__ call per field) is most of the decoding
-# time. Writing the slots through their descriptors builds the same objects
-# at about half the cost; only the decoder uses these, for values it built
-# (snapshots are rare enough to keep the ordinary constructor).
-_new = object.__new__
-_SlotSetter = Callable[[Any, Any], None]
+# __init__ (an object.__setattr__ call per field) would be most of the decoding
+# time; so would calling the slots' descriptors. Instead the decoder fills an
+# instance of an unfrozen twin -- a plain class with the same slots, whose
+# attribute stores the interpreter specializes -- and then turns it into an
+# instance of the frozen class by __class__ assignment, which Python allows
+# between classes of identical layout (and checks, here at import). What comes
+# out is an ordinary instance of the frozen class at a third of the cost.
+# Only the decoder does this, for values it built (snapshots are rare enough
+# to keep the ordinary constructor).
 
 
-def _slot_setters(cls: type, *names: str) -> tuple[_SlotSetter, ...]:
-    setters: tuple[_SlotSetter, ...] = tuple(vars(cls)[name].__set__ for name in names)
-    return setters
+def _unfrozen_twin(frozen: type) -> Any:
+    twin = type(
+        f"_Unfrozen{frozen.__name__}",
+        (),
+        {"__slots__": vars(frozen)["__slots__"], "__module__": __name__},
+    )
+    probe = twin()
+    probe.__class__ = frozen  # a TypeError here if the layouts ever differ
+    return twin
 
 
-(_set_first_offset, _set_last_offset, _set_delivery_state, _set_delivery_count) = _slot_setters(
-    StateBatch, "first_offset", "last_offset", "delivery_state", "delivery_count"
-)
-(_set_record_key, _set_record_value) = _slot_setters(StateRecord, "key", "value")
-_update_setters = _slot_setters(
-    ShareUpdateValue,
-    "snapshot_epoch",
-    "leader_epoch",
-    "start_offset",
-    "delivery_complete_count",
-    "state_batches",
-)
+_UnfrozenStateBatch: Final = _unfrozen_twin(StateBatch)
+_UnfrozenShareUpdateValue: Final = _unfrozen_twin(ShareUpdateValue)
+_UnfrozenStateRecord: Final = _unfrozen_twin(StateRecord)
 
 
 def _build_state_batch(
     first_offset: int, last_offset: int, delivery_state: int, delivery_count: int
 ) -> StateBatch:
-    batch: StateBatch = _new(StateBatch)
-    _set_first_offset(batch, first_offset)
-    _set_last_offset(batch, last_offset)
-    _set_delivery_state(batch, delivery_state)
-    _set_delivery_count(batch, delivery_count)
-    return batch
+    batch = _UnfrozenStateBatch()
+    batch.first_offset = first_offset
+    batch.last_offset = last_offset
+    batch.delivery_state = delivery_state
+    batch.delivery_count = delivery_count
+    batch.__class__ = StateBatch
+    built: StateBatch = batch
+    return built
+
+
+def state_batches_from_fields(fields: Sequence[int]) -> tuple[StateBatch, ...]:
+    """StateBatch objects from flat (first offset, last offset, delivery state, delivery
+    count) quadruples, built as cheaply as the decoder builds them (no validation)."""
+    batches: list[StateBatch] = []
+    append = batches.append
+    iterator = iter(fields)
+    for first_offset, last_offset, delivery_state, delivery_count in zip(
+        iterator, iterator, iterator, iterator, strict=True
+    ):
+        batch = _UnfrozenStateBatch()
+        batch.first_offset = first_offset
+        batch.last_offset = last_offset
+        batch.delivery_state = delivery_state
+        batch.delivery_count = delivery_count
+        batch.__class__ = StateBatch
+        append(batch)
+    return tuple(batches)
 
 
 def _build_update(
@@ -216,21 +238,24 @@ def _build_update(
     delivery_complete_count: int,
     state_batches: tuple[StateBatch, ...],
 ) -> ShareUpdateValue:
-    value: ShareUpdateValue = _new(ShareUpdateValue)
-    set_snapshot_epoch, set_leader_epoch, set_start_offset, set_count, set_batches = _update_setters
-    set_snapshot_epoch(value, snapshot_epoch)
-    set_leader_epoch(value, leader_epoch)
-    set_start_offset(value, start_offset)
-    set_count(value, delivery_complete_count)
-    set_batches(value, state_batches)
-    return value
+    value = _UnfrozenShareUpdateValue()
+    value.snapshot_epoch = snapshot_epoch
+    value.leader_epoch = leader_epoch
+    value.start_offset = start_offset
+    value.delivery_complete_count = delivery_complete_count
+    value.state_batches = state_batches
+    value.__class__ = ShareUpdateValue
+    built: ShareUpdateValue = value
+    return built
 
 
 def _build_record(key: ShareStateKey, value: StateValue | None) -> StateRecord:
-    record: StateRecord = _new(StateRecord)
-    _set_record_key(record, key)
-    _set_record_value(record, value)
-    return record
+    record = _UnfrozenStateRecord()
+    record.key = key
+    record.value = value
+    record.__class__ = StateRecord
+    built: StateRecord = record
+    return built
 
 
 _SNAPSHOT: Final = StateRecordKind.SNAPSHOT
@@ -247,11 +272,20 @@ _UPDATE_HEAD = struct.Struct(">hiiq")
 # the batch's tagged-field count: almost always 0, so one unpack reads a batch.
 _BATCH = struct.Struct(">qqbhB")
 _BATCH_WITHOUT_TAGS = struct.Struct(">qqbh")
+# A batch in a one-unpack layout: its fields, then its tagged-field count byte skipped.
+_BATCH_FIELDS: Final = "qqbhx"
+_FIRST_UPDATE_BATCH_TAGS: Final = _UPDATE_HEAD.size + 1 + _BATCH_WITHOUT_TAGS.size
 _INT32 = struct.Struct(">i")
 _NO_TAGGED_FIELDS: Final = b"\x00"
 # One tagged field, tag 0 (DeliveryCompleteCount), 4 bytes long.
 _ONLY_DELIVERY_COMPLETE_COUNT: Final = b"\x01\x00\x04"
 _KEY_CACHE_LIMIT: Final = 65_536
+_BATCH_LAYOUT_CACHE_LIMIT: Final = 256
+
+# One-unpack layouts: of batch arrays by batch count (see _batch_layout), and of
+# update values by the byte that starts their batch array (see _update_layout).
+_batch_layouts: dict[int, tuple[Callable[[bytes, int], tuple[int, ...]], bytes]] = {}
+_update_layouts: dict[int, tuple[Callable[[bytes, int], tuple[int, ...]], int, bytes]] = {}
 
 # Keys repeat for every write to a share-partition, so decoded keys are shared.
 _key_cache: dict[bytes, ShareStateKey] = {}
@@ -323,7 +357,12 @@ def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> StateRecord:
         raise StateRecordError(
             f"{key.kind.name.lower()} value truncated ({len(value_bytes)} bytes)"
         ) from None
-    return _build_record(key, value)
+    record = _UnfrozenStateRecord()
+    record.key = key
+    record.value = value
+    record.__class__ = StateRecord
+    decoded: StateRecord = record
+    return decoded
 
 
 def _check_version(version: int, what: str) -> None:
@@ -360,6 +399,63 @@ def _decode_snapshot(data: bytes) -> ShareSnapshotValue:
 
 
 def _decode_update(data: bytes) -> ShareUpdateValue:
+    """Decode an update value; the shape nearly every update has is read with one unpack.
+
+    That shape: fewer than 127 batches (a one-byte array length), no batch
+    with tagged fields, and no tagged field but DeliveryCompleteCount. Any
+    other value, including every malformed one, is walked field by field
+    (`_walk_update`), which the one unpack must always agree with.
+    """
+    try:
+        length_plus_one = data[_UPDATE_HEAD.size]
+    except IndexError:
+        return _walk_update(data)
+    layout = _update_layouts.get(length_plus_one)
+    if layout is None:
+        if not 0 < length_plus_one < 0x80:
+            return _walk_update(data)
+        layout = _update_layouts[length_plus_one] = _update_layout(length_plus_one)
+    unpack, end, no_batch_tags = layout
+    tail = len(data) - end
+    if (
+        not (
+            (tail == 1 and data[end] == 0)
+            or (tail == 7 and data[end : end + 3] == _ONLY_DELIVERY_COMPLETE_COUNT)
+        )
+        or data[_FIRST_UPDATE_BATCH_TAGS : end : _BATCH.size] != no_batch_tags
+    ):
+        return _walk_update(data)
+    fields = iter(unpack(data, 0))
+    # No strict=: the layout makes whole quadruples, and the keyword costs 5% of decoding.
+    quadruples = zip(fields, fields, fields, fields)  # noqa: B905
+    version, snapshot_epoch, leader_epoch, start_offset = next(quadruples)
+    if version != 0:
+        _check_version(version, "ShareUpdateValue")
+    batches: list[StateBatch] = []
+    append = batches.append
+    for first_offset, last_offset, delivery_state, delivery_count in quadruples:
+        # _build_state_batch, inlined: this loop is most of replaying the state topic.
+        batch = _UnfrozenStateBatch()
+        batch.first_offset = first_offset
+        batch.last_offset = last_offset
+        batch.delivery_state = delivery_state
+        batch.delivery_count = delivery_count
+        batch.__class__ = StateBatch
+        append(batch)
+    value = _UnfrozenShareUpdateValue()
+    value.snapshot_epoch = snapshot_epoch
+    value.leader_epoch = leader_epoch
+    value.start_offset = start_offset
+    value.delivery_complete_count = (
+        DELIVERY_COMPLETE_COUNT_UNKNOWN if tail == 1 else _INT32.unpack_from(data, end + 3)[0]
+    )
+    value.state_batches = tuple(batches)
+    value.__class__ = ShareUpdateValue
+    decoded: ShareUpdateValue = value
+    return decoded
+
+
+def _walk_update(data: bytes) -> ShareUpdateValue:
     version, snapshot_epoch, leader_epoch, start_offset = _UPDATE_HEAD.unpack_from(data, 0)
     if version != 0:
         _check_version(version, "ShareUpdateValue")
@@ -371,6 +467,21 @@ def _decode_update(data: bytes) -> ShareUpdateValue:
         _decode_top_level_tags(data, position),
         batches,
     )
+
+
+def _update_layout(
+    length_plus_one: int,
+) -> tuple[Callable[[bytes, int], tuple[int, ...]], int, bytes]:
+    """How `_decode_update` reads a value whose batch array starts with this length byte.
+
+    An unpack of the head and of the batches without their tagged-field count
+    bytes -- four ints each, so head and batches zip alike --, where the
+    batches end, and what those count bytes read when all are 0, the only
+    case the unpack is for.
+    """
+    count = length_plus_one - 1
+    layout = struct.Struct(_UPDATE_HEAD.format + "x" + _BATCH_FIELDS * count)
+    return layout.unpack_from, layout.size, bytes(count)
 
 
 _VALUE_DECODERS: Final = (_decode_snapshot, _decode_update)
@@ -399,12 +510,46 @@ def _decode_batches(data: bytes, position: int) -> tuple[tuple[StateBatch, ...],
     if length_plus_one == 0:
         raise StateRecordError("StateBatches is null, but the schema does not allow it")
     count = length_plus_one - 1
-    if count * _BATCH.size > len(data) - position:
+    end = position + count * _BATCH.size
+    if end > len(data):
         raise StateRecordError(
             f"StateBatches claims {count} batches, more than the "
             f"{len(data) - position} bytes left can hold"
         )
-    batches = []
+    layout = _batch_layouts.get(count)
+    if layout is None:
+        layout = _batch_layout(count)
+    unpack, no_batch_tags = layout
+    if data[position + _BATCH_WITHOUT_TAGS.size : end : _BATCH.size] != no_batch_tags:
+        return _walk_batches(data, position, count)
+    batches: list[StateBatch] = []
+    append = batches.append
+    fields = iter(unpack(data, position))
+    for first_offset, last_offset, delivery_state, delivery_count in zip(
+        fields, fields, fields, fields, strict=True
+    ):
+        batch = _UnfrozenStateBatch()
+        batch.first_offset = first_offset
+        batch.last_offset = last_offset
+        batch.delivery_state = delivery_state
+        batch.delivery_count = delivery_count
+        batch.__class__ = StateBatch
+        append(batch)
+    return tuple(batches), end
+
+
+def _batch_layout(count: int) -> tuple[Callable[[bytes, int], tuple[int, ...]], bytes]:
+    """An unpack of `count` batches without their tagged-field count bytes, and what
+    those bytes read when all are 0, the only case the unpack is for."""
+    layout = (struct.Struct(">" + _BATCH_FIELDS * count).unpack_from, bytes(count))
+    if count <= _BATCH_LAYOUT_CACHE_LIMIT:
+        _batch_layouts[count] = layout
+    return layout
+
+
+def _walk_batches(data: bytes, position: int, count: int) -> tuple[tuple[StateBatch, ...], int]:
+    """Decode the batches one by one, skipping the tagged fields of those that have some."""
+    batches: list[StateBatch] = []
     unpack_batch = _BATCH.unpack_from
     for _ in range(count):
         first_offset, last_offset, delivery_state, delivery_count, tag_count = unpack_batch(

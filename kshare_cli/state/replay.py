@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final
@@ -40,6 +41,7 @@ from kshare_cli.state.records import (
     StateBatch,
     StateRecord,
     StateRecordKind,
+    state_batches_from_fields,
 )
 
 __all__ = [
@@ -59,8 +61,15 @@ DEFAULT_UPDATES_PER_SNAPSHOT: Final = 500
 
 _UNCHANGED: Final = -1
 # Queued updates are folded at least this often: folding a run is cheaper than merging
-# each update, and a bound keeps memory (and the garbage collector's work) flat.
+# each update, and a bound keeps memory flat (with 1,000 share-partitions, some 18 MB at
+# 32; 64 would save another 4% of replay's instructions for 34 MB).
 _FOLD_EVERY: Final = 32
+# How `_Slot` queues an update: its head is (start offset, leader epoch, delivery-complete
+# count, batch count), and each batch is (first offset, last offset, delivery state,
+# delivery count).
+_HEAD_SIZE: Final = 4
+_BATCH_SIZE: Final = 4
+_FOLD_HEADS: Final = _FOLD_EVERY * _HEAD_SIZE
 _NO_TIMESTAMP: Final = 0
 _UNINITIALIZED_EPOCH: Final = 0
 
@@ -145,23 +154,33 @@ class _Slot:
     """Where one share-partition's state lives during replay.
 
     Every key (snapshot and update) of a share-partition resolves to the same
-    slot once, so replaying a record costs one dictionary hit. Updates wait in
-    `pending` until someone asks for the state: a snapshot or tombstone makes
-    them moot, and a run of them is usually folded in one pass (`_fold`).
+    slot once, so replaying a record costs one dictionary hit. Updates wait
+    until someone asks for the state: a snapshot or tombstone makes them moot,
+    and a run of them is usually folded in one pass (`_fold`). They wait as
+    plain ints, update after update: `heads` holds each update's head and
+    `fields` its batches' fields (see _HEAD_SIZE). So the decoded records die
+    young -- keeping thousands of them alive until the fold cost replay a third
+    of its time in garbage collection -- and the fold builds StateBatch objects
+    only for the batches it keeps. There are queued updates only when there
+    is a state to fold them into.
     """
 
-    __slots__ = ("pending", "share_partition", "state")
+    __slots__ = ("fields", "heads", "share_partition", "state")
 
     def __init__(self, share_partition: SharePartitionKey) -> None:
         self.share_partition = share_partition
         self.state: SharePartitionState | None = None
-        self.pending: list[ShareUpdateValue] = []
+        self.heads: list[int] = []
+        self.fields: list[int] = []
 
     def current(self) -> SharePartitionState | None:
-        pending = self.pending
-        if pending:
-            self.state = _fold(self.state, pending)
-            self.pending = []
+        heads = self.heads
+        if heads:
+            state = self.state
+            assert state is not None
+            self.state = _fold(state, heads, self.fields)
+            self.heads = []
+            self.fields = []
         return self.state
 
 
@@ -188,16 +207,31 @@ class ShareStateReplayer:
         slot = known[1] if known is not None and known[0] is key else self._slot(key)
         value = record.value
         if type(value) is ShareUpdateValue:
-            pending = slot.pending
-            if slot.state is None and not pending:
+            if slot.state is None:
                 slot.state = SharePartitionState.from_update(value)
-            else:
-                pending.append(value)
-                if len(pending) >= _FOLD_EVERY:
-                    slot.current()
+                return
+            heads = slot.heads
+            batches = value.state_batches
+            heads += (
+                value.start_offset,
+                value.leader_epoch,
+                value.delivery_complete_count,
+                len(batches),
+            )
+            fields = slot.fields
+            for batch in batches:
+                fields += (
+                    batch.first_offset,
+                    batch.last_offset,
+                    batch.delivery_state,
+                    batch.delivery_count,
+                )
+            if len(heads) >= _FOLD_HEADS:
+                slot.current()
             return
-        if slot.pending:
-            slot.pending = []
+        if slot.heads:
+            slot.heads = []
+            slot.fields = []
         if value is None:
             # Kafka only writes tombstones with a snapshot key; an update-key
             # tombstone (which Kafka itself could not replay) is read the same way.
@@ -238,57 +272,112 @@ class ShareStateReplayer:
 
 
 def _fold(
-    state: SharePartitionState | None, updates: Sequence[ShareUpdateValue]
+    state: SharePartitionState, heads: Sequence[int], fields: Sequence[int]
 ) -> SharePartitionState:
-    """The state after merging updates in turn, as `SharePartitionState.merged_with` would.
+    """The state after merging the queued updates in turn, as `merged_with` would.
 
-    When every update only adds batches past everything before it and the start
-    offset never moves back -- what a coordinator writes while consumers work
-    through a partition -- merging in turn equals concatenating all batches,
-    pruning once at the last start offset and joining touching equals once
-    (pruning at a lower start offset first removes nothing the last one keeps).
-    Anything else is merged update by update.
+    heads and fields are the updates as `_Slot` queues them. When every update
+    only adds batches past everything before it and the start offset never
+    moves back -- what a coordinator writes while consumers work through a
+    partition -- merging in turn equals concatenating all batches, pruning once
+    at the last start offset and joining touching equals once (pruning at a
+    lower start offset first removes nothing the last one keeps), and only the
+    batches that survive are built. Anything else is merged update by update.
     """
-    if state is None:
-        state, updates = SharePartitionState.from_update(updates[0]), updates[1:]
-        if not updates:
-            return state
-    batches = list(state.state_batches)
+    # Plain loops: on ints they beat map() with operator functions.
     start_offset = state.start_offset
+    for update_start_offset in heads[0::_HEAD_SIZE]:
+        if update_start_offset != _UNCHANGED:
+            if update_start_offset < start_offset:
+                return _merge_each(state, heads, fields)
+            start_offset = update_start_offset
     leader_epoch = state.leader_epoch
+    for update_leader_epoch in reversed(heads[1::_HEAD_SIZE]):
+        if update_leader_epoch != _UNCHANGED:
+            leader_epoch = update_leader_epoch
+            break
+    state_batches = state.state_batches
     previous_last = -1
-    for batch in batches:
+    for batch in state_batches:
         if batch.first_offset <= previous_last or batch.last_offset < batch.first_offset:
-            return _merge_each(state, updates)
+            return _merge_each(state, heads, fields)
         previous_last = batch.last_offset
-    for update in updates:
-        if update.start_offset != _UNCHANGED:
-            if update.start_offset < start_offset:
-                return _merge_each(state, updates)
-            start_offset = update.start_offset
-        if update.leader_epoch != _UNCHANGED:
-            leader_epoch = update.leader_epoch
-        for batch in update.state_batches:
-            if batch.first_offset <= previous_last or batch.last_offset < batch.first_offset:
-                return _merge_each(state, updates)
-            previous_last = batch.last_offset
-        batches.extend(update.state_batches)
+    lasts = fields[1::_BATCH_SIZE]
+    for first_offset, last_offset in zip(fields[0::_BATCH_SIZE], lasts, strict=True):
+        if first_offset <= previous_last or last_offset < first_offset:
+            return _merge_each(state, heads, fields)
+        previous_last = last_offset
+
+    # In offset order and disjoint: pruning drops a prefix, and the last offsets ascend.
+    kept = state_batches
+    if start_offset != _UNCHANGED and kept and kept[0].last_offset < start_offset:
+        if kept[-1].last_offset < start_offset:
+            kept = ()
+        else:
+            kept = tuple(batch for batch in kept if batch.last_offset >= start_offset)
+    if kept:
+        batches = combine_state_batches(kept, state_batches_from_fields(fields), start_offset)
+    else:
+        batches = state_batches_from_fields(_pruned_and_joined(fields, lasts, start_offset))
     return SharePartitionState(
         state.snapshot_epoch,
         state.state_epoch,
         leader_epoch,
         start_offset,
-        updates[-1].delivery_complete_count,
+        heads[-2],
         state.create_timestamp,
         state.write_timestamp,
-        combine_state_batches(batches, (), start_offset),
+        batches,
     )
 
 
+def _pruned_and_joined(fields: Sequence[int], lasts: Sequence[int], start_offset: int) -> list[int]:
+    """`combine_state_batches` of batches in offset order that do not overlap, in fields.
+
+    Pruning drops the batches before the start offset and cuts the one
+    straddling it; then touching neighbours of equal delivery state and count
+    join, left to right (see `batches._coalesced_if_disjoint`).
+    """
+    index = _BATCH_SIZE * bisect_left(lasts, start_offset)
+    if index == len(fields):
+        return []
+    first_offset, last_offset, delivery_state, delivery_count = fields[index : index + _BATCH_SIZE]
+    if first_offset < start_offset:
+        first_offset = start_offset
+    joined: list[int] = []
+    rest = iter(fields[index + _BATCH_SIZE :])
+    for next_first, next_last, next_state, next_count in zip(rest, rest, rest, rest, strict=True):
+        if (
+            next_first == last_offset + 1
+            and next_count == delivery_count
+            and next_state == delivery_state
+        ):
+            last_offset = next_last
+        else:
+            joined += (first_offset, last_offset, delivery_state, delivery_count)
+            first_offset, last_offset, delivery_state = next_first, next_last, next_state
+            delivery_count = next_count
+    joined += (first_offset, last_offset, delivery_state, delivery_count)
+    return joined
+
+
 def _merge_each(
-    state: SharePartitionState, updates: Sequence[ShareUpdateValue]
+    state: SharePartitionState, heads: Sequence[int], fields: Sequence[int]
 ) -> SharePartitionState:
-    for update in updates:
+    batches = state_batches_from_fields(fields)
+    position = 0
+    for index in range(0, len(heads), _HEAD_SIZE):
+        start_offset, leader_epoch, delivery_complete_count, count = heads[
+            index : index + _HEAD_SIZE
+        ]
+        update = ShareUpdateValue(
+            state.snapshot_epoch,
+            leader_epoch,
+            start_offset,
+            delivery_complete_count,
+            batches[position : position + count],
+        )
+        position += count
         state = state.merged_with(update)
     return state
 
