@@ -42,6 +42,8 @@ from kshare_cli.admin.models import (
     KafkaError,
     LagSource,
     SharePartitionOffset,
+    summed_lag,
+    summed_lag_source,
 )
 from kshare_cli.errors import ExitCode, IncompatibleBroker, KshareError, NotFound
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
@@ -133,19 +135,12 @@ class GroupInflight:
     @property
     def total_lag(self) -> int | None:
         """The sum of the lags; None when any is unknown, or there is no share-partition."""
-        lags = [each.lag for each in self.partitions]
-        if not lags or any(lag is None for lag in lags):
-            return None
-        return sum(lag for lag in lags if lag is not None)
+        return summed_lag(self.partitions)
 
     @property
     def total_lag_source(self) -> LagSource | None:
         """``bound`` as soon as one part is kshare's upper bound rather than the broker's figure."""
-        if self.total_lag is None:
-            return None
-        if any(each.lag_source == "bound" for each in self.partitions):
-            return "bound"
-        return "broker"
+        return summed_lag_source(self.partitions)
 
 
 @dataclass(frozen=True, slots=True)

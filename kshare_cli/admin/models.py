@@ -10,7 +10,7 @@ away what the other groups said.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Generic, Literal, Protocol, TypeVar
 
@@ -332,6 +332,33 @@ class SharePartitionOffset:
         return self.lag if self.lag_source == "broker" else None
 
 
+class Lagged(Protocol):
+    """A share-partition row with a lag: describe's offsets and inflight's rows alike."""
+
+    @property
+    def lag(self) -> int | None: ...
+
+    @property
+    def lag_source(self) -> LagSource | None: ...
+
+
+def summed_lag(partitions: Sequence[Lagged]) -> int | None:
+    """The sum of the lags; None when any is unknown, or there is no share-partition."""
+    lags = [each.lag for each in partitions]
+    if not lags or any(lag is None for lag in lags):
+        return None
+    return sum(lag for lag in lags if lag is not None)
+
+
+def summed_lag_source(partitions: Sequence[Lagged]) -> LagSource | None:
+    """``bound`` as soon as one part is kshare's upper bound: then so is the sum."""
+    if summed_lag(partitions) is None:
+        return None
+    if any(each.lag_source == "bound" for each in partitions):
+        return "bound"
+    return "broker"
+
+
 @dataclass(frozen=True, slots=True)
 class GroupOffsets:
     """A share group's share-partitions, sorted by topic and partition.
@@ -353,19 +380,12 @@ class GroupOffsets:
     @property
     def total_lag(self) -> int | None:
         """The sum of the partitions' lags; None when any of them is unknown (or none exist)."""
-        lags = [offset.lag for offset in self.partitions]
-        if not lags or any(lag is None for lag in lags):
-            return None
-        return sum(lag for lag in lags if lag is not None)
+        return summed_lag(self.partitions)
 
     @property
     def total_lag_source(self) -> LagSource | None:
         """``bound`` as soon as one partition's lag is a bound: then so is the sum."""
-        if self.total_lag is None:
-            return None
-        if any(offset.lag_source == "bound" for offset in self.partitions):
-            return "bound"
-        return "broker"
+        return summed_lag_source(self.partitions)
 
     def errors(self) -> tuple[PartitionFailure, ...]:
         return tuple(
