@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
+import pickle
 import struct
 import uuid
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kshare_cli.state import records
 from kshare_cli.state.records import (
     DELIVERY_COMPLETE_COUNT_UNKNOWN,
     LATEST_VALUE_VERSION,
@@ -31,6 +34,7 @@ from kshare_cli.state.records import (
     encode_key,
     encode_record,
     encode_value,
+    state_batches_from_fields,
 )
 from tests.support.golden import GOLDEN
 
@@ -495,3 +499,160 @@ def test_corrupted_golden_values_decode_or_raise_state_record_error(
         decode_value(kind, corrupted)
     except StateRecordError:
         pass
+
+
+# --------------------------------------------------------------------------- fast paths
+#
+# The decoder reads the usual update (fewer than 127 batches, no tagged fields but the
+# count) with one unpack, and any batch array without tagged fields likewise; everything
+# else is walked field by field. The fast paths must agree with the walk on every input.
+
+
+def _outcome(decode: Any, data: bytes) -> tuple[str, Any]:
+    try:
+        return "value", decode(data)
+    except (StateRecordError, struct.error, IndexError) as error:
+        return "error", (type(error), str(error))
+
+
+@st.composite
+def _tagged_fields(draw: st.DrawFn, first_tag: int) -> list[tuple[int, bytes]]:
+    tags = sorted(set(draw(st.lists(st.integers(first_tag, 300), max_size=3))))
+    return [(tag, draw(st.binary(max_size=130))) for tag in tags]
+
+
+def _tag_section(fields: list[tuple[int, bytes]]) -> bytes:
+    uvarint = records._encode_uvarint
+    parts = [uvarint(len(fields))]
+    for tag, payload in fields:
+        parts += [uvarint(tag), uvarint(len(payload)), payload]
+    return b"".join(parts)
+
+
+@st.composite
+def _update_bytes_with_unknown_tags(draw: st.DrawFn) -> tuple[ShareUpdateValue, bytes]:
+    """An update encoded as a newer broker might: unknown tagged fields anywhere."""
+    value = draw(update_values)
+    encoded = encode_value(value)
+    parts = [encoded[:18], records._encode_uvarint(len(value.state_batches) + 1)]
+    for batch in value.state_batches:
+        parts.append(
+            records._BATCH_WITHOUT_TAGS.pack(
+                batch.first_offset, batch.last_offset, batch.delivery_state, batch.delivery_count
+            )
+        )
+        parts.append(_tag_section(draw(_tagged_fields(first_tag=0))))
+    top = draw(_tagged_fields(first_tag=1))
+    if value.delivery_complete_count != DELIVERY_COMPLETE_COUNT_UNKNOWN:
+        top.insert(0, (0, struct.pack(">i", value.delivery_complete_count)))
+    parts.append(_tag_section(top))
+    return value, b"".join(parts)
+
+
+@given(update_values)
+def test_one_unpack_reads_updates_as_the_field_walk_does(value: ShareUpdateValue) -> None:
+    data = encode_value(value)
+
+    assert records._decode_update(data) == records._walk_update(data) == value
+
+
+@given(_update_bytes_with_unknown_tags())
+def test_updates_with_unknown_tagged_fields_decode_as_without(
+    case: tuple[ShareUpdateValue, bytes],
+) -> None:
+    value, data = case
+
+    assert decode_value(StateRecordKind.UPDATE, data) == value
+    assert _outcome(records._decode_update, data) == _outcome(records._walk_update, data)
+
+
+@given(
+    st.one_of(
+        update_values.map(encode_value), _update_bytes_with_unknown_tags().map(lambda c: c[1])
+    ),
+    st.data(),
+)
+def test_one_unpack_and_field_walk_agree_on_damaged_updates(
+    data: bytes, draw: st.DataObject
+) -> None:
+    """Same value or same error (type and message) for bytes changed, cut or extended."""
+    damaged = bytearray(data)
+    for _ in range(draw.draw(st.integers(1, 3))):
+        position = draw.draw(st.integers(0, len(damaged) - 1))
+        damaged[position] = draw.draw(
+            st.sampled_from([0, 1, 2, 0x7F, 0x80, 0xFF, damaged[position] ^ 1])
+        )
+    cut = draw.draw(st.integers(0, len(damaged) + 8))
+    damaged_bytes = bytes(damaged[:cut]) + bytes(max(cut - len(damaged), 0))
+
+    assert _outcome(records._decode_update, damaged_bytes) == _outcome(
+        records._walk_update, damaged_bytes
+    )
+    try:
+        decode_value(StateRecordKind.UPDATE, damaged_bytes)
+    except StateRecordError:
+        pass
+
+
+@given(update_values.filter(lambda value: 0 < len(value.state_batches) < 127), st.data())
+def test_a_batch_with_tagged_fields_is_walked(value: ShareUpdateValue, draw: st.DataObject) -> None:
+    """Only the tag-count bytes tell a batch with tagged fields; the one unpack skips them."""
+    data = bytearray(encode_value(value))
+    batch = draw.draw(st.integers(0, len(value.state_batches) - 1))
+    data[18 + 1 + 20 * batch + 19] = draw.draw(st.integers(1, 255))
+    damaged = bytes(data)
+
+    assert _outcome(records._decode_update, damaged) == _outcome(records._walk_update, damaged)
+    array = damaged[18:]
+    assert _outcome(lambda array: records._decode_batches(array, 0), array) == _outcome(
+        lambda array: records._walk_batches(array, 1, len(value.state_batches)), array
+    )
+
+
+@given(batches)
+def test_one_unpack_reads_batch_arrays_as_the_field_walk_does(
+    state_batches: tuple[StateBatch, ...],
+) -> None:
+    value = ShareSnapshotValue(0, 0, 0, 0, -1, 0, 0, state_batches)
+    data = encode_value(value)
+    array = data[records._SNAPSHOT_HEAD.size :]
+    length = records._encode_uvarint(len(state_batches) + 1)
+
+    assert (
+        records._decode_batches(array, 0)
+        == records._walk_batches(array, len(length), len(state_batches))
+        == (state_batches, len(array) - 1)
+    )
+    assert decode_value(StateRecordKind.SNAPSHOT, data) == value
+
+
+@given(st.lists(st.tuples(int64, int64, int8, int16), max_size=20))
+def test_state_batches_from_fields_are_the_constructors(
+    rows: list[tuple[int, int, int, int]],
+) -> None:
+    fields = [field for row in rows for field in row]
+
+    assert state_batches_from_fields(fields) == tuple(StateBatch(*row) for row in rows)
+
+
+def test_decoded_objects_are_ordinary_frozen_dataclass_instances() -> None:
+    """The decoder builds them without their __init__; nothing may tell them apart."""
+    key = ShareStateKey(StateRecordKind.UPDATE, "g", TOPIC_ID, 3)
+    built = StateRecord(key, ShareUpdateValue(1, 2, 5, 7, (StateBatch(5, 9, 2, 1),)))
+
+    record = decode_record(*encode_record(built))
+    value = record.value
+    assert isinstance(value, ShareUpdateValue)
+    batch = value.state_batches[0]
+
+    assert (type(record), type(value), type(batch)) == (StateRecord, ShareUpdateValue, StateBatch)
+    assert record == built
+    assert repr(record) == repr(built)
+    assert hash(record) == hash(built)
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert dataclasses.replace(batch, first_offset=6) == StateBatch(6, 9, 2, 1)
+    assert dataclasses.astuple(value) == (1, 2, 5, 7, ((5, 9, 2, 1),))
+    for frozen, field in ((record, "value"), (value, "start_offset"), (batch, "last_offset")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, field, None)
+    assert state_batches_from_fields([5, 9, 2, 1])[0].__class__ is StateBatch

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kshare_cli.state import replay
 from kshare_cli.state.batches import combine_state_batches
 from kshare_cli.state.records import (
     ShareSnapshotValue,
@@ -24,6 +25,7 @@ from kshare_cli.state.records import (
     StateRecord,
     StateRecordKind,
     decode_record,
+    state_batches_from_fields,
 )
 from kshare_cli.state.replay import (
     FencedLeaderEpochError,
@@ -701,14 +703,14 @@ def test_replay_matches_an_offset_by_offset_model(operations: list[Operation]) -
 
 
 @st.composite
-def _working_through(draw: st.DrawFn) -> list[Operation]:
+def _working_through(draw: st.DrawFn, max_operations: int = 25) -> list[Operation]:
     """Updates as a coordinator writes them while consumers work through a partition:
     batches past everything before, a start offset that only moves forward (mostly).
     Some operations break the pattern, so both ways of folding are exercised."""
     operations: list[Operation] = [("snapshot", draw(st.integers(-1, 3)), (), 0)]
     next_first = draw(st.integers(0, 5))
     start = -1
-    for _ in range(draw(st.integers(1, 25))):
+    for _ in range(draw(st.integers(1, max_operations))):
         roll = draw(st.integers(0, 19))
         if roll == 0:
             operations.append(("snapshot", draw(st.integers(-1, next_first)), (), 0))
@@ -731,7 +733,8 @@ def _working_through(draw: st.DrawFn) -> list[Operation]:
             next_first += 1
         moved = draw(st.sampled_from([-1, -1, 0, 1, 2]))
         if roll == 2:
-            start_offset = max(start - 2, 0)  # a start offset that moves back
+            # A start offset that moves back.
+            start_offset = max(start - draw(st.integers(1, 2)), 0)
         elif moved == -1:
             start_offset = -1
         else:
@@ -742,12 +745,9 @@ def _working_through(draw: st.DrawFn) -> list[Operation]:
     return operations
 
 
-@settings(max_examples=400)
-@given(_working_through(), st.lists(st.integers(0, 30), max_size=4))
-def test_state_read_late_equals_state_read_after_every_record(
+def _check_read_late_equals_read_after_every_record(
     operations: list[Operation], reads: list[int]
 ) -> None:
-    """Updates queued and folded when read give exactly the state of merging each in turn."""
     key_of = {kind: ShareStateKey(kind, "g", GOLDEN_TOPIC_ID, 0) for kind in StateRecordKind}
     share_partition = SharePartitionKey("g", GOLDEN_TOPIC_ID, 0)
     lazy = ShareStateReplayer()
@@ -777,3 +777,66 @@ def test_state_read_late_equals_state_read_after_every_record(
         if index in reads:
             assert lazy.state(share_partition) == expected
     assert lazy.states() == {share_partition: expected}
+
+
+@settings(max_examples=400)
+@given(_working_through(), st.lists(st.integers(0, 30), max_size=4))
+def test_state_read_late_equals_state_read_after_every_record(
+    operations: list[Operation], reads: list[int]
+) -> None:
+    """Updates queued and folded when read give exactly the state of merging each in turn."""
+    _check_read_late_equals_read_after_every_record(operations, reads)
+
+
+@settings(max_examples=80)
+@given(_working_through(max_operations=110), st.lists(st.integers(0, 110), max_size=3))
+def test_long_runs_folded_on_the_way_equal_merging_each_in_turn(
+    operations: list[Operation], reads: list[int]
+) -> None:
+    """Past _FOLD_EVERY queued updates the replayer folds on its own, mid-run."""
+    _check_read_late_equals_read_after_every_record(operations, reads)
+
+
+@st.composite
+def _anything_goes(draw: st.DrawFn) -> list[Operation]:
+    """Snapshots and updates with arbitrary batches (overlapping, out of order) and start
+    offsets that jump back and forth: the fold must fall back to merging each in turn."""
+    operations: list[Operation] = [("snapshot", draw(st.integers(-1, 10)), draw(_batch_lists()), 0)]
+    for _ in range(draw(st.integers(1, 40))):
+        if draw(st.integers(0, 14)) == 0:
+            operations.append(("snapshot", draw(st.integers(-1, 30)), draw(_batch_lists()), 0))
+        else:
+            start_offset = draw(st.one_of(st.just(-1), st.integers(0, 40)))
+            count = draw(st.integers(-1, 50))
+            operations.append(("update", start_offset, draw(_batch_lists(max_size=4)), count))
+    return operations
+
+
+@settings(max_examples=150)
+@given(_anything_goes(), st.lists(st.integers(0, 40), max_size=3))
+def test_queued_updates_of_any_shape_fold_as_merging_each_in_turn(
+    operations: list[Operation], reads: list[int]
+) -> None:
+    _check_read_late_equals_read_after_every_record(operations, reads)
+
+
+@settings(max_examples=300)
+@given(_disjoint_ascending(), st.integers(-1, 30))
+def test_fold_prunes_and_joins_as_the_combiner(
+    batches: tuple[StateBatch, ...], start_offset: int
+) -> None:
+    """The fold's own prune-and-join of queued batches against combine_state_batches."""
+    fields = [
+        field
+        for batch in batches
+        for field in (
+            batch.first_offset,
+            batch.last_offset,
+            batch.delivery_state,
+            batch.delivery_count,
+        )
+    ]
+
+    joined = replay._pruned_and_joined(fields, fields[1::4], start_offset)
+
+    assert state_batches_from_fields(joined) == combine_state_batches((), batches, start_offset)
