@@ -9,8 +9,9 @@ import pytest
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 
 # The sandbox (or a real cluster named by KSHARE_TEST_BOOTSTRAP): fixtures ``cluster``, ``unique``;
-# TLS material and secured sandboxes: ``tls_material``, ``secure_sandbox``.
-pytest_plugins = ["tests.support.sandbox", "tests.support.tls"]
+# TLS material and secured sandboxes: ``tls_material``, ``secure_sandbox``; one Spark session
+# for the pipeline and audit tests: ``spark``.
+pytest_plugins = ["tests.support.sandbox", "tests.support.tls", "tests.support.spark"]
 
 # The mock's defaults are Kafka's (5 s heartbeats, 30 s locks, 45 s sessions); tests
 # shorten them so joining takes milliseconds and a lock expiry a second or two.

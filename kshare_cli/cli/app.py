@@ -10,6 +10,7 @@ import typer
 
 from kshare_cli import __version__
 from kshare_cli.cli import (
+    audit_cmd,
     config_cmd,
     consume_cmd,
     dashboard_cmd,
@@ -60,6 +61,7 @@ app.command("delete-offsets")(delete_cmd.delete_offsets)
 app.command("delete")(delete_cmd.delete)
 app.command("produce")(produce_cmd.produce)
 app.command("consume")(consume_cmd.consume)
+app.add_typer(audit_cmd.app, name="audit")
 app.command("dashboard")(dashboard_cmd.dashboard)
 
 

@@ -88,6 +88,7 @@ __all__ = [
     "read_kafka_stream",
     "register",
     "spark_kafka_options",
+    "watermark_offsets",
 ]
 
 SOURCE_NAME: Final = "kshare-kafka"
@@ -558,6 +559,21 @@ class _ClusterView:
                     )
             resolved[(topic, partition)] = min(max(wanted, low), high)
         return resolved
+
+
+def watermark_offsets(
+    config: Mapping[str, str], partitions: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(low, high) watermarks of each (topic, partition), asked on the driver.
+
+    What a job needs besides the records: the log end offsets as they are
+    now, and where retention has left a log to start.
+    """
+    view = _ClusterView(KafkaReadOptions(config=config, topics=("-",)))
+    try:
+        return {each: view.watermarks(*each) for each in partitions}
+    finally:
+        view.close()
 
 
 def _split(

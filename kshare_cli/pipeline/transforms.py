@@ -1,19 +1,26 @@
-"""Pure DataFrame transforms over `__share_group_state`: decode, replay, deliveries.
+"""Pure DataFrame transforms over `__share_group_state` and the source topics.
 
 Every step that needs Kafka's knowledge calls the code in `state/` that the
 sandbox's share coordinator and the dashboard run: `records.decode_record`
-decodes, `replay.ShareStateReplayer` replays, `window.InFlightWindow` counts.
+decodes, `replay.ShareStateReplayer` replays, `window.window_counts` counts (the
+figures of `window.InFlightWindow`), `lag.share_partition_lag` gives the lag.
 There is one replay, not two; what Spark adds is only where it runs.
 
 * `decode_state_records`: the records of the state topic (the Kafka source's
   columns) -> one flat row per record, batches as an array of structs. A
   record that does not decode is a row with `error` set, never a failed job.
+* `state_records_of` / `share_partition_records`: a group's (and topic's)
+  records, chosen by comparing key bytes in Spark, grouped by share-partition.
 * `replay_states`: per share-partition, in state-topic order, the state after
   every record (the base of the `timeline` job). Share-partitions are
-  independent, so each is one group of a grouped Arrow map and the work
-  spreads over every core.
+  independent, so each is one group of a grouped Arrow map that decodes and
+  replays its undecoded records in one pass, and the work spreads over every
+  core; the shuffle carries the records' bytes, not a wide decoded row.
 * `deliveries`: per share-partition and offset range, the highest delivery
-  count any replayed state recorded and the last state recorded.
+  count and the final state, from the batches every record carried.
+* `timeline`: the replayed states with topic names, log end offsets and lag.
+* `archived_offsets` / `archived_records`: the archived offsets, joined with
+  the source topic's records.
 
 The Python work happens in Arrow UDFs (`mapInArrow`, `applyInArrow`), which
 hand over whole column batches: pandas would turn the many nullable integer
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import struct
 import uuid
 from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any, Final
@@ -31,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
     IntegerType,
     LongType,
@@ -40,12 +49,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kshare_cli.pipeline.kafka_source import KAFKA_SCHEMA
+from kshare_cli.state.lag import share_partition_lag
 from kshare_cli.state.partitioning import kafka_uuid
 from kshare_cli.state.records import (
     DeliveryState,
     ShareSnapshotValue,
     ShareStateKey,
-    ShareUpdateValue,
     StateBatch,
     StateRecord,
     StateRecordError,
@@ -54,21 +64,35 @@ from kshare_cli.state.records import (
     decode_record,
 )
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, ShareStateReplayer
-from kshare_cli.state.window import InFlightWindow, WindowState
+from kshare_cli.state.window import window_counts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = [
+    "ARCHIVED_OFFSETS_SCHEMA",
+    "ARCHIVED_SCHEMA",
     "DECODED_SCHEMA",
     "DELIVERIES_SCHEMA",
+    "KAFKA_HEADERS_TYPE",
+    "LAG_FROM_END_OFFSETS",
+    "LAG_FROM_RECORD_TIMESTAMPS",
     "REPLAYED_SCHEMA",
     "REPLAYED_WITH_BATCHES_SCHEMA",
     "SHARE_PARTITION_COLUMNS",
+    "SOURCE_OFFSETS_SCHEMA",
     "STATE_BATCH_TYPE",
+    "TIMELINE_SCHEMA",
+    "TOPIC_NAMES_SCHEMA",
+    "archived_offsets",
+    "archived_records",
     "decode_state_records",
     "deliveries",
     "replay_states",
+    "share_partition_records",
+    "state_records_of",
+    "timeline",
+    "with_topic_names",
 ]
 
 SHARE_PARTITION_COLUMNS: Final = ("group_id", "topic_id", "partition")
@@ -174,24 +198,32 @@ DELIVERIES_SCHEMA: Final = StructType(
         StructField("final_state", StringType(), False),
         StructField("final_delivery_count", IntegerType(), False),
         StructField("complete", BooleanType(), False),
+        StructField("last_changed", TimestampType(), True),
     ]
 )
-"""Offset ranges of a share-partition that some replayed state recorded.
+"""Offset ranges of a share-partition that some state record mentioned, with their outcome.
 
-max_delivery_count is the highest delivery count any state gave the offsets;
-final_state and final_delivery_count are what the last state recording them
-said ("available", "acknowledged", "archived"). complete says the range lies
-below the share-partition's last start offset: the group is done with it,
-even when the last recorded state was Available -- replay prunes batches
-below a new start offset, so an acknowledgement written in the same record
-that moves the start offset past it is never part of any state. Offsets no
-state ever recorded are not listed: the topic does not say how often they
-were delivered.
+Read from the batches each record *carried* (snapshots and updates, in
+state-topic order), not from the replayed window: a write's own batches say
+what happened to their offsets even when the same write moves the start
+offset past them, and replay prunes those at once. So, per offset:
+final_state and final_delivery_count are what the last record mentioning it
+said ("available", "acknowledged", "archived"; an unknown state number as
+"state N"); max_delivery_count is the highest count any record gave it.
+complete says the range lies below the share-partition's last known start
+offset: the group is done with it. Adjacent offsets with the same outcome
+form one range; last_changed is the state-topic timestamp of the record that
+first said an offset's final state and count (a later snapshot restating
+them changes nothing), the latest of them over the range. Offsets no record
+mentioned are not listed: the topic does not say how often they were
+delivered (acquired records are not persisted).
 """
+
+KAFKA_HEADERS_TYPE: Final = KAFKA_SCHEMA["headers"].dataType
+"""The Kafka source's headers column type: a list of (key string, value binary)."""
 
 _SNAPSHOT: Final = StateRecordKind.SNAPSHOT.name.lower()
 _UPDATE: Final = StateRecordKind.UPDATE.name.lower()
-_KIND_BY_NAME: Final = {_SNAPSHOT: StateRecordKind.SNAPSHOT, _UPDATE: StateRecordKind.UPDATE}
 
 _ARROW_BATCH: Final = pa.struct(
     [
@@ -408,56 +440,138 @@ def _batches_array(rows: list[list[_BatchTuple] | None]) -> Any:
     )
 
 
-def _read_batches(column: Any) -> list[list[_BatchTuple] | None]:
-    """A list<struct> column back to Python lists, through its flat children."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if len(array) == 0:
-        return []
-    offsets = array.offsets.to_pylist()
-    values = array.values
-    firsts = values.field("first_offset").to_pylist()
-    lasts = values.field("last_offset").to_pylist()
-    states = values.field("delivery_state").to_pylist()
-    counts = values.field("delivery_count").to_pylist()
-    valid = array.is_valid().to_pylist()
-    rows: list[list[_BatchTuple] | None] = []
-    for index, is_valid in enumerate(valid):
-        if not is_valid:
-            rows.append(None)
-            continue
-        start, end = offsets[index], offsets[index + 1]
-        rows.append(
-            list(
-                zip(
-                    firsts[start:end],
-                    lasts[start:end],
-                    states[start:end],
-                    counts[start:end],
-                    strict=True,
-                )
+# --------------------------------------------------------------------------- by share-partition
+
+_RAW_COLUMNS: Final = ("state_partition", "state_offset", "state_timestamp", "key", "value")
+
+
+def state_records_of(
+    records: DataFrame,
+    *,
+    group_ids: Collection[str] | None = None,
+    topic_ids: Collection[str] | None = None,
+) -> DataFrame:
+    """The state topic's records (Kafka source columns) of the given groups and topics.
+
+    A record key is its type (2 bytes) and then the share-partition: the group
+    id (int16 length and UTF-8), the topic id (16 bytes), the partition. The
+    filters are byte comparisons on the key done by Spark itself, so records
+    of other groups never reach Python. topic_ids are Kafka's base64 ids; they
+    need group_ids (the topic id sits after the group id in the key). Records
+    without a key are dropped: no share-partition can be named for them.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    rows = records.filter(F.col("key").isNotNull() & (F.length("key") > 2))
+    if group_ids is None:
+        if topic_ids is not None:
+            raise ValueError("a topic filter needs the group ids")
+        return rows
+    prefixes = []
+    for group_id in sorted(set(group_ids)):
+        encoded = group_id.encode("utf-8")
+        head = struct.pack(">h", len(encoded)) + encoded
+        if topic_ids is None:
+            prefixes.append(head)
+        else:
+            prefixes.extend(
+                head + _topic_uuid(topic_id).bytes for topic_id in sorted(set(topic_ids))
             )
-        )
-    return rows
+    if not prefixes:
+        return rows.limit(0)
+    matches = [
+        F.substring("key", 3, len(prefix)) == F.lit(bytearray(prefix)) for prefix in prefixes
+    ]
+    wanted = matches[0]
+    for each in matches[1:]:
+        wanted = wanted | each
+    return rows.filter(wanted)
+
+
+def share_partition_records(
+    records: DataFrame,
+    *,
+    group_ids: Collection[str] | None = None,
+    topic_ids: Collection[str] | None = None,
+) -> DataFrame:
+    """`state_records_of` with the columns the grouped transforms take: the state-topic
+    position, key and value, and the share-partition as the key without its type (the
+    same bytes for a snapshot and an update), to group by."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    return state_records_of(records, group_ids=group_ids, topic_ids=topic_ids).select(
+        F.col("partition").alias("state_partition"),
+        F.col("offset").alias("state_offset"),
+        F.col("timestamp").alias("state_timestamp"),
+        "key",
+        "value",
+        F.expr("substring(key, 3, length(key) - 2)").alias("share_partition"),
+    )
+
+
+def _decoded_in_order(
+    table: Any,
+) -> tuple[SharePartitionKey | None, Any, list[StateRecord | None], list[str | None], list[str]]:
+    """A share-partition's records in log order, decoded: (share-partition, the table in
+    order, records (None where corrupt), errors, kinds)."""
+    table = _in_log_order(table)
+    records: list[StateRecord | None] = []
+    errors: list[str | None] = []
+    kinds: list[str] = []
+    share_partition: SharePartitionKey | None = None
+    for key_bytes, value_bytes in zip(
+        table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True
+    ):
+        try:
+            record = decode_record(key_bytes, value_bytes)
+        except StateRecordError as failure:
+            records.append(None)
+            try:
+                key = decode_key(key_bytes)
+            except StateRecordError as key_failure:
+                errors.append(f"key: {key_failure}")
+                kinds.append(_UPDATE if key_bytes[:2] == b"\x00\x01" else _SNAPSHOT)
+                continue
+            errors.append(f"value: {failure}")
+        else:
+            records.append(record)
+            errors.append(None)
+            key = record.key
+        kinds.append(_SNAPSHOT if key.kind is StateRecordKind.SNAPSHOT else _UPDATE)
+        if share_partition is None:
+            share_partition = SharePartitionKey.of(key)
+    return share_partition, table, records, errors, kinds
 
 
 # --------------------------------------------------------------------------- replay
 
 
-def replay_states(decoded: DataFrame, *, with_batches: bool = False) -> DataFrame:
+def replay_states(
+    records: DataFrame,
+    *,
+    group_ids: Collection[str] | None = None,
+    topic_ids: Collection[str] | None = None,
+    with_batches: bool = False,
+) -> DataFrame:
     """Per share-partition, the state after every record (REPLAYED_SCHEMA), in log order.
 
-    All records of a share-partition live in one state-topic partition, so
-    (state_partition, state_offset) is the order the share coordinator
-    replays them in. Records whose key could not be decoded belong to no
-    share-partition and are left out here; `decoded` still counts them.
-    with_batches adds the replayed batches (REPLAYED_WITH_BATCHES_SCHEMA).
+    Takes the state topic's records as the Kafka source yields them (see
+    `share_partition_records` for the filters). All records of a
+    share-partition live in one state-topic partition, so (state_partition,
+    state_offset) is the order the share coordinator replays them in; each
+    share-partition is one group of a grouped Arrow map, decoded with
+    `records.decode_record` and replayed with `ShareStateReplayer` in one
+    pass. A record that does not decode is a row with its error and the state
+    unchanged. with_batches adds the replayed batches
+    (REPLAYED_WITH_BATCHES_SCHEMA).
     """
     schema = REPLAYED_WITH_BATCHES_SCHEMA if with_batches else REPLAYED_SCHEMA
 
     def replay(key: tuple[Any, ...], table: Any) -> Any:
-        return _replayed_table(key, table, schema, with_batches=with_batches)
+        return _replayed_table(table, schema, with_batches=with_batches)
 
-    return decoded.groupBy(*SHARE_PARTITION_COLUMNS).applyInArrow(replay, schema)
+    rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
+    return rows.groupBy("share_partition").applyInArrow(replay, schema)
 
 
 def _topic_uuid(topic_id: str) -> uuid.UUID:
@@ -468,54 +582,33 @@ def _in_log_order(table: Any) -> Any:
     return table.sort_by([("state_partition", "ascending"), ("state_offset", "ascending")])
 
 
-def _replay(
-    share_partition: SharePartitionKey, table: Any
-) -> Iterator[tuple[SharePartitionState | None, int]]:
-    """The state after each row of a share-partition's decoded table (already in log order),
-    with the running count of corrupt records; the replay is `ShareStateReplayer`'s."""
-    record_keys = {name: share_partition.record_key(kind) for name, kind in _KIND_BY_NAME.items()}
-    column = {name: table.column(name).to_pylist() for name in _REPLAY_INPUTS}
-    batch_lists = _read_batches(table.column("batches"))
-    errors = column["error"]
-    kinds = column["kind"]
-    replayer = ShareStateReplayer()
-    corrupt = 0
-    state: SharePartitionState | None = None
-    for index in range(table.num_rows):
-        if errors[index] is not None:
-            corrupt += 1
-        else:
-            replayer.apply(_record(record_keys[kinds[index]], column, batch_lists, index))
-            state = replayer.state(share_partition)
-        yield state, corrupt
-
-
-def _group_key(key: tuple[Any, ...]) -> tuple[str, str, int] | None:
-    group_id, topic_id, partition = (scalar.as_py() for scalar in key)
-    if group_id is None or topic_id is None or partition is None:
-        return None
-    return group_id, topic_id, partition
-
-
-def _replayed_table(
-    key: tuple[Any, ...], table: Any, schema: StructType, *, with_batches: bool
-) -> Any:
-    group_key = _group_key(key)
-    if group_key is None:
+def _replayed_table(table: Any, schema: StructType, *, with_batches: bool) -> Any:
+    share_partition, table, records, errors, kinds = _decoded_in_order(table)
+    if share_partition is None:
         return pa.Table.from_batches([], schema=_arrow_schema(schema, table))
-    group_id, topic_id, partition = group_key
-    table = _in_log_order(table)
-    share_partition = SharePartitionKey(group_id, _topic_uuid(topic_id), partition)
+    replayer = ShareStateReplayer()
+    apply = replayer.apply
+    current = replayer.state
 
     out: dict[str, list[Any]] = {field.name: [] for field in schema.fields[6:]}
-    for name in ("kind", "tombstone", "error"):
-        out[name] = table.column(name).to_pylist()
+    out["kind"] = kinds
+    out["error"] = errors
+    tombstones = out["tombstone"]
     corrupt_records = out["corrupt_records"]
     has_state = out["has_state"]
     state_outputs = [out[name] for name in _STATE_OUTPUTS]
     state_batches: list[list[_BatchTuple] | None] = []
     no_state = (None,) * len(_STATE_OUTPUTS)
-    for state, corrupt in _replay(share_partition, table):
+    corrupt = 0
+    state: SharePartitionState | None = None
+    for record in records:
+        if record is None:
+            corrupt += 1
+            tombstones.append(None)
+        else:
+            tombstones.append(record.value is None)
+            apply(record)
+            state = current(share_partition)
         corrupt_records.append(corrupt)
         has_state.append(state is not None)
         values = no_state if state is None else _state_summary(state)
@@ -526,68 +619,15 @@ def _replayed_table(
 
     rows = table.num_rows
     arrays = [table.column(name) for name in ("state_partition", "state_offset", "state_timestamp")]
-    arrays.append(pa.array([group_id] * rows, pa.string()))
-    arrays.append(pa.array([topic_id] * rows, pa.string()))
-    arrays.append(pa.array([partition] * rows, pa.int32()))
+    arrays.append(pa.array([share_partition.group_id] * rows, pa.string()))
+    arrays.append(pa.array([kafka_uuid(share_partition.topic_id)] * rows, pa.string()))
+    arrays.append(pa.array([share_partition.partition] * rows, pa.int32()))
     for field in schema.fields[6:]:
         if field.name == "state_batches":
             arrays.append(_batches_array(state_batches))
         else:
             arrays.append(pa.array(out[field.name], _ARROW_SCALARS[field.name]))
     return pa.Table.from_arrays(arrays, names=schema.fieldNames())
-
-
-_REPLAY_INPUTS: Final = (
-    "kind",
-    "tombstone",
-    "error",
-    "snapshot_epoch",
-    "state_epoch",
-    "leader_epoch",
-    "start_offset",
-    "delivery_complete_count",
-    "create_timestamp_ms",
-    "write_timestamp_ms",
-)
-
-
-def _record(
-    key: ShareStateKey,
-    column: dict[str, list[Any]],
-    batch_lists: list[list[_BatchTuple] | None],
-    index: int,
-) -> StateRecord:
-    """A decoded row back to the StateRecord the replayer takes (the codec's own types)."""
-    if column["tombstone"][index]:
-        return StateRecord(key, None)
-    batches = tuple(
-        StateBatch(first, last, state, count)
-        for first, last, state, count in batch_lists[index] or ()
-    )
-    if key.kind is StateRecordKind.SNAPSHOT:
-        return StateRecord(
-            key,
-            ShareSnapshotValue(
-                column["snapshot_epoch"][index],
-                column["state_epoch"][index],
-                column["leader_epoch"][index],
-                column["start_offset"][index],
-                column["delivery_complete_count"][index],
-                column["create_timestamp_ms"][index],
-                column["write_timestamp_ms"][index],
-                batches,
-            ),
-        )
-    return StateRecord(
-        key,
-        ShareUpdateValue(
-            column["snapshot_epoch"][index],
-            column["leader_epoch"][index],
-            column["start_offset"][index],
-            column["delivery_complete_count"][index],
-            batches,
-        ),
-    )
 
 
 _STATE_OUTPUTS: Final = (
@@ -606,26 +646,21 @@ _STATE_OUTPUTS: Final = (
 
 
 def _state_summary(state: SharePartitionState) -> tuple[int, ...]:
-    """The _STATE_OUTPUTS of a state; the window's runs are walked once, not once per count."""
-    window = InFlightWindow.from_state(state)
-    counts = dict.fromkeys(WindowState, 0)
-    max_delivery_count = 0
-    for run in window.runs:
-        counts[run.state] += run.last_offset - run.first_offset + 1
-        if run.delivery_count > max_delivery_count:
-            max_delivery_count = run.delivery_count
+    """The _STATE_OUTPUTS of a state; `window_counts` gives InFlightWindow's figures
+    without building the window's runs (that was half the cost of a replay)."""
+    counts = window_counts(state)
     return (
         state.snapshot_epoch,
         state.state_epoch,
         state.leader_epoch,
         state.start_offset,
         state.delivery_complete_count,
-        window.end_offset,
-        counts[WindowState.AVAILABLE],
-        counts[WindowState.ACKNOWLEDGED],
-        counts[WindowState.ARCHIVED],
-        counts[WindowState.UNRECORDED],
-        max_delivery_count,
+        counts.end_offset,
+        counts.available,
+        counts.acknowledged,
+        counts.archived,
+        counts.unrecorded,
+        counts.max_delivery_count,
     )
 
 
@@ -635,6 +670,8 @@ def _arrow_schema(schema: StructType, like: Any) -> Any:
     for field in schema.fields:
         if field.name == "state_timestamp":
             fields.append(like.schema.field("state_timestamp"))
+        elif field.name == "last_changed":
+            fields.append(pa.field(field.name, like.schema.field("state_timestamp").type))
         elif field.name in ("batches", "state_batches"):
             fields.append(pa.field(field.name, _ARROW_BATCHES))
         else:
@@ -645,29 +682,46 @@ def _arrow_schema(schema: StructType, like: Any) -> Any:
 # --------------------------------------------------------------------------- deliveries
 
 
-def deliveries(decoded: DataFrame) -> DataFrame:
-    """Per share-partition and offset range: highest delivery count and last recorded state.
+def deliveries(
+    records: DataFrame,
+    *,
+    group_ids: Collection[str] | None = None,
+    topic_ids: Collection[str] | None = None,
+    since_ms: int | None = None,
+) -> DataFrame:
+    """Per share-partition and offset range: highest delivery count and final state.
 
-    Takes the decoded records (DECODED_SCHEMA) and replays them with the
-    same replay as `replay_states`, so what counts as a share-partition's
-    state is exactly what replay says, batch merging included; only each
-    state's batches that differ from the state before are looked at.
-    Adjacent offsets with the same outcome form one range.
+    Takes the state topic's records as `replay_states` does and reads the
+    batches every record carried, in state-topic order (see DELIVERIES_SCHEMA
+    for why not the replayed window). Records that do not decode are skipped;
+    `replay_states` shows them. since_ms keeps only the offsets whose outcome
+    was reached at or after that instant (epoch milliseconds), offset by
+    offset, before neighbours are joined.
     """
-    return decoded.groupBy(*SHARE_PARTITION_COLUMNS).applyInArrow(
-        _share_partition_deliveries, DELIVERIES_SCHEMA
-    )
+    since_us = None if since_ms is None else since_ms * 1000
+
+    def ranges(key: tuple[Any, ...], table: Any) -> Any:
+        return _share_partition_deliveries(table, since_us)
+
+    rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
+    return rows.groupBy("share_partition").applyInArrow(ranges, DELIVERIES_SCHEMA)
 
 
 class _OffsetHistory:
-    """Disjoint, sorted offset segments with what the states said about them so far.
+    """Disjoint, sorted offset segments with what the records said about them so far.
 
-    Each segment is [first, last, max_delivery_count, final_state, final_delivery_count].
+    Each segment is [first, last, max_delivery_count, final_state, final_delivery_count,
+    changed_at]. Neighbours that end up with the same outcome are joined, so a
+    share-partition that acknowledged a million offsets in order holds one segment, not
+    a million; unless `precise`, when neighbours must also have changed at the same time
+    (so that what changed since a given time can be told apart), a joined segment keeps
+    the latest change.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, precise: bool = False) -> None:
         self.firsts: list[int] = []
         self.segments: list[list[int]] = []
+        self._width = 6 if precise else 5
 
     def _split_at(self, offset: int) -> None:
         """Make offset the first offset of a segment if some segment covers it."""
@@ -681,25 +735,71 @@ class _OffsetHistory:
             self.segments.insert(index + 1, tail)
             self.firsts.insert(index + 1, offset)
 
-    def record(self, first: int, last: int, state: int, count: int) -> None:
-        """A state said offsets first..last are in state with delivery count count."""
+    def record(self, first: int, last: int, state: int, count: int, at: int) -> None:
+        """A record written at `at` said offsets first..last are in state with count."""
+        segments = self.segments
+        if segments and first > segments[-1][1]:
+            # The common case: offsets beyond everything seen so far.
+            self._append([first, last, count, state, count, at])
+            return
         self._split_at(first)
         self._split_at(last + 1)
         start = bisect.bisect_left(self.firsts, first)
         stop = start
         replacement: list[list[int]] = []
         cursor = first
-        while stop < len(self.segments) and self.segments[stop][0] <= last:
-            segment = self.segments[stop]
+        while stop < len(segments) and segments[stop][0] <= last:
+            segment = segments[stop]
             if segment[0] > cursor:
-                replacement.append([cursor, segment[0] - 1, count, state, count])
-            replacement.append([segment[0], segment[1], max(segment[2], count), state, count])
+                replacement.append([cursor, segment[0] - 1, count, state, count, at])
+            unchanged = segment[3] == state and segment[4] == count
+            replacement.append(
+                [
+                    segment[0],
+                    segment[1],
+                    max(segment[2], count),
+                    state,
+                    count,
+                    segment[5] if unchanged else at,
+                ]
+            )
             cursor = segment[1] + 1
             stop += 1
         if cursor <= last:
-            replacement.append([cursor, last, count, state, count])
-        self.segments[start:stop] = replacement
-        self.firsts[start:stop] = [segment[0] for segment in replacement]
+            replacement.append([cursor, last, count, state, count, at])
+        # Join equal neighbours, the ones just beside the replaced slice included.
+        if start > 0:
+            replacement.insert(0, segments[start - 1])
+            start -= 1
+        if stop < len(segments):
+            replacement.append(segments[stop])
+            stop += 1
+        joined: list[list[int]] = []
+        for segment in replacement:
+            if joined and self._joinable(joined[-1], segment):
+                _join(joined[-1], segment)
+            else:
+                joined.append(segment)
+        segments[start:stop] = joined
+        self.firsts[start:stop] = [segment[0] for segment in joined]
+
+    def _append(self, segment: list[int]) -> None:
+        segments = self.segments
+        if segments and self._joinable(segments[-1], segment):
+            _join(segments[-1], segment)
+            return
+        segments.append(segment)
+        self.firsts.append(segment[0])
+
+    def _joinable(self, left: list[int], right: list[int]) -> bool:
+        width = self._width
+        return left[1] + 1 == right[0] and left[2:width] == right[2:width]
+
+
+def _join(left: list[int], right: list[int]) -> None:
+    left[1] = right[1]
+    if right[5] is not None and (left[5] is None or right[5] > left[5]):
+        left[5] = right[5]
 
 
 def _state_name(delivery_state: int) -> str:
@@ -709,58 +809,420 @@ def _state_name(delivery_state: int) -> str:
         return f"state {delivery_state}"
 
 
-def _share_partition_deliveries(key: tuple[Any, ...], table: Any) -> Any:
-    empty = pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table))
-    group_key = _group_key(key)
-    if group_key is None:
-        return empty
-    group_id, topic_id, partition = group_key
-    share_partition = SharePartitionKey(group_id, _topic_uuid(topic_id), partition)
+_UNCHANGED_START_OFFSET: Final = -1
+"""An update's start offset -1 leaves the start offset as it was (the record's own rule)."""
 
-    history = _OffsetHistory()
-    previous: tuple[StateBatch, ...] = ()
-    final_start_offset = -1
-    for state, _ in _replay(share_partition, _in_log_order(table)):
-        if state is None:
-            previous = ()
+
+def _share_partition_deliveries(table: Any, since_us: int | None) -> Any:
+    timestamp_type = table.schema.field("state_timestamp").type
+    share_partition, table, records, _, _ = _decoded_in_order(table)
+    if share_partition is None:
+        return pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table))
+    written = table.column("state_timestamp").cast(pa.int64()).to_pylist()
+
+    history = _OffsetHistory(precise=since_us is not None)
+    record_batch = history.record
+    final_start_offset = _UNCHANGED_START_OFFSET
+    for record, at in zip(records, written, strict=True):
+        if record is None:
             continue
-        final_start_offset = state.start_offset
-        batches = state.state_batches
-        if batches is previous:
+        value = record.value
+        if value is None:
             continue
-        # A state repeats most batches of the one before; only what changed is news,
-        # and recording a batch again would not change the outcome.
-        seen = set(previous)
-        for batch in batches:
-            if batch not in seen:
-                history.record(
+        start_offset = value.start_offset
+        if type(value) is ShareSnapshotValue or start_offset != _UNCHANGED_START_OFFSET:
+            final_start_offset = start_offset
+        for batch in value.state_batches:
+            if batch.last_offset >= batch.first_offset:
+                record_batch(
                     batch.first_offset,
                     batch.last_offset,
                     batch.delivery_state,
                     batch.delivery_count,
+                    at,
                 )
-        previous = batches
 
     ranges: list[list[Any]] = []
-    for first, last, max_count, delivery_state, count in history.segments:
+    for first, last, max_count, delivery_state, count, at in history.segments:
+        if since_us is not None and (at is None or at < since_us):
+            continue
         pieces = [(first, last)]
         if first < final_start_offset <= last:
             pieces = [(first, final_start_offset - 1), (final_start_offset, last)]
         for piece_first, piece_last in pieces:
             complete = piece_last < final_start_offset
             outcome = [max_count, _state_name(delivery_state), count, complete]
-            if ranges and ranges[-1][4:] == outcome and ranges[-1][3] == piece_first - 1:
-                ranges[-1][3] = piece_last
+            previous = ranges[-1] if ranges else None
+            if previous is not None and previous[1] + 1 == piece_first and previous[2:6] == outcome:
+                previous[1] = piece_last
+                if at is not None and (previous[6] is None or at > previous[6]):
+                    previous[6] = at
             else:
-                ranges.append([None, None, piece_first, piece_last, *outcome])
+                ranges.append([piece_first, piece_last, *outcome, at])
     if not ranges:
-        return empty
+        return pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table))
     rows = len(ranges)
     arrays = [
-        pa.array([group_id] * rows, pa.string()),
-        pa.array([topic_id] * rows, pa.string()),
-        pa.array([partition] * rows, pa.int32()),
+        pa.array([share_partition.group_id] * rows, pa.string()),
+        pa.array([kafka_uuid(share_partition.topic_id)] * rows, pa.string()),
+        pa.array([share_partition.partition] * rows, pa.int32()),
     ]
-    for position, field in enumerate(DELIVERIES_SCHEMA.fields[3:], start=2):
-        arrays.append(pa.array([row[position] for row in ranges], _ARROW_SCALARS[field.name]))
+    for position, field in enumerate(DELIVERIES_SCHEMA.fields[3:]):
+        values = [row[position] for row in ranges]
+        if field.name == "last_changed":
+            arrays.append(pa.array(values, pa.int64()).cast(timestamp_type))
+        else:
+            arrays.append(pa.array(values, _ARROW_SCALARS[field.name]))
     return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames())
+
+
+# --------------------------------------------------------------------------- topic names
+
+TOPIC_NAMES_SCHEMA: Final = StructType(
+    [
+        StructField("topic_id", StringType(), False),
+        StructField("topic", StringType(), False),
+    ]
+)
+"""Topic id (Kafka's base64 form) -> name: the state topic names topics by id only.
+
+Built from the cluster's metadata by the caller; a topic deleted since has
+no name, and its rows keep a null topic.
+"""
+
+
+def with_topic_names(frame: DataFrame, topic_names: DataFrame) -> DataFrame:
+    """frame with a `topic` column after `topic_id` (null where the id has no name)."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    names = topic_names.select(
+        F.col("topic_id").alias("_named_topic_id"), F.col("topic").alias("_named_topic")
+    )
+    joined = frame.join(F.broadcast(names), frame["topic_id"] == names["_named_topic_id"], "left")
+    columns = []
+    for name in frame.columns:
+        columns.append(frame[name])
+        if name == "topic_id":
+            columns.append(F.col("_named_topic").alias("topic"))
+    return joined.select(*columns)
+
+
+# --------------------------------------------------------------------------- timeline
+
+SOURCE_OFFSETS_SCHEMA: Final = StructType(
+    [
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("log_end_offset", LongType(), True),
+        StructField("first_offset_read", LongType(), True),
+    ]
+)
+"""Per source-topic partition: its log end offset when the audit ran, and the first
+offset from which `timeline`'s source positions were read (null: not read)."""
+
+TIMELINE_SCHEMA: Final = StructType(
+    [
+        *_SHARE_PARTITION[:2],
+        StructField("topic", StringType(), True),
+        _SHARE_PARTITION[2],
+        StructField("time", TimestampType(), True),
+        StructField("state_partition", IntegerType(), True),
+        StructField("state_offset", LongType(), True),
+        StructField("record", StringType(), True),
+        StructField("start_offset", LongType(), True),
+        StructField("delivery_complete_count", IntegerType(), True),
+        StructField("end_offset", LongType(), True),
+        StructField("available", LongType(), True),
+        StructField("acknowledged", LongType(), True),
+        StructField("archived", LongType(), True),
+        StructField("unrecorded", LongType(), True),
+        StructField("max_delivery_count", IntegerType(), True),
+        StructField("log_end_offset", LongType(), True),
+        StructField("lag", LongType(), True),
+        StructField("lag_basis", StringType(), True),
+    ]
+)
+"""A share-partition over time: one row per state record, its state after it.
+
+time is the state record's timestamp (when the share coordinator wrote it);
+record is "snapshot", "update", "tombstone" or "corrupt" (a record that did
+not decode, after which the state is unchanged). The state columns are
+REPLAYED_SCHEMA's (null without a state: before the first record, after a
+tombstone). log_end_offset is the source partition's log end offset at that
+time, lag Kafka's (KIP-1226) from it; lag_basis says where the log end offset
+came from:
+
+* "end_offsets": the share-partition's last row, whose state is still the
+  state now: the log end offset read when the audit ran, so the lag is the
+  one `kshare describe` shows;
+* "record_timestamps": an earlier row: one past the highest source offset
+  whose record timestamp is at or before the row's time (never below the
+  window's end or the start offset, which prove records existed). Exact for
+  LogAppendTime topics and for producers whose clocks agree with the
+  broker's; an estimate otherwise;
+* null: not known (the source topic was not read, or the records before
+  that time are gone to retention); log_end_offset and lag are null.
+
+lag is also null where Kafka's is (start offset or delivery-complete count
+unknown, e.g. after an offset reset).
+"""
+
+LAG_FROM_END_OFFSETS: Final = "end_offsets"
+LAG_FROM_RECORD_TIMESTAMPS: Final = "record_timestamps"
+
+
+def timeline(
+    replayed: DataFrame,
+    topic_names: DataFrame,
+    *,
+    source_offsets: DataFrame | None = None,
+    source_positions: DataFrame | None = None,
+) -> DataFrame:
+    """TIMELINE_SCHEMA rows from `replay_states` rows.
+
+    source_offsets (SOURCE_OFFSETS_SCHEMA) gives the log end offsets when the
+    audit ran; source_positions (topic, partition, offset, timestamp of the
+    source topic's records, as `read_kafka` returns them, from
+    first_offset_read on) lets earlier rows have a log end offset too. Either
+    may be None: the rows it would have dated get a null lag.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    rows = with_topic_names(replayed, topic_names)
+    newest_first = Window.partitionBy(*SHARE_PARTITION_COLUMNS).orderBy(
+        F.col("state_partition").desc(), F.col("state_offset").desc()
+    )
+    rows = rows.withColumn("_last", F.row_number().over(newest_first) == 1).withColumn(
+        "_max_source_offset", F.lit(None).cast(LongType())
+    )
+    if source_positions is not None:
+        # Source records and state rows in one time order per source partition: the
+        # running highest source offset at a state row is the log end offset then, less one.
+        positions = source_positions.select(
+            "topic",
+            "partition",
+            F.col("timestamp").alias("state_timestamp"),
+            F.col("offset").alias("_source_offset"),
+            F.lit(0).alias("_order"),
+        )
+        events = rows.withColumn("_order", F.lit(1)).withColumn(
+            "_source_offset", F.lit(None).cast(LongType())
+        )
+        in_time = (
+            Window.partitionBy("topic", "partition")
+            .orderBy("state_timestamp", "_order", "_source_offset")
+            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        )
+        rows = (
+            events.unionByName(positions, allowMissingColumns=True)
+            .withColumn("_max_source_offset", F.max("_source_offset").over(in_time))
+            .filter(F.col("_order") == 1)
+            .drop("_order", "_source_offset")
+        )
+    if source_offsets is not None:
+        rows = rows.join(F.broadcast(source_offsets), ["topic", "partition"], "left")
+    else:
+        rows = rows.withColumn("log_end_offset", F.lit(None).cast(LongType())).withColumn(
+            "first_offset_read", F.lit(None).cast(LongType())
+        )
+    rows = rows.select(*_TIMELINE_INPUTS)
+
+    def lag(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            yield _timeline_batch(batch)
+
+    return rows.mapInArrow(lag, TIMELINE_SCHEMA)
+
+
+_TIMELINE_INPUTS: Final = (
+    "group_id",
+    "topic_id",
+    "topic",
+    "partition",
+    "state_timestamp",
+    "state_partition",
+    "state_offset",
+    "kind",
+    "tombstone",
+    "error",
+    "has_state",
+    "start_offset",
+    "delivery_complete_count",
+    "end_offset",
+    "available",
+    "acknowledged",
+    "archived",
+    "unrecorded",
+    "max_delivery_count",
+    "_last",
+    "_max_source_offset",
+    "log_end_offset",
+    "first_offset_read",
+)
+
+
+def _timeline_batch(batch: Any) -> Any:
+    column = {name: batch.column(index) for index, name in enumerate(_TIMELINE_INPUTS)}
+    values = {
+        name: column[name].to_pylist()
+        for name in (
+            "kind",
+            "tombstone",
+            "error",
+            "has_state",
+            "start_offset",
+            "delivery_complete_count",
+            "end_offset",
+            "_last",
+            "_max_source_offset",
+            "log_end_offset",
+            "first_offset_read",
+        )
+    }
+    records: list[str | None] = []
+    log_end_offsets: list[int | None] = []
+    lags: list[int | None] = []
+    bases: list[str | None] = []
+    for index in range(batch.num_rows):
+        if values["error"][index] is not None:
+            records.append("corrupt")
+        elif values["tombstone"][index]:
+            records.append("tombstone")
+        else:
+            records.append(values["kind"][index])
+        log_end_offset, basis = _log_end_offset_then(values, index)
+        start_offset = values["start_offset"][index]
+        complete = values["delivery_complete_count"][index]
+        lag = None
+        if log_end_offset is not None and start_offset is not None and complete is not None:
+            lag = share_partition_lag(log_end_offset, start_offset, complete)
+        log_end_offsets.append(log_end_offset)
+        lags.append(lag)
+        bases.append(basis)
+    arrays = [column[name] for name in _TIMELINE_INPUTS[:4]]
+    arrays += [column["state_timestamp"], column["state_partition"], column["state_offset"]]
+    arrays.append(pa.array(records, pa.string()))
+    arrays += [
+        column[name]
+        for name in (
+            "start_offset",
+            "delivery_complete_count",
+            "end_offset",
+            "available",
+            "acknowledged",
+            "archived",
+            "unrecorded",
+            "max_delivery_count",
+        )
+    ]
+    arrays.append(pa.array(log_end_offsets, pa.int64()))
+    arrays.append(pa.array(lags, pa.int64()))
+    arrays.append(pa.array(bases, pa.string()))
+    return pa.RecordBatch.from_arrays(arrays, names=TIMELINE_SCHEMA.fieldNames())
+
+
+def _log_end_offset_then(values: dict[str, list[Any]], index: int) -> tuple[int | None, str | None]:
+    """The source partition's log end offset at a row's time, and where it came from."""
+    if not values["has_state"][index]:
+        return None, None
+    if values["_last"][index] and values["log_end_offset"][index] is not None:
+        return values["log_end_offset"][index], LAG_FROM_END_OFFSETS
+    first_read = values["first_offset_read"][index]
+    if first_read is None:
+        return None, None
+    # Offsets the window holds, and the start offset, existed at that time.
+    floor = max(values["start_offset"][index], values["end_offset"][index] or 0, 0)
+    highest = values["_max_source_offset"][index]
+    if highest is not None:
+        return max(highest + 1, floor), LAG_FROM_RECORD_TIMESTAMPS
+    if floor >= first_read:
+        # Every record from first_read on was read and none is this old: the log ended
+        # at first_read or before, and the floor is at least that.
+        return floor, LAG_FROM_RECORD_TIMESTAMPS
+    return None, None
+
+
+# --------------------------------------------------------------------------- archived
+
+ARCHIVED_OFFSETS_SCHEMA: Final = StructType(
+    [
+        *_SHARE_PARTITION,
+        StructField("offset", LongType(), False),
+        StructField("delivery_count", IntegerType(), False),
+        StructField("archived_at", TimestampType(), True),
+    ]
+)
+"""One row per offset whose final state is Archived (DELIVERIES_SCHEMA's final_state).
+
+delivery_count is the highest count the offset reached; archived_at the
+state-topic timestamp of the record that archived it (DELIVERIES' last_changed).
+"""
+
+ARCHIVED_SCHEMA: Final = StructType(
+    [
+        *_SHARE_PARTITION[:2],
+        StructField("topic", StringType(), True),
+        _SHARE_PARTITION[2],
+        StructField("offset", LongType(), False),
+        StructField("delivery_count", IntegerType(), False),
+        StructField("archived_at", TimestampType(), True),
+        StructField("record_found", BooleanType(), False),
+        StructField("key", BinaryType(), True),
+        StructField("value", BinaryType(), True),
+        StructField("timestamp", TimestampType(), True),
+        StructField("timestampType", IntegerType(), True),
+        StructField("headers", KAFKA_HEADERS_TYPE, True),
+    ]
+)
+"""An archived offset with its source record (key, value, timestamp, headers as the
+Kafka source has them). record_found is false when the source topic no longer holds
+the record (retention, a deleted topic): the offset is still reported."""
+
+
+def archived_offsets(ranges: DataFrame) -> DataFrame:
+    """The offsets of `deliveries` ranges whose final state is archived, one row each."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    return ranges.filter(F.col("final_state") == DeliveryState.ARCHIVED.name.lower()).select(
+        *SHARE_PARTITION_COLUMNS,
+        F.explode(F.sequence("first_offset", "last_offset")).alias("offset"),
+        F.col("max_delivery_count").alias("delivery_count"),
+        F.col("last_changed").alias("archived_at"),
+    )
+
+
+def archived_records(
+    offsets: DataFrame, topic_names: DataFrame, source_records: DataFrame | None
+) -> DataFrame:
+    """Archived offsets joined with the source topic's records (ARCHIVED_SCHEMA).
+
+    source_records is the source topic as `read_kafka` returns it (any offset
+    range covering the archived offsets); None when it could not be read.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    named = with_topic_names(offsets, topic_names)
+    record_columns = ("key", "value", "timestamp", "timestampType", "headers")
+    if source_records is None:
+        joined = named.withColumn("_found", F.lit(False))
+        for name, field in zip(
+            record_columns, ARCHIVED_SCHEMA.fields[-len(record_columns) :], strict=True
+        ):
+            joined = joined.withColumn(name, F.lit(None).cast(field.dataType))
+    else:
+        records = source_records.select(
+            "topic", "partition", "offset", *record_columns, F.lit(True).alias("_found")
+        )
+        joined = named.join(records, ["topic", "partition", "offset"], "left")
+    return joined.select(
+        "group_id",
+        "topic_id",
+        "topic",
+        "partition",
+        "offset",
+        "delivery_count",
+        "archived_at",
+        F.coalesce(F.col("_found"), F.lit(False)).alias("record_found"),
+        *record_columns,
+    )

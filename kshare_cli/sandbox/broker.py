@@ -57,7 +57,7 @@ KAFKA_42_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 10: (0, 6), 16: (0, 5), 18: (0, 4),
     19: (2, 7), 20: (1, 6), 32: (1, 4), 42: (0, 2), 44: (0, 1), 60: (0, 2),
     76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
-    17: (0, 1), 36: (0, 2),
+    17: (0, 1), 36: (0, 2), 22: (0, 5),
 }  # fmt: skip
 
 #: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge,
@@ -116,6 +116,8 @@ class Broker:
     ) -> None:
         self.logs = LogStore(data_dir)
         self.share_groups = share_groups
+        #: The last producer id InitProducerId handed out.
+        self.last_producer_id = 999
         self.security = PLAINTEXT
         self.data_dir = data_dir
         self.cluster_id = cluster_id
@@ -322,6 +324,27 @@ async def sasl_authenticate(broker: Broker, request: Request, connection: Connec
             "session_lifetime": 0,
         },
     )
+
+
+# -- InitProducerId ------------------------------------------------------------
+# An idempotent producer (librdkafka's enable.idempotence, as `kshare audit --dlq-topic`
+# uses it) asks for a producer id before its first Produce. The sandbox hands out a fresh
+# id each time and appends the batches as they come: with one node and no replication a
+# retried batch is the only duplicate it could see, and it does not deduplicate those.
+# Transactions have no coordinator here: a transactional id gets Kafka's
+# COORDINATOR_NOT_AVAILABLE.
+
+COORDINATOR_NOT_AVAILABLE: Final = 15
+
+
+@handles(22)
+async def init_producer_id(broker: Broker, request: Request, connection: Connection) -> Any:
+    if getattr(request.payload, "transactional_id", None):
+        body = {"error_code": COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+    else:
+        broker.last_producer_id += 1
+        body = {"error_code": NONE, "producer_id": broker.last_producer_id, "producer_epoch": 0}
+    return build(response_type(request), {"throttle_time": 0, **body})
 
 
 # -- Metadata ----------------------------------------------------------------

@@ -27,10 +27,22 @@ HEAVY = (
     "kshare_cli.render",
     "kshare_cli.connect",
     "kshare_cli.sandbox",
+    "kshare_cli.pipeline",
+    "pyspark",
+    "pyarrow",
 )
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["list", "--help"], ["describe", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["list", "--help"],
+        ["describe", "--help"],
+        ["audit", "--help"],
+        ["audit", "archived", "--help"],
+    ],
+)
 def test_help_loads_nothing_heavy(argv: list[str]) -> None:
     code = (
         "import sys\n"

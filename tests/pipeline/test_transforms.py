@@ -16,13 +16,23 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from kshare_cli.pipeline.kafka_source import KAFKA_SCHEMA
 from kshare_cli.pipeline.transforms import (
+    ARCHIVED_OFFSETS_SCHEMA,
+    ARCHIVED_SCHEMA,
     DECODED_SCHEMA,
     DELIVERIES_SCHEMA,
     REPLAYED_SCHEMA,
     REPLAYED_WITH_BATCHES_SCHEMA,
+    SOURCE_OFFSETS_SCHEMA,
+    TIMELINE_SCHEMA,
+    TOPIC_NAMES_SCHEMA,
+    archived_offsets,
+    archived_records,
     decode_state_records,
     deliveries,
     replay_states,
+    share_partition_records,
+    state_records_of,
+    timeline,
 )
 from kshare_cli.state.partitioning import kafka_uuid
 from kshare_cli.state.records import (
@@ -275,13 +285,46 @@ def test_a_group_filter_drops_other_groups_but_keeps_unattributable_errors(
     ]
 
 
+def test_state_records_of_chooses_groups_and_topics_by_key_bytes(spark: SparkSession) -> None:
+    rows = kafka_rows(
+        [
+            *encoded(
+                StateRecord(snapshot_key("orders", 0), snapshot(0)),
+                StateRecord(update_key("orders", 1, OTHER_TOPIC), update(4)),
+                StateRecord(snapshot_key("orders-2", 0), snapshot(0)),  # a longer name, same start
+                StateRecord(snapshot_key("billing", 0), snapshot(0)),
+                StateRecord(update_key("orders", 3), None),
+            ),
+            (b"\x00", b""),
+            (None, b"x"),
+        ],
+        state_partition=0,
+    )
+    records = frame(spark, rows)
+
+    def offsets(result: DataFrame) -> list[int]:
+        return sorted(row["offset"] for row in result.collect())
+
+    assert offsets(state_records_of(records, group_ids={"orders"})) == [0, 1, 4]
+    assert offsets(state_records_of(records, group_ids={"orders", "billing"})) == [0, 1, 3, 4]
+    assert offsets(
+        state_records_of(records, group_ids={"orders"}, topic_ids={kafka_uuid(OTHER_TOPIC)})
+    ) == [1]
+    assert offsets(state_records_of(records)) == [0, 1, 2, 3, 4]
+    grouped = share_partition_records(records, group_ids={"orders"}).collect()
+    assert {bytes(row["share_partition"]) for row in grouped} == {
+        bytes(row["key"])[2:] for row in grouped
+    }
+    assert len({bytes(row["share_partition"]) for row in grouped}) == 3
+
+
 # --------------------------------------------------------------------------- replay
 
 
 def test_replay_gives_the_state_after_every_record_in_log_order(spark: SparkSession) -> None:
-    decoded = decode_state_records(frame(spark, story_rows()))
-    assert replay_states(decoded).schema == REPLAYED_SCHEMA
-    replayed = replay_states(decoded, with_batches=True)
+    records = frame(spark, story_rows())
+    assert replay_states(records).schema == REPLAYED_SCHEMA
+    replayed = replay_states(records, with_batches=True)
     assert replayed.schema == REPLAYED_WITH_BATCHES_SCHEMA
     rows = sorted(replayed.collect(), key=lambda row: (row["partition"], row["state_offset"]))
     assert {row["group_id"] for row in rows} == {"g"}
@@ -361,7 +404,7 @@ def test_replay_agrees_with_the_single_process_replay(spark: SparkSession) -> No
     reference.apply_all(log)
 
     replayed = replay_states(
-        decode_state_records(frame(spark, kafka_rows(encoded(*log), state_partition=0))),
+        frame(spark, kafka_rows(encoded(*log), state_partition=0)),
         with_batches=True,
     )
     last_rows = {
@@ -386,11 +429,13 @@ def test_replay_agrees_with_the_single_process_replay(spark: SparkSession) -> No
 # --------------------------------------------------------------------------- deliveries
 
 
-def test_deliveries_give_the_highest_count_and_last_state_per_range(spark: SparkSession) -> None:
-    result = deliveries(decode_state_records(frame(spark, story_rows())))
-    assert result.schema == DELIVERIES_SCHEMA
+def _at(index: int) -> datetime.datetime:
+    """How collect() shows the timestamp kafka_rows gave the record at position index."""
+    return datetime.datetime.fromtimestamp((EPOCH_MS + index * 1000) / 1000)
 
-    ranges = sorted(
+
+def _ranges(result: DataFrame) -> list[tuple[object, ...]]:
+    return sorted(
         (
             row["partition"],
             row["first_offset"],
@@ -399,20 +444,129 @@ def test_deliveries_give_the_highest_count_and_last_state_per_range(spark: Spark
             row["final_state"],
             row["final_delivery_count"],
             row["complete"],
+            row["last_changed"],
         )
         for row in result.collect()
     )
 
-    assert ranges == [
-        # 0-2: acknowledged in the write that moved the start offset past them, so the
-        # last state that recorded them said Available; complete says they are done.
-        (0, 0, 2, 1, "available", 1, True),
-        (0, 3, 3, 2, "archived", 2, True),
-        (0, 4, 4, 2, "available", 2, True),
-        # The second share-partition was deleted (tombstone); its last state stays.
-        (1, 10, 11, 3, "available", 3, False),
+
+def test_deliveries_give_the_highest_count_and_last_state_per_range(spark: SparkSession) -> None:
+    result = deliveries(frame(spark, story_rows()))
+    assert result.schema == DELIVERIES_SCHEMA
+
+    # Positions in the first state-topic partition: 0-2 STORY[0:3], 3 the corrupt update,
+    # 4-5 STORY[3:]; the second partition's snapshot is at position 0.
+    assert _ranges(result) == [
+        # 0-2 were acknowledged in the very write that moved the start offset past them:
+        # replay prunes them at once, the write's own batches still say what happened.
+        (0, 0, 2, 1, "acknowledged", 1, True, _at(2)),
+        (0, 3, 3, 2, "archived", 2, True, _at(4)),
+        # 4: released twice, then acknowledged on its third delivery, again in the write
+        # that moved the start offset to 5.
+        (0, 4, 4, 3, "acknowledged", 3, True, _at(5)),
+        # The second share-partition was deleted (tombstone); what its records said stays.
+        (1, 10, 11, 3, "available", 3, False, _at(0)),
     ]
     assert {row["group_id"] for row in result.collect()} == {"g"}
+
+
+def test_deliveries_follow_kafkas_acknowledge_and_advance_in_one_write(
+    spark: SparkSession,
+) -> None:
+    """Kafka 4.2 acknowledges 0-9 and moves the start offset to 10 in one ShareUpdate whose
+    batches are [0-9 acknowledged] (the lead's example; the golden corpus writes the
+    start offset of before the acknowledgement, which comes to the same)."""
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 9, AVAILABLE, 1))),
+            StateRecord(update_key("g", 0), update(10, (0, 9, ACKNOWLEDGED, 2))),
+        ),
+        state_partition=0,
+    )
+
+    result = deliveries(frame(spark, rows))
+
+    assert _ranges(result) == [(0, 0, 9, 2, "acknowledged", 2, True, _at(2))]
+
+
+def test_a_snapshot_restating_an_outcome_does_not_move_last_changed(spark: SparkSession) -> None:
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 1, ARCHIVED, 5), (2, 3, AVAILABLE, 1))),
+            # The coordinator folds its updates into a snapshot: the same batches again,
+            # except that offset 3 was delivered once more meanwhile.
+            StateRecord(
+                snapshot_key("g", 0),
+                snapshot(0, (0, 1, ARCHIVED, 5), (2, 2, AVAILABLE, 1), (3, 3, AVAILABLE, 2)),
+            ),
+        ),
+        state_partition=0,
+    )
+
+    result = deliveries(frame(spark, rows))
+
+    assert _ranges(result) == [
+        (0, 0, 1, 5, "archived", 5, False, _at(1)),
+        (0, 2, 2, 1, "available", 1, False, _at(1)),
+        (0, 3, 3, 2, "available", 2, False, _at(2)),
+    ]
+
+
+def test_a_later_lower_count_keeps_the_highest_and_takes_the_final_state(
+    spark: SparkSession,
+) -> None:
+    """After an offset reset records are delivered afresh (count 1 again): the highest
+    count reached stays, the final state and count are the last record's."""
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 3, AVAILABLE, 4))),
+            StateRecord(snapshot_key("g", 0), snapshot(0, snapshot_epoch=1)),  # the reset
+            StateRecord(update_key("g", 0), update(-1, (1, 2, ACKNOWLEDGED, 1))),
+        ),
+        state_partition=0,
+    )
+
+    result = deliveries(frame(spark, rows))
+
+    assert _ranges(result) == [
+        (0, 0, 0, 4, "available", 4, False, _at(1)),
+        (0, 1, 2, 4, "acknowledged", 1, False, _at(3)),
+        (0, 3, 3, 4, "available", 4, False, _at(1)),
+    ]
+
+
+def test_deliveries_since_keep_the_outcomes_reached_since_offset_by_offset(
+    spark: SparkSession,
+) -> None:
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 4, ACKNOWLEDGED, 1))),
+            StateRecord(update_key("g", 0), update(-1, (5, 9, ACKNOWLEDGED, 1))),
+            StateRecord(update_key("g", 0), update(-1, (10, 10, ARCHIVED, 5))),
+            # A snapshot restates 0-10: not a change.
+            StateRecord(
+                snapshot_key("g", 0), snapshot(0, (0, 9, ACKNOWLEDGED, 1), (10, 10, ARCHIVED, 5))
+            ),
+        ),
+        state_partition=0,
+    )
+
+    everything = deliveries(frame(spark, rows))
+    since = deliveries(frame(spark, rows), since_ms=EPOCH_MS + 2000)
+
+    # Without since, 0-9 are one range however many writes acknowledged them.
+    assert _ranges(everything) == [
+        (0, 0, 9, 1, "acknowledged", 1, False, _at(2)),
+        (0, 10, 10, 5, "archived", 5, False, _at(3)),
+    ]
+    assert _ranges(since) == [
+        (0, 5, 9, 1, "acknowledged", 1, False, _at(2)),
+        (0, 10, 10, 5, "archived", 5, False, _at(3)),
+    ]
 
 
 def test_deliveries_split_a_range_at_the_start_offset(spark: SparkSession) -> None:
@@ -424,7 +578,7 @@ def test_deliveries_split_a_range_at_the_start_offset(spark: SparkSession) -> No
         state_partition=0,
     )
 
-    result = deliveries(decode_state_records(frame(spark, rows)))
+    result = deliveries(frame(spark, rows))
 
     assert sorted(
         (row["first_offset"], row["last_offset"], row["complete"]) for row in result.collect()
@@ -433,4 +587,246 @@ def test_deliveries_split_a_range_at_the_start_offset(spark: SparkSession) -> No
 
 def test_deliveries_of_a_share_partition_without_batches_are_empty(spark: SparkSession) -> None:
     rows = kafka_rows(encoded(StateRecord(snapshot_key("g", 0), snapshot(3))), state_partition=0)
-    assert deliveries(decode_state_records(frame(spark, rows))).collect() == []
+    assert deliveries(frame(spark, rows)).collect() == []
+
+
+def test_deliveries_agree_with_an_offset_by_offset_reference(spark: SparkSession) -> None:
+    """Random writes of the coordinator (overlapping, out of order, snapshots folding
+    updates): the ranges, spelled out per offset, are what a dictionary that simply
+    remembers every mention says."""
+    coordinator = ShareCoordinatorState(updates_per_snapshot=4)
+    chooser = random.Random(5)
+    share_partition = SharePartitionKey("audit", TOPIC, 0)
+    log = [coordinator.initialize(share_partition, state_epoch=0, start_offset=0)]
+    coordinator.apply(log[0])
+    for _ in range(60):
+        current = coordinator.state(share_partition)
+        assert current is not None
+        first = current.start_offset + chooser.randrange(0, 8)
+        last = first + chooser.randrange(0, 5)
+        record = coordinator.write(
+            share_partition,
+            start_offset=first if chooser.random() < 0.15 else -1,
+            delivery_complete_count=0,
+            leader_epoch=0,
+            state_epoch=0,
+            state_batches=[
+                StateBatch(
+                    first,
+                    last,
+                    chooser.choice([AVAILABLE, ACKNOWLEDGED, ARCHIVED]),
+                    chooser.randrange(1, 6),
+                )
+            ],
+        )
+        coordinator.apply(record)
+        log.append(record)
+    expected: dict[int, tuple[int, str, int, int]] = {}
+    for position, record in enumerate(log):
+        value = record.value
+        assert value is not None
+        for batch in value.state_batches:
+            for offset in range(batch.first_offset, batch.last_offset + 1):
+                highest, state, count, changed = expected.get(offset, (0, "", 0, position))
+                name = DeliveryState(batch.delivery_state).name.lower()
+                if (state, count) != (name, batch.delivery_count):
+                    changed = position
+                expected[offset] = (
+                    max(highest, batch.delivery_count),
+                    name,
+                    batch.delivery_count,
+                    changed,
+                )
+
+    result = deliveries(frame(spark, kafka_rows(encoded(*log), state_partition=0)))
+
+    per_offset = {
+        offset: (row["max_delivery_count"], row["final_state"], row["final_delivery_count"])
+        for row in result.collect()
+        for offset in range(row["first_offset"], row["last_offset"] + 1)
+    }
+    assert per_offset == {
+        offset: (highest, state, count) for offset, (highest, state, count, _) in expected.items()
+    }
+    # A range's last_changed is the latest first-said time of its offsets.
+    for row in result.collect():
+        offsets = range(row["first_offset"], row["last_offset"] + 1)
+        assert row["last_changed"] == _at(max(expected[offset][3] for offset in offsets))
+
+
+# --------------------------------------------------------------------------- timeline
+
+
+def _topic_names(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([(kafka_uuid(TOPIC), "orders")], TOPIC_NAMES_SCHEMA)
+
+
+def _positions(spark: SparkSession, records: list[tuple[int, int, int]]) -> DataFrame:
+    """Source records (partition, offset, milliseconds after EPOCH_MS) of topic orders."""
+    return frame(
+        spark,
+        [
+            (
+                None,
+                b"v",
+                "orders",
+                partition,
+                offset,
+                datetime.datetime.fromtimestamp((EPOCH_MS + at) / 1000),
+                0,
+                None,
+            )
+            for partition, offset, at in records
+        ],
+    )
+
+
+def _timeline_rows(result: DataFrame) -> list[tuple[object, ...]]:
+    return [
+        (
+            row["partition"],
+            row["state_offset"],
+            row["record"],
+            row["start_offset"],
+            row["end_offset"],
+            row["log_end_offset"],
+            row["lag"],
+            row["lag_basis"],
+        )
+        for row in sorted(result.collect(), key=lambda row: (row["partition"], row["state_offset"]))
+    ]
+
+
+def test_timeline_dates_the_log_end_offset_by_record_timestamps(spark: SparkSession) -> None:
+    records = frame(spark, story_rows())
+    # Offsets 0-4 were produced before the first state record, offset 5 between the
+    # state records at positions 4 (E+4 s) and 5 (E+5 s); 6 is the log end now.
+    positions = _positions(spark, [(0, offset, -1000) for offset in range(5)] + [(0, 5, 4500)])
+    offsets = spark.createDataFrame([("orders", 0, 6, 0)], SOURCE_OFFSETS_SCHEMA)
+
+    result = timeline(
+        replay_states(records),
+        _topic_names(spark),
+        source_offsets=offsets,
+        source_positions=positions,
+    )
+
+    assert result.schema == TIMELINE_SCHEMA
+    by_time = "record_timestamps"
+    assert _timeline_rows(result) == [
+        (0, 100, "snapshot", 0, 0, 5, 5, by_time),
+        (0, 101, "update", 0, 5, 5, 5, by_time),
+        (0, 102, "update", 3, 5, 5, 2, by_time),
+        (0, 103, "corrupt", 3, 5, 5, 2, by_time),
+        (0, 104, "update", 3, 5, 5, 2, by_time),
+        # The last state is the state now: today's log end offset, describe's lag.
+        (0, 105, "update", 5, 5, 6, 1, "end_offsets"),
+        # Partition 1's source was not read: no log end offset to date its state by.
+        (1, 40, "snapshot", 10, 12, None, None, None),
+        (1, 41, "tombstone", None, None, None, None, None),
+    ]
+    rows = {row["state_offset"]: row for row in result.collect()}
+    assert rows[100]["topic"] == "orders" and rows[100]["topic_id"] == kafka_uuid(TOPIC)
+    assert rows[104]["time"] == _at(4)
+    assert (rows[104]["available"], rows[104]["archived"], rows[104]["max_delivery_count"]) == (
+        1,
+        1,
+        2,
+    )
+
+
+def test_timeline_lag_is_unknown_where_retention_took_the_records(spark: SparkSession) -> None:
+    """Offsets below 3 are gone: before the first remaining record the log end offset is
+    only known where the window itself proves it reached that far."""
+    records = frame(spark, story_rows())
+    positions = _positions(spark, [(0, 3, 1500), (0, 4, 1500), (0, 5, 4500)])
+    offsets = spark.createDataFrame([("orders", 0, 6, 3)], SOURCE_OFFSETS_SCHEMA)
+
+    result = timeline(
+        replay_states(records),
+        _topic_names(spark),
+        source_offsets=offsets,
+        source_positions=positions,
+    )
+
+    first = [row for row in _timeline_rows(result) if row[0] == 0]
+    assert [row[5:] for row in first] == [
+        (None, None, None),  # nothing persisted yet, records 0-2 gone: unknown
+        (5, 5, "record_timestamps"),  # the window reaches offset 4: the log did too
+        (5, 2, "record_timestamps"),
+        (5, 2, "record_timestamps"),
+        (5, 2, "record_timestamps"),
+        (6, 1, "end_offsets"),
+    ]
+
+
+def test_timeline_without_the_source_has_only_todays_lag(spark: SparkSession) -> None:
+    records = frame(spark, story_rows())
+    offsets = spark.createDataFrame([("orders", 0, 9, None)], SOURCE_OFFSETS_SCHEMA)
+
+    result = timeline(replay_states(records), _topic_names(spark), source_offsets=offsets)
+
+    assert [row[5:] for row in _timeline_rows(result) if row[0] == 0] == [
+        (None, None, None)
+    ] * 5 + [(9, 4, "end_offsets")]
+
+
+# --------------------------------------------------------------------------- archived
+
+
+def test_archived_records_join_the_source_records(spark: SparkSession) -> None:
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 1, ACKNOWLEDGED, 1))),
+            StateRecord(update_key("g", 0), update(-1, (2, 3, ARCHIVED, 5), (4, 4, ARCHIVED, 1))),
+            StateRecord(update_key("g", 0), update(5, (5, 5, ARCHIVED, 2))),
+        ),
+        state_partition=0,
+    )
+    source = frame(
+        spark,
+        [
+            (
+                f"k{offset}".encode(),
+                f"v{offset}".encode(),
+                "orders",
+                0,
+                offset,
+                _at(offset),
+                0,
+                [["h", f"x{offset}".encode()]] if offset % 2 else None,
+            )
+            # Offset 4 is gone (retention): still reported, without its record.
+            for offset in (0, 1, 2, 3, 5)
+        ],
+    )
+    ranges = deliveries(frame(spark, rows))
+
+    offsets = archived_offsets(ranges)
+    result = archived_records(offsets, _topic_names(spark), source)
+
+    assert offsets.schema == ARCHIVED_OFFSETS_SCHEMA
+    assert result.schema == ARCHIVED_SCHEMA
+    archived = sorted(result.collect(), key=lambda row: row["offset"])
+    assert [
+        (
+            row["topic"],
+            row["partition"],
+            row["offset"],
+            row["delivery_count"],
+            row["archived_at"],
+            row["record_found"],
+            row["key"],
+            row["value"],
+            None if row["headers"] is None else [tuple(header) for header in row["headers"]],
+        )
+        for row in archived
+    ] == [
+        ("orders", 0, 2, 5, _at(2), True, b"k2", b"v2", None),
+        ("orders", 0, 3, 5, _at(2), True, b"k3", b"v3", [("h", b"x3")]),
+        ("orders", 0, 4, 1, _at(2), False, None, None, None),
+        ("orders", 0, 5, 2, _at(3), True, b"k5", b"v5", [("h", b"x5")]),
+    ]
+    assert {row["group_id"] for row in archived} == {"g"}
+    assert archived_records(offsets, _topic_names(spark), None).filter("record_found").count() == 0

@@ -128,3 +128,25 @@ def test_kcat_produces_and_consumes(cluster: Cluster, unique: str) -> None:
         timeout=60,
     ).stdout.decode()
     assert f'topic "{topic}" with 1 partitions' in metadata
+
+
+def test_an_idempotent_producer_gets_a_producer_id_and_its_records_land(
+    cluster: Cluster, unique: str
+) -> None:
+    """librdkafka's idempotent producer asks InitProducerId first (kshare audit --dlq-topic
+    produces that way); every record must then land once, in order."""
+    topic = f"idempotent-{unique}"
+    _create(cluster, topic, 1)
+    delivered: list[tuple[object, int | None]] = []
+    producer = Producer(cluster.config(**{"enable.idempotence": True, "acks": "all"}))
+    for i in range(20):
+        producer.produce(
+            topic,
+            value=f"v{i}".encode(),
+            on_delivery=lambda e, m: delivered.append((e, m.offset())),
+        )
+    assert producer.flush(15) == 0
+
+    assert delivered == [(None, offset) for offset in range(20)]
+    seen = _consume_all(cluster, topic, 1, 20)
+    assert [message.value() for message in seen] == [f"v{i}".encode() for i in range(20)]

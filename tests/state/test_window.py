@@ -20,6 +20,7 @@ from kshare_cli.state.window import (
     WindowCell,
     WindowRun,
     WindowState,
+    window_counts,
 )
 from tests.support.golden import read_jsonl
 
@@ -485,4 +486,51 @@ def test_window_agrees_with_an_offset_by_offset_reference(
     persisted = [run for run in window.runs if run.state is not U]
     assert list(window.most_delivered(100)) == sorted(
         persisted, key=lambda run: (-run.delivery_count, run.first_offset)
+    )
+
+
+@st.composite
+def _any_states(draw: Callable[..., object]) -> SharePartitionState:
+    """Any batches at all, overlapping and out of order included (a damaged log)."""
+    start_offset = draw(st.one_of(st.just(-1), st.integers(0, 30)))
+    assert isinstance(start_offset, int)
+    shapes = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, 40),
+                st.integers(-1, 6),
+                st.sampled_from([AVAILABLE, ACKED, ARCHIVED, ACQUIRED, 7]),
+                st.integers(0, 6),
+            ),
+            max_size=8,
+        )
+    )
+    assert isinstance(shapes, list)
+    return _state(
+        start_offset,
+        *((first, first + length, state, count) for first, length, state, count in shapes),
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(state=st.one_of(_states(), _any_states()))
+def test_window_counts_are_the_windows_figures(state: SharePartitionState) -> None:
+    window = InFlightWindow.from_state(state)
+
+    counts = window_counts(state)
+
+    assert (
+        counts.end_offset,
+        counts.available,
+        counts.acknowledged,
+        counts.archived,
+        counts.unrecorded,
+        counts.max_delivery_count,
+    ) == (
+        window.end_offset,
+        window.available,
+        window.acknowledged,
+        window.archived,
+        window.unrecorded,
+        window.max_delivery_count,
     )

@@ -1,0 +1,312 @@
+"""The audit pipeline on 1,000,000 state records: local[1] against local[2], and one process.
+
+Run: ``.venv/bin/python benchmarks/audit_scaling.py [--records 1000000]
+[--share-partitions 16] [--rounds 2]``.
+
+Why: issue 7 asks that the audit scale with cores -- ``local[2]`` at least
+1.6 times as fast as ``local[1]`` over at least a million state records --
+and that its rate be shown beside the single-process replay of ``state/``
+(what the dashboard and ``kshare inflight`` run), so the cost of Spark's
+machinery is visible.
+
+What is measured: decode + replay + deliveries, the transforms the audit
+jobs run (``replay_states`` -- the timeline's base -- and ``deliveries`` --
+the deliveries and archived jobs' base; each decodes the group's records,
+chosen in Spark by key bytes, in its per-share-partition pass), on the same
+records in both sessions. The replay computes the state after every record
+(the timeline needs each), the single-process baseline only the final state.
+
+What is not measured: the broker. The records are generated here as a
+share coordinator writes them (``ShareCoordinatorState``: an initial
+snapshot per share-partition, then updates that acknowledge, release with
+rising delivery counts and archive batches while the start offset trails,
+folded into a snapshot every 500 updates as Kafka does), encoded with
+``state.records.encode_record``, and written as Parquet files in exactly
+the shape the "kshare-kafka" source yields (key, value, topic,
+partition, offset, timestamp; each share-partition in the state-topic
+partition Kafka would put it in). Reading them through the sandbox instead
+would measure the sandbox -- one Python process serving Fetch -- and not the
+pipeline.
+
+How: in rounds, local[1] then local[2], each a fresh session (one per process
+at a time), warmed up on one of the 16 files (JVM, Python workers, imports),
+then each transform over all files, forced with Spark's ``noop`` sink
+(everything computed, nothing collected); medians over the rounds. The
+machines this runs on are shared: each round also measures how much faster
+two plain Python processes run than one, the most local[2] can gain at that
+moment, and prints it beside the ratio. Shuffle partitions are 2x the share-partitions and
+adaptive coalescing is off, so each share-partition's replay is its own task
+and two cores can share them evenly. Baseline in the same run:
+``decode_record`` + ``ShareStateReplayer.apply`` over the same records in
+this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import random
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, state_partition_for
+from kshare_cli.state.records import (
+    DeliveryState,
+    StateBatch,
+    StateRecord,
+    decode_record,
+    encode_record,
+)
+from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, ShareStateReplayer
+
+GROUP = "orders-workers"
+BASE_MS = 1_767_225_600_000
+TARGET_RATIO = 1.6
+
+
+def generate(records: int, share_partitions: int) -> list[tuple[SharePartitionKey, StateRecord]]:
+    """The coordinator's records, interleaved across share-partitions as it writes them."""
+    coordinator = ShareCoordinatorState(updates_per_snapshot=500, clock=lambda: BASE_MS)
+    chooser = random.Random(7)
+    topics = [uuid.UUID(int=topic + 1) for topic in range(4)]
+    keys = [
+        SharePartitionKey(GROUP, topics[index % len(topics)], index // len(topics))
+        for index in range(share_partitions)
+    ]
+    log: list[tuple[SharePartitionKey, StateRecord]] = []
+
+    def append(key: SharePartitionKey, record: StateRecord | None) -> None:
+        if record is not None:
+            coordinator.apply(record)
+            log.append((key, record))
+
+    for key in keys:
+        append(key, coordinator.initialize(key, state_epoch=1, start_offset=0))
+    next_offset = dict.fromkeys(keys, 0)
+    pending: dict[SharePartitionKey, list[tuple[int, int]]] = {key: [] for key in keys}
+    while len(log) < records:
+        key = keys[len(log) % share_partitions]
+        first = next_offset[key]
+        next_offset[key] += 10
+        batches = [
+            StateBatch(first, first + 5, DeliveryState.ACKNOWLEDGED, 1),
+            StateBatch(first + 6, first + 7, DeliveryState.AVAILABLE, 1),
+            StateBatch(first + 8, first + 8, DeliveryState.ACKNOWLEDGED, 1),
+            StateBatch(first + 9, first + 9, DeliveryState.ARCHIVED, 1),
+        ]
+        # Records released before come back: acknowledged, released again, or archived.
+        for offset, count in pending[key][:4]:
+            outcome = chooser.random()
+            if outcome < 0.6 or count >= 4:
+                state = DeliveryState.ACKNOWLEDGED if outcome < 0.9 else DeliveryState.ARCHIVED
+                batches.append(StateBatch(offset, offset, state, count + 1))
+            else:
+                batches.append(StateBatch(offset, offset, DeliveryState.AVAILABLE, count + 1))
+                pending[key].append((offset, count + 1))
+        # Four come back per write and two join: the window stays a few dozen offsets wide.
+        pending[key] = pending[key][4:] + [(first + 6, 1), (first + 7, 1)]
+        batches.sort(key=lambda batch: batch.first_offset)
+        start = min((offset for offset, _ in pending[key]), default=first + 10)
+        current = coordinator.state(key)
+        assert current is not None
+        append(
+            key,
+            coordinator.write(
+                key,
+                start_offset=start if start > current.start_offset else -1,
+                delivery_complete_count=8,
+                leader_epoch=0,
+                state_epoch=1,
+                state_batches=batches,
+            ),
+        )
+    return log
+
+
+def write_parquet(log: list[tuple[SharePartitionKey, StateRecord]], directory: Path) -> int:
+    """The records as the Kafka source's columns, in 16 files (so reading them spreads)."""
+    offsets: dict[int, int] = {}
+    columns: dict[str, list[Any]] = {
+        name: [] for name in ("key", "value", "topic", "partition", "offset", "timestamp")
+    }
+    for index, (key, record) in enumerate(log):
+        state_partition = state_partition_for(key, DEFAULT_STATE_PARTITIONS)
+        offset = offsets.get(state_partition, 0)
+        offsets[state_partition] = offset + 1
+        record_key, record_value = encode_record(record)
+        columns["key"].append(record_key)
+        columns["value"].append(record_value)
+        columns["topic"].append("__share_group_state")
+        columns["partition"].append(state_partition)
+        columns["offset"].append(offset)
+        columns["timestamp"].append((BASE_MS + index) * 1000)
+    table = pa.table(
+        {
+            "key": pa.array(columns["key"], pa.binary()),
+            "value": pa.array(columns["value"], pa.binary()),
+            "topic": pa.array(columns["topic"], pa.string()),
+            "partition": pa.array(columns["partition"], pa.int32()),
+            "offset": pa.array(columns["offset"], pa.int64()),
+            "timestamp": pa.array(columns["timestamp"], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    files = 16
+    size = -(-table.num_rows // files)
+    for part in range(files):
+        pq.write_table(table.slice(part * size, size), directory / f"part-{part:02d}.parquet")
+    return sum(
+        len(key) + len(value or b"")
+        for key, value in zip(columns["key"], columns["value"], strict=True)
+    )
+
+
+def single_process(log: list[tuple[SharePartitionKey, StateRecord]]) -> float:
+    """decode_record + ShareStateReplayer over the same records: seconds."""
+    encoded = [encode_record(record) for _, record in log]
+    started = time.perf_counter()
+    replayer = ShareStateReplayer()
+    apply = replayer.apply
+    for key, value in encoded:
+        apply(decode_record(key, value))
+    return time.perf_counter() - started
+
+
+def run_master(master: str, directory: Path, share_partitions: int) -> dict[str, float]:
+    """Seconds per transform in a fresh session of master, after a warm-up on one file."""
+    from kshare_cli.pipeline.session import spark_session
+    from kshare_cli.pipeline.transforms import deliveries, replay_states
+
+    spark = spark_session(
+        master,
+        app_name=f"kshare audit scaling {master}",
+        config={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": str(2 * share_partitions),
+            "spark.sql.adaptive.coalescePartitions.enabled": "false",
+            "spark.driver.memory": "2g",
+        },
+        log_level="ERROR",
+    )
+    try:
+        group = {GROUP}
+
+        def steps(path: str) -> dict[str, Callable[[], None]]:
+            records = spark.read.parquet(path)
+            frames = {
+                "decode+replay": replay_states(records, group_ids=group),
+                "decode+deliveries": deliveries(records, group_ids=group),
+            }
+            return {
+                name: (lambda frame=frame: frame.write.format("noop").mode("overwrite").save())
+                for name, frame in frames.items()
+            }
+
+        # Warm-up on one file: the JVM's code paths, Python workers, imports.
+        for action in steps(str(directory / "part-00.parquet")).values():
+            action()
+        timings: dict[str, float] = {}
+        for name, action in steps(str(directory)).items():
+            started = time.perf_counter()
+            action()
+            timings[name] = time.perf_counter() - started
+        return timings
+    finally:
+        spark.stop()
+
+
+def _spin(_: int) -> int:
+    total = 0
+    for number in range(15_000_000):
+        total += number
+    return total
+
+
+def _ready(_: int) -> None:
+    time.sleep(0.2)
+
+
+def machine_parallelism() -> float:
+    """How much faster two plain Python processes finish two loops than one process: the
+    most local[2] can gain on this machine right now (other load included)."""
+    started = time.perf_counter()
+    _spin(0)
+    _spin(1)
+    serial = time.perf_counter() - started
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_ready, [0, 1], chunksize=1)  # both workers started and imported
+        started = time.perf_counter()
+        pool.map(_spin, [0, 1], chunksize=1)
+        parallel = time.perf_counter() - started
+    return serial / parallel
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--share-partitions", type=int, default=16)
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="local[1] then local[2], this many times"
+    )
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    log = generate(args.records, args.share_partitions)
+    directory = Path(tempfile.mkdtemp(prefix="kshare-audit-scaling-"))
+    masters = ("local[1]", "local[2]")
+    samples: dict[str, list[dict[str, float]]] = {master: [] for master in masters}
+    ceilings: list[float] = []
+    try:
+        size = write_parquet(log, directory)
+        print(
+            f"{len(log):,} state records of {args.share_partitions} share-partitions "
+            f"({size / 1e6:.0f} MB of keys and values), generated in "
+            f"{time.perf_counter() - started:.0f} s"
+        )
+        baseline = single_process(log)
+        del log
+        for _ in range(args.rounds):
+            ceilings.append(machine_parallelism())
+            for master in masters:
+                samples[master].append(run_master(master, directory, args.share_partitions))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    count = args.records
+    results = {
+        master: {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+        for master, runs in samples.items()
+    }
+    print(
+        f"single process, decode_record + ShareStateReplayer (final states only): "
+        f"{baseline:6.1f} s {count / baseline:>10,.0f} records/s"
+    )
+    print(f"medians of {args.rounds} rounds (each: local[1], then local[2], fresh sessions)")
+    for name in ("decode+replay", "decode+deliveries"):
+        one, two = results["local[1]"][name], results["local[2]"][name]
+        print(
+            f"{name:<18} local[1] {one:6.1f} s {count / one:>9,.0f} rec/s   "
+            f"local[2] {two:6.1f} s {count / two:>9,.0f} rec/s   ratio {one / two:4.2f}"
+        )
+    total_one = sum(results["local[1]"].values())
+    total_two = sum(results["local[2]"].values())
+    print(
+        f"decode+replay+deliveries  local[1] {total_one:6.1f} s   local[2] {total_two:6.1f} s   "
+        f"ratio {total_one / total_two:4.2f} (target >= {TARGET_RATIO})"
+    )
+    print(
+        "two plain Python processes against one on this machine during the rounds: "
+        + ", ".join(f"{ceiling:.2f}x" for ceiling in ceilings)
+        + " (the most local[2] can gain here)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,615 @@
+"""``kshare audit (timeline | deliveries | archived)``: a PySpark audit of a share group.
+
+Kafka keeps what a share group did only in ``__share_group_state``, and
+prunes it; this reads it (and the source topics) with Spark, ``local[*]`` by
+default, a cluster with ``--master spark://...``:
+
+* ``timeline``: per share-partition, after every state record: start offset,
+  delivery-complete count, in-flight records by state, lag;
+* ``deliveries``: per offset range, the highest delivery count reached and
+  the final state;
+* ``archived``: the archived records (rejected, or over the delivery limit)
+  with their key, value and headers -- on stdout, as files (``--output``), or
+  produced to a dead-letter topic (``--dlq-topic``) with the headers Kafka's
+  own share-group DLQ writes.
+
+Everything that can be refused is refused before Spark starts: arguments
+(exit 2), a missing PySpark (exit 2, one line naming the extra), topics that
+do not exist (exit 5), an unreachable cluster (exit 3). A group the cluster
+does not know and the state topic has nothing of exits 5 after reading.
+``--follow`` keeps reading the state topic and prints new rows until Ctrl-C
+(exit 0). ``-o`` is the stdout format; ``--output DIR`` writes files instead.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Final
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import KshareError, NotFound, UsageError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kshare_cli.cli.audit_service import AuditRequest, ResolvedScope
+    from kshare_cli.connect.settings import ConnectionSettings
+    from kshare_cli.pipeline.models import AuditJob, AuditResult
+
+SPARK_MISSING: Final = "kshare audit needs the spark extra: pip install 'kshare-cli[spark]'"
+DEFAULT_MASTER: Final = "local[*]"
+SPARK_LOG: Final = "spark.log"
+_MASTER: Final = re.compile(
+    r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
+    r"|spark://\S+|yarn|k8s://\S+|mesos://\S+)$"
+)
+
+
+class Format(enum.StrEnum):
+    """``-o``: the stdout format (``--output DIR`` writes files instead)."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+class FileFormat(enum.StrEnum):
+    """``--output-format``: the files ``--output DIR`` holds."""
+
+    parquet = "parquet"
+    jsonl = "jsonl"
+
+
+app = typer.Typer(
+    name="audit",
+    help="Audit a share group with Spark: timeline, deliveries, archived records.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+Group = Annotated[
+    str,
+    typer.Option(
+        "--group",
+        "-g",
+        metavar="GROUP",
+        help="The share group (it may have been deleted: its state records remain).",
+        autocompletion=common.complete_group_ids,
+        show_default=False,
+    ),
+]
+Topics = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--topic",
+        "-t",
+        metavar="TOPIC",
+        help="Only this topic's share-partitions (repeatable); reads only the state-topic "
+        "partitions that can hold them.",
+        show_default=False,
+    ),
+]
+Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="DATETIME",
+        help="Only what happened from then on: ISO-8601 (UTC unless it says), 2h, "
+        "yesterday 09:00 (as reset-offsets --to-datetime).",
+        show_default=False,
+    ),
+]
+Output = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        metavar="DIR",
+        help="Write the rows as files into DIR (absent or empty) instead of stdout.",
+        show_default=False,
+    ),
+]
+OutputFormat = Annotated[
+    FileFormat,
+    typer.Option(
+        "--output-format", case_sensitive=False, help="Files of --output: parquet or jsonl."
+    ),
+]
+StdoutOutput = Annotated[
+    Format,
+    typer.Option(
+        "--format",
+        "-o",
+        case_sensitive=False,
+        help="stdout: table for people; json, jsonl, csv for scripts.",
+    ),
+]
+Master = Annotated[
+    str,
+    typer.Option(
+        "--master",
+        metavar="URL",
+        help="Where Spark runs: local[*] (every core here), local[N], spark://HOST:PORT, ...",
+    ),
+]
+Follow = Annotated[
+    bool,
+    typer.Option(
+        "--follow",
+        "-f",
+        help="After the rows so far, keep reading the state topic and print new rows "
+        "until Ctrl-C (exit 0).",
+    ),
+]
+Report = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        metavar="FILE.html",
+        help="Also write a self-contained HTML report: lag over time, delivery-count "
+        "histogram, archived records (runs all three audits).",
+        show_default=False,
+    ),
+]
+NoSource = Annotated[
+    bool,
+    typer.Option(
+        "--no-source",
+        help="Do not read the source topics: lag only for the latest state, archived "
+        "offsets without their records.",
+    ),
+]
+DlqTopic = Annotated[
+    str | None,
+    typer.Option(
+        "--dlq-topic",
+        metavar="TOPIC",
+        help="Produce the archived records to this existing topic, with Kafka's DLQ headers "
+        "(__dlq.errors.topic, .partition, .offset, .group, .delivery.count).",
+        show_default=False,
+    ),
+]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_args(
+    *,
+    group: str,
+    topics: list[str],
+    since: str | None,
+    output_dir: Path | None,
+    dlq_topic: str | None,
+    fmt: Format,
+    master: str,
+    follow: bool,
+    report: Path | None,
+) -> int | None:
+    """Refuse what is wrong before anything connects (exit 2); since in epoch ms."""
+    if not group.strip():
+        raise UsageError("--group: a group id cannot be empty")
+    for topic in topics:
+        if not topic.strip():
+            raise UsageError("--topic: a topic name cannot be empty")
+    if dlq_topic is not None and not dlq_topic.strip():
+        raise UsageError("--dlq-topic: a topic name cannot be empty")
+    if output_dir is not None and dlq_topic is not None:
+        raise UsageError("--output and --dlq-topic cannot be used together: choose one")
+    if not _MASTER.match(master):
+        raise UsageError(
+            f"--master {master!r}: expected local[*], local[N], spark://HOST:PORT, yarn or "
+            "k8s://URL"
+        )
+    if follow and output_dir is not None:
+        raise UsageError("--follow writes to stdout or --dlq-topic, not to --output files")
+    if follow and report is not None:
+        raise UsageError("--report is a snapshot: it cannot be used with --follow")
+    if follow and fmt is Format.json:
+        raise UsageError("-o json is one document: use -o jsonl with --follow")
+    if output_dir is not None:
+        if output_dir.exists() and not output_dir.is_dir():
+            raise UsageError(f"--output {output_dir}: not a directory")
+        if output_dir.is_dir() and any(output_dir.iterdir()):
+            raise UsageError(f"--output {output_dir}: the directory is not empty")
+    if report is not None:
+        if report.is_dir():
+            raise UsageError(f"--report {report}: is a directory, give a file name")
+        parent = report.parent
+        if not parent.is_dir():
+            raise UsageError(f"--report {report}: directory {parent} does not exist")
+    if since is None:
+        return None
+    from kshare_cli.admin.timespec import parse_datetime
+
+    try:
+        return parse_datetime(since)
+    except UsageError as error:
+        raise UsageError(f"--since: {error}") from None
+
+
+def require_spark() -> None:
+    """PySpark and pyarrow import, or one line naming the extra (exit 2)."""
+    try:
+        import pyarrow  # type: ignore[import-untyped]  # noqa: F401
+        import pyspark.sql  # noqa: F401
+    except ImportError:
+        raise UsageError(SPARK_MISSING) from None
+
+
+# --------------------------------------------------------------------------- the commands
+
+
+@app.command("timeline")
+def timeline(
+    group: Group,
+    topic: Topics = None,
+    since: Since = None,
+    output_dir: Output = None,
+    output_format: OutputFormat = FileFormat.parquet,
+    fmt: StdoutOutput = Format.table,
+    master: Master = DEFAULT_MASTER,
+    follow: Follow = False,
+    report: Report = None,
+    no_source: NoSource = False,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Each share-partition over time: start offset, in-flight records by state, lag.
+
+    One row per state record: the state right after it. The latest row's lag uses the log end
+    offset of now (as describe); earlier rows date the log end offset by the source records'
+    timestamps (marked with ≈ in the table, lag_basis in JSON).
+    """
+    _audit(
+        "timeline",
+        group=group,
+        topics=topic or [],
+        since=since,
+        output_dir=output_dir,
+        output_format=output_format,
+        fmt=fmt,
+        master=master,
+        follow=follow,
+        report=report,
+        no_source=no_source,
+        dlq_topic=None,
+        connection=(bootstrap_server, command_config, profile),
+        timeout=timeout,
+        debug=debug,
+    )
+
+
+@app.command("deliveries")
+def deliveries(
+    group: Group,
+    topic: Topics = None,
+    since: Since = None,
+    output_dir: Output = None,
+    output_format: OutputFormat = FileFormat.parquet,
+    fmt: StdoutOutput = Format.table,
+    master: Master = DEFAULT_MASTER,
+    follow: Follow = False,
+    report: Report = None,
+    no_source: NoSource = False,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Per offset range: the highest delivery count reached and the final state.
+
+    From the batches every state record carried, so an acknowledgement written together with
+    the start offset moving past it still counts. --since keeps the outcomes reached since.
+    """
+    _audit(
+        "deliveries",
+        group=group,
+        topics=topic or [],
+        since=since,
+        output_dir=output_dir,
+        output_format=output_format,
+        fmt=fmt,
+        master=master,
+        follow=follow,
+        report=report,
+        no_source=no_source,
+        dlq_topic=None,
+        connection=(bootstrap_server, command_config, profile),
+        timeout=timeout,
+        debug=debug,
+    )
+
+
+@app.command("archived")
+def archived(
+    group: Group,
+    topic: Topics = None,
+    since: Since = None,
+    output_dir: Output = None,
+    output_format: OutputFormat = FileFormat.parquet,
+    dlq_topic: DlqTopic = None,
+    fmt: StdoutOutput = Format.table,
+    master: Master = DEFAULT_MASTER,
+    follow: Follow = False,
+    report: Report = None,
+    no_source: NoSource = False,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """The archived records (rejected, or over the delivery limit), with their records.
+
+    On stdout, as files (--output), or produced to a dead-letter topic (--dlq-topic): key and
+    value as they were, with Kafka's DLQ headers; every delivery is checked, exit 1 if one failed.
+    """
+    _audit(
+        "archived",
+        group=group,
+        topics=topic or [],
+        since=since,
+        output_dir=output_dir,
+        output_format=output_format,
+        fmt=fmt,
+        master=master,
+        follow=follow,
+        report=report,
+        no_source=no_source,
+        dlq_topic=dlq_topic,
+        connection=(bootstrap_server, command_config, profile),
+        timeout=timeout,
+        debug=debug,
+    )
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _audit(
+    job_name: str,
+    *,
+    group: str,
+    topics: list[str],
+    since: str | None,
+    output_dir: Path | None,
+    output_format: FileFormat,
+    fmt: Format,
+    master: str,
+    follow: bool,
+    report: Path | None,
+    no_source: bool,
+    dlq_topic: str | None,
+    connection: tuple[str | None, Path | None, str | None],
+    timeout: str,
+    debug: bool,
+) -> None:
+    invocation = common.Invocation(debug=debug)
+    since_ms = common.usage_guard(
+        lambda: check_args(
+            group=group,
+            topics=topics,
+            since=since,
+            output_dir=output_dir,
+            dlq_topic=dlq_topic,
+            fmt=fmt,
+            master=master,
+            follow=follow,
+            report=report,
+        ),
+        invocation,
+    )
+    common.usage_guard(require_spark, invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(lambda: common.resolve(*connection), invocation)
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+
+    from kshare_cli.cli import audit_service
+    from kshare_cli.pipeline.models import AuditJob
+
+    request = audit_service.AuditRequest(
+        job=AuditJob(job_name),
+        group_id=group,
+        topics=tuple(dict.fromkeys(topics)),
+        since_ms=since_ms,
+        output_dir=output_dir,
+        output_format=output_format.value,
+        dlq_topic=dlq_topic,
+        master=master,
+        follow=follow,
+        report=report,
+        read_source=not no_source,
+    )
+    resolved = common.run(
+        lambda: audit_service.resolve_scope(settings, request, timeout_s), invocation
+    )
+    common.edge(lambda: _spark_phase(settings, request, resolved, fmt), invocation)
+
+
+def _spark_phase(
+    settings: ConnectionSettings,
+    request: AuditRequest,
+    resolved: ResolvedScope,
+    fmt: Format,
+) -> None:
+    from kshare_cli.cli import audit_service
+    from kshare_cli.cli.audit_progress import SparkProgress, stderr_is_terminal
+    from kshare_cli.pipeline.jobs import DeadLetterError
+    from kshare_cli.pipeline.kafka_source import KafkaSourceError
+
+    failures: tuple[type[BaseException], ...] = (
+        *_spark_failures(),
+        KafkaSourceError,
+        DeadLetterError,
+    )
+    spark, log_dir = _session(request.master)
+    succeeded = False
+    try:
+        # CSV's header goes out once: with the batch's rows, or with the first follow rows.
+        header_printed = [False]
+
+        def emit(job: AuditJob, rows: object) -> None:
+            _emit(job, rows, fmt, settings, request, header_printed)
+
+        try:
+            with SparkProgress(spark, enabled=stderr_is_terminal()):
+                result, follow = audit_service.run_audit(
+                    spark, settings, request, resolved, emit=emit
+                )
+        except failures as error:
+            raise _failure(error, log_dir) from None
+        header_printed[0] = _finish(result, request, resolved, fmt)
+        if follow is None:
+            succeeded = True
+            return
+        query = follow.start()
+        try:
+            while query.isActive:
+                query.awaitTermination(1)
+        except KeyboardInterrupt:
+            pass
+        except failures as error:
+            raise _failure(follow.failure or error, log_dir) from None
+        finally:
+            follow.stop()
+        if follow.failure is not None:
+            raise _failure(follow.failure, log_dir)
+        succeeded = True
+    finally:
+        if log_dir is not None:
+            spark.stop()
+            if succeeded:
+                shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def _failure(error: BaseException, log_dir: str | None) -> KshareError:
+    """The one line for a failed job, naming Spark's log when this command started Spark."""
+    from kshare_cli.cli.audit_service import spark_failure
+
+    failure = spark_failure(error)
+    if log_dir is not None:
+        failure = type(failure)(f"{failure} (Spark's log: {os.path.join(log_dir, SPARK_LOG)})")
+    return failure
+
+
+def _spark_failures() -> tuple[type[BaseException], ...]:
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    return (PySparkException, Py4JError)
+
+
+def _session(master: str) -> tuple[SparkSession, str | None]:
+    """The session to run in and, when this command started it (and so stops it), the
+    directory of its log.
+
+    A process that already has a session (a test, a notebook) keeps it. A new
+    one gets its JVM's stderr -- Spark's startup and log lines -- in a log
+    file, so that stderr carries kshare's lines only; the file is named if
+    the job fails and removed if it succeeds.
+    """
+    from pyspark import SparkContext
+
+    from kshare_cli.pipeline.session import spark_session
+
+    if SparkContext._active_spark_context is not None:
+        return spark_session(master, log_level="ERROR"), None
+    config: dict[str, str] = {}
+    if master.startswith("local"):
+        # A local run's UI would only hold a port; its shuffles are small.
+        config["spark.ui.enabled"] = "false"
+        config["spark.sql.shuffle.partitions"] = str(max(2 * (os.cpu_count() or 1), 4))
+    import tempfile
+
+    log_dir = tempfile.mkdtemp(prefix="kshare-audit-")
+    log_path = os.path.join(log_dir, SPARK_LOG)
+    saved = os.dup(2)
+    try:
+        with open(log_path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+            try:
+                session = spark_session(master, config=config, log_level="ERROR")
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+    return session, log_dir
+
+
+def _finish(
+    result: AuditResult, request: AuditRequest, resolved: ResolvedScope, fmt: Format
+) -> bool:
+    """Rows to stdout (or where they went to stderr), notes, the report; whether rows were
+    printed."""
+    from kshare_cli.cli.audit_service import report_now
+    from kshare_cli.render.audit import render_audit
+
+    if not resolved.group_exists and result.state_records == 0:
+        raise NotFound(
+            f"share group '{request.group_id}': not found, and the state topic holds no "
+            "record of it"
+        )
+    if result.written is not None:
+        typer.echo(f"kshare: wrote the {request.job.value} rows to {result.written}", err=True)
+    elif result.dead_letters is not None:
+        typer.echo(
+            f"kshare: produced {result.dead_letters} archived records to {request.dlq_topic}",
+            err=True,
+        )
+    else:
+        common.stdout_write(render_audit(result, fmt.value, width=_terminal_width()))
+    for note in result.notes:
+        common.warn(note)
+    if request.report is not None:
+        from kshare_cli.render.audit_report import render_report
+
+        request.report.write_text(
+            render_report(result, generated_at=report_now()), encoding="utf-8"
+        )
+        typer.echo(f"kshare: wrote the report to {request.report}", err=True)
+    return result.written is None and result.dead_letters is None
+
+
+def _emit(
+    job: AuditJob,
+    rows: object,
+    fmt: Format,
+    settings: ConnectionSettings,
+    request: AuditRequest,
+    csv_header: list[bool],
+) -> None:
+    """A --follow micro-batch's rows: to stdout, or to the dead-letter topic."""
+    from collections.abc import Sequence
+
+    from kshare_cli.pipeline.jobs import produce_dead_letters
+    from kshare_cli.pipeline.models import ArchivedRecord
+    from kshare_cli.render.audit import render_rows
+
+    assert isinstance(rows, Sequence)
+    if request.dlq_topic is not None:
+        records = [row for row in rows if isinstance(row, ArchivedRecord)]
+        produced = produce_dead_letters(records, settings.confluent_config(), request.dlq_topic)
+        typer.echo(f"kshare: produced {produced} archived records to {request.dlq_topic}", err=True)
+        return
+    text = render_rows(job, rows, fmt.value, width=_terminal_width(), csv_header=not csv_header[0])
+    csv_header[0] = True
+    common.stdout_write(text)
+
+
+def _terminal_width() -> int | None:
+    import sys
+
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns

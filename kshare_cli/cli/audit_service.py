@@ -1,0 +1,292 @@
+"""What ``kshare audit`` does once its arguments are valid: ask the cluster, then run Spark.
+
+Imported only when the command runs. Two phases, so that anything the
+cluster can refuse is refused before a JVM starts (seconds, and memory):
+
+1. ``resolve_scope`` (asyncio, the wire client, bounded by ``--timeout``):
+   topic names and ids (the state topic knows only ids), the topics and the
+   dead-letter topic exist, the state topic's partitions and end offsets --
+   the batch reads up to them and ``--follow`` goes on from them -- and, with
+   ``--topic``, only the state-topic partitions that can hold the group's
+   share-partitions of those topics;
+2. ``run_audit``: the Spark job (``pipeline.jobs``), then stdout rows, files,
+   or the dead-letter topic; with ``--report`` all three jobs run, as the
+   report shows all three.
+
+Spark failures reach the operator as one line: the error of our Kafka source
+when there is one (it names topic and partition), else Spark's first line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from kshare_cli.admin.models import GroupFailure, TopicPartition
+from kshare_cli.cli.service import _bounded, open_admin
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.errors import ExitCode, KshareError, NotFound
+from kshare_cli.pipeline.models import AuditJob, AuditResult
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
+from kshare_cli.state.replay import SharePartitionKey
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from kshare_cli.pipeline.jobs import AuditFollow, AuditScope, Emit, FileFormat
+
+_ZERO_UUID: Final = uuid.UUID(int=0)
+_SOURCE_ERROR: Final = re.compile(r"KafkaSourceError: (.+)")
+_DEAD_LETTER_ERROR: Final = re.compile(r"DeadLetterError: (.+)")
+
+
+class AuditFailed(KshareError):
+    """The Spark job failed; the message is its one meaningful line."""
+
+    exit_code = ExitCode.PARTIAL
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRequest:
+    """Everything the command line asked for, validated."""
+
+    job: AuditJob
+    group_id: str
+    topics: tuple[str, ...] = ()
+    since_ms: int | None = None
+    output_dir: Path | None = None
+    output_format: FileFormat = "parquet"
+    dlq_topic: str | None = None
+    master: str = "local[*]"
+    follow: bool = False
+    report: Path | None = None
+    read_source: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedScope:
+    """The scope, and what the cluster said about the group."""
+
+    scope: AuditScope
+    group_exists: bool
+    state_topic_exists: bool
+
+
+# --------------------------------------------------------------------------- phase 1
+
+
+async def resolve_scope(
+    settings: ConnectionSettings, request: AuditRequest, timeout_s: float
+) -> ResolvedScope:
+    from kshare_cli.pipeline.jobs import AuditScope
+
+    async def work() -> ResolvedScope:
+        async with open_admin(settings, timeout_s) as admin:
+            client = admin.client
+            everything = await client.metadata(None, refresh=True)
+            wanted = [*request.topics, SHARE_STATE_TOPIC]
+            if request.dlq_topic is not None:
+                wanted.append(request.dlq_topic)
+            named = await client.metadata(wanted, refresh=True)
+            topics = {**everything.topics, **named.topics}
+            for topic in (*request.topics, *filter(None, [request.dlq_topic])):
+                found = topics.get(topic)
+                if found is None or found.error_code != 0:
+                    raise NotFound(f"topic '{topic}' does not exist")
+            names = {
+                kafka_uuid(metadata.topic_id): name
+                for name, metadata in topics.items()
+                if metadata.error_code == 0 and metadata.topic_id != _ZERO_UUID
+            }
+            state = topics.get(SHARE_STATE_TOPIC)
+            state_exists = state is not None and state.error_code == 0 and bool(state.partitions)
+            partitions: tuple[int, ...] | None = None
+            end_offsets: dict[str, dict[str, int]] | None = None
+            selected: frozenset[str] | None = None
+            if request.topics:
+                selected = frozenset(kafka_uuid(topics[topic].topic_id) for topic in request.topics)
+            if state is not None and state_exists:
+                count = len(state.partitions)
+                if request.topics:
+                    partitions = tuple(
+                        sorted(
+                            {
+                                state_partition_for(
+                                    SharePartitionKey(
+                                        request.group_id, topics[topic].topic_id, partition
+                                    ),
+                                    count,
+                                )
+                                for topic in request.topics
+                                for partition in topics[topic].partitions
+                            }
+                        )
+                    )
+                read = partitions if partitions is not None else tuple(sorted(state.partitions))
+                ends = await admin.log_end_offsets(
+                    TopicPartition(SHARE_STATE_TOPIC, partition) for partition in read
+                )
+                for tp, error in ends.errors().items():
+                    raise AuditFailed(f"end offset of {tp} cannot be read: {error}")
+                end_offsets = {
+                    SHARE_STATE_TOPIC: {
+                        str(tp.partition): offset for tp, offset in ends.offsets.items()
+                    }
+                }
+            descriptions = await admin.describe_groups([request.group_id])
+            described = descriptions.get(request.group_id)
+            exists = not (isinstance(described, GroupFailure) and described.not_found)
+            return ResolvedScope(
+                AuditScope(
+                    request.group_id,
+                    names,
+                    selected,
+                    partitions,
+                    end_offsets,
+                    request.since_ms,
+                    request.read_source,
+                ),
+                exists,
+                state_exists,
+            )
+
+    return await _bounded(work(), timeout_s, "asking the cluster about the audit")
+
+
+# --------------------------------------------------------------------------- phase 2
+
+
+def spark_failure(error: BaseException) -> AuditFailed:
+    """One line for a failed Spark job: our own source's or DLQ's error when it is in there."""
+    text = str(error)
+    for pattern in (_SOURCE_ERROR, _DEAD_LETTER_ERROR):
+        found = pattern.search(text)
+        if found:
+            return AuditFailed(found.group(1).strip())
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    return AuditFailed(f"the Spark job failed: {first}")
+
+
+def run_audit(
+    spark: SparkSession,
+    settings: ConnectionSettings,
+    request: AuditRequest,
+    resolved: ResolvedScope,
+    *,
+    emit: Emit | None = None,
+) -> tuple[AuditResult, AuditFollow | None]:
+    """The batch part of the job -- rows, files or dead letters, the report's data -- and,
+    with --follow, the follow, primed with what the batch knew, not yet started."""
+    from pyspark import StorageLevel
+
+    from kshare_cli.pipeline import jobs
+    from kshare_cli.pipeline.transforms import deliveries, replay_states
+
+    scope = resolved.scope
+    config = settings.librdkafka_config()
+    if not resolved.state_topic_exists:
+        note = f"the cluster has no {SHARE_STATE_TOPIC} topic: no share group has state yet"
+        return AuditResult(request.job, request.group_id, notes=(note,)), None
+    disk = StorageLevel.MEMORY_AND_DISK
+    group_ids, topic_ids = (scope.group_id,), scope.topics
+    records = jobs.group_records(jobs.extract_state_records(spark, config, scope), scope)
+    records = records.persist(disk)
+    cached: list[DataFrame] = [records]
+    try:
+        state_records = records.count()
+        notes = []
+        want = set(AuditJob) if request.report is not None else {request.job}
+        frames: dict[AuditJob, DataFrame] = {}
+        replayed = None
+        ranges = None
+        if AuditJob.TIMELINE in want:
+            replayed = replay_states(
+                records, group_ids=group_ids, topic_ids=topic_ids, with_batches=request.follow
+            )
+            replayed = replayed.persist(disk)
+            cached.append(replayed)
+            corrupt = replayed.filter("error is not null").count()
+            if corrupt:
+                notes.append(
+                    f"{corrupt} state records of the group could not be decoded; "
+                    "the state is unchanged across them (record 'corrupt' in the timeline)"
+                )
+            frames[AuditJob.TIMELINE] = jobs.timeline_frame(
+                spark, config, scope, records, replayed=replayed
+            )
+        if AuditJob.DELIVERIES in want or AuditJob.ARCHIVED in want:
+            ranges = deliveries(
+                records, group_ids=group_ids, topic_ids=topic_ids, since_ms=scope.since_ms
+            ).persist(disk)
+            cached.append(ranges)
+            frames[AuditJob.DELIVERIES] = jobs.deliveries_frame(
+                spark, scope, records, ranges=ranges
+            )
+        if AuditJob.ARCHIVED in want:
+            assert ranges is not None
+            frames[AuditJob.ARCHIVED] = jobs.archived_frame(spark, config, scope, ranges)
+
+        frame = frames[request.job]
+        written = None
+        dead_letters = None
+        if request.output_dir is not None:
+            written = jobs.write_directory(frame, request.output_dir, request.output_format)
+        elif request.dlq_topic is not None:
+            dead_letters = jobs.produce_dead_letters(
+                (jobs.to_archived(row) for row in frame.toLocalIterator()),
+                settings.confluent_config(),
+                request.dlq_topic,
+            )
+        to_stdout = request.output_dir is None and request.dlq_topic is None
+
+        def wanted(job: AuditJob) -> bool:
+            return job in frames and (
+                request.report is not None or (to_stdout and job is request.job)
+            )
+
+        result = AuditResult(
+            request.job,
+            request.group_id,
+            timeline=jobs.collect_timeline(frames[AuditJob.TIMELINE])
+            if wanted(AuditJob.TIMELINE)
+            else (),
+            deliveries=jobs.collect_deliveries(frames[AuditJob.DELIVERIES])
+            if wanted(AuditJob.DELIVERIES)
+            else (),
+            archived=jobs.collect_archived(frames[AuditJob.ARCHIVED])
+            if wanted(AuditJob.ARCHIVED)
+            else (),
+            notes=tuple(notes),
+            written=written,
+            dead_letters=dead_letters,
+            state_records=state_records,
+        )
+        follow = None
+        if request.follow and emit is not None:
+            follow = jobs.AuditFollow(spark, config, scope, request.job, emit)
+            if request.job is AuditJob.TIMELINE:
+                assert replayed is not None
+                follow.remember_states(replayed)
+            else:
+                assert ranges is not None
+                follow.remember_ranges(
+                    jobs.collect_deliveries(jobs.deliveries_frame(spark, _all_time(scope), records))
+                )
+                follow.remember_start_offsets(records)
+        return result, follow
+    finally:
+        for frame_ in cached:
+            frame_.unpersist()
+
+
+def _all_time(scope: AuditScope) -> AuditScope:
+    return dataclasses.replace(scope, since_ms=None)
+
+
+def report_now() -> datetime.datetime:
+    return datetime.datetime.now(tz=datetime.UTC)

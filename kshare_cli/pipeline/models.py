@@ -1,0 +1,131 @@
+"""What the audit jobs answer, as plain values: the renderers' input, free of Spark.
+
+The jobs compute DataFrames; what an operator sees on stdout or in the HTML
+report is collected into these frozen dataclasses first, so `render/` never
+imports PySpark and its tests build results by hand. Field names are the
+DataFrames' column names (`transforms.TIMELINE_SCHEMA` and the others), so a
+collected row becomes a model without a mapping table to keep in step.
+Timestamps are aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+__all__ = [
+    "ARCHIVED_FIELDS",
+    "DELIVERY_FIELDS",
+    "TIMELINE_FIELDS",
+    "ArchivedRecord",
+    "AuditJob",
+    "AuditResult",
+    "DeliveryRange",
+    "TimelinePoint",
+]
+
+
+class AuditJob(StrEnum):
+    """The three audits `kshare audit` runs."""
+
+    TIMELINE = "timeline"
+    DELIVERIES = "deliveries"
+    ARCHIVED = "archived"
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    """A share-partition's state right after one state record (see TIMELINE_SCHEMA).
+
+    record is "snapshot", "update", "tombstone" or "corrupt"; the state fields
+    are None without a state. lag_basis says where log_end_offset comes from:
+    "end_offsets" (read when the audit ran: the share-partition's last point),
+    "record_timestamps" (dated by the source records' timestamps), None (unknown).
+    """
+
+    group_id: str
+    topic_id: str
+    topic: str | None
+    partition: int
+    time: datetime.datetime | None
+    state_partition: int
+    state_offset: int
+    record: str
+    start_offset: int | None
+    delivery_complete_count: int | None
+    end_offset: int | None
+    available: int | None
+    acknowledged: int | None
+    archived: int | None
+    unrecorded: int | None
+    max_delivery_count: int | None
+    log_end_offset: int | None
+    lag: int | None
+    lag_basis: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRange:
+    """Offsets of a share-partition with one outcome (see DELIVERIES_SCHEMA)."""
+
+    group_id: str
+    topic_id: str
+    topic: str | None
+    partition: int
+    first_offset: int
+    last_offset: int
+    max_delivery_count: int
+    final_state: str
+    final_delivery_count: int
+    complete: bool
+    last_changed: datetime.datetime | None
+
+    @property
+    def count(self) -> int:
+        return self.last_offset - self.first_offset + 1
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedRecord:
+    """An archived offset and, when the source still holds it, its record."""
+
+    group_id: str
+    topic_id: str
+    topic: str | None
+    partition: int
+    offset: int
+    delivery_count: int
+    archived_at: datetime.datetime | None
+    record_found: bool
+    key: bytes | None
+    value: bytes | None
+    timestamp: datetime.datetime | None
+    headers: tuple[tuple[str, bytes | None], ...] | None
+
+
+TIMELINE_FIELDS: Final = tuple(TimelinePoint.__dataclass_fields__)
+DELIVERY_FIELDS: Final = tuple(DeliveryRange.__dataclass_fields__)
+ARCHIVED_FIELDS: Final = tuple(ArchivedRecord.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """One audit's answer for one group, sorted by topic, partition and offset or time.
+
+    Only the parts the job computed are filled (the HTML report asks for all
+    three). notes are lines for stderr: what could not be computed and why.
+    written says where files went (--output) and dead_letters how many records
+    were produced to the dead-letter topic; either is None when not asked for.
+    """
+
+    job: AuditJob
+    group_id: str
+    timeline: tuple[TimelinePoint, ...] = ()
+    deliveries: tuple[DeliveryRange, ...] = ()
+    archived: tuple[ArchivedRecord, ...] = ()
+    notes: tuple[str, ...] = ()
+    written: str | None = None
+    dead_letters: int | None = None
+    state_records: int = 0

@@ -1,0 +1,318 @@
+"""``kshare audit`` on stdout: a table for people, JSON, JSON lines or CSV for scripts.
+
+One renderer per job's rows (`pipeline.models`). JSON carries every field
+under the DataFrame column names, times as ISO-8601 UTC with milliseconds;
+a record's key, value and header values are text when they are UTF-8 and
+base64 otherwise, with ``<field>_encoding: "base64"`` beside them, as
+``kshare consume -o jsonl`` writes records. The table marks a lag dated by
+record timestamps with ``≈`` (an estimate when producers' clocks differ from
+the broker's) and shows ``-`` for what is not known.
+
+``--follow`` prints each micro-batch's rows as they come: JSON lines and CSV
+rows append (CSV's header once), a table repeats its header per batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from collections.abc import Sequence
+from typing import Any, Final
+
+from kshare_cli.pipeline.models import (
+    ARCHIVED_FIELDS,
+    DELIVERY_FIELDS,
+    TIMELINE_FIELDS,
+    ArchivedRecord,
+    AuditJob,
+    AuditResult,
+    DeliveryRange,
+    TimelinePoint,
+)
+from kshare_cli.render.formats import (
+    add_row,
+    new_table,
+    table_text,
+    to_csv,
+    to_json,
+    to_jsonl,
+)
+
+__all__ = [
+    "STDOUT_FORMATS",
+    "audit_document",
+    "iso_time",
+    "render_audit",
+    "render_rows",
+    "row_document",
+]
+
+STDOUT_FORMATS: Final = ("table", "json", "jsonl", "csv")
+_PREVIEW: Final = 40
+_ESTIMATE: Final = "≈"
+
+
+def iso_time(value: datetime.datetime | None) -> str | None:
+    """An instant as ISO-8601 UTC with milliseconds (2026-01-01T00:00:00.000Z)."""
+    if value is None:
+        return None
+    utc = value.astimezone(datetime.UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def _put_bytes(document: dict[str, Any], name: str, value: bytes | None) -> None:
+    if value is None:
+        document[name] = None
+        return
+    try:
+        document[name] = value.decode("utf-8")
+    except UnicodeDecodeError:
+        document[name] = base64.b64encode(value).decode("ascii")
+        document[f"{name}_encoding"] = "base64"
+
+
+def row_document(row: TimelinePoint | DeliveryRange | ArchivedRecord) -> dict[str, Any]:
+    """One row as a JSON object: every field, times as ISO text, bytes as text or base64."""
+    document: dict[str, Any] = {}
+    if isinstance(row, TimelinePoint):
+        for name in TIMELINE_FIELDS:
+            document[name] = getattr(row, name)
+        document["time"] = iso_time(row.time)
+        return document
+    if isinstance(row, DeliveryRange):
+        for name in DELIVERY_FIELDS:
+            document[name] = getattr(row, name)
+        document["last_changed"] = iso_time(row.last_changed)
+        return document
+    for name in ARCHIVED_FIELDS:
+        if name in ("key", "value", "headers"):
+            continue
+        document[name] = getattr(row, name)
+    document["archived_at"] = iso_time(row.archived_at)
+    document["timestamp"] = iso_time(row.timestamp)
+    _put_bytes(document, "key", row.key)
+    _put_bytes(document, "value", row.value)
+    headers = []
+    for key, value in row.headers or ():
+        header: dict[str, Any] = {"key": key}
+        _put_bytes(header, "value", value)
+        headers.append(header)
+    document["headers"] = headers
+    return document
+
+
+def _rows_of(result: AuditResult) -> Sequence[TimelinePoint | DeliveryRange | ArchivedRecord]:
+    if result.job is AuditJob.TIMELINE:
+        return result.timeline
+    if result.job is AuditJob.DELIVERIES:
+        return result.deliveries
+    return result.archived
+
+
+def audit_document(result: AuditResult) -> dict[str, Any]:
+    """The -o json document: the job, the group, its rows under the job's name."""
+    return {
+        "job": result.job.value,
+        "group_id": result.group_id,
+        result.job.value: [row_document(row) for row in _rows_of(result)],
+    }
+
+
+def render_audit(result: AuditResult, fmt: str, *, width: int | None = None) -> str:
+    """The result's rows in fmt (table, json, jsonl, csv)."""
+    if fmt == "json":
+        return to_json(audit_document(result))
+    return render_rows(result.job, _rows_of(result), fmt, width=width)
+
+
+def render_rows(
+    job: AuditJob,
+    rows: Sequence[TimelinePoint | DeliveryRange | ArchivedRecord],
+    fmt: str,
+    *,
+    width: int | None = None,
+    csv_header: bool = True,
+) -> str:
+    """Rows alone (a --follow micro-batch, or the whole answer) in table, jsonl or csv."""
+    if fmt in ("json", "jsonl"):
+        return to_jsonl(row_document(row) for row in rows)
+    if fmt == "csv":
+        fields = _fields(job)
+        text = to_csv(
+            fields, ([_csv_cell(row_document(row)[name]) for name in fields] for row in rows)
+        )
+        return text if csv_header else text.split("\n", 1)[1]
+    if not rows:
+        return ""
+    if job is AuditJob.TIMELINE:
+        return _timeline_table([row for row in rows if isinstance(row, TimelinePoint)], width)
+    if job is AuditJob.DELIVERIES:
+        return _deliveries_table([row for row in rows if isinstance(row, DeliveryRange)], width)
+    return _archived_table([row for row in rows if isinstance(row, ArchivedRecord)], width)
+
+
+def _fields(job: AuditJob) -> tuple[str, ...]:
+    if job is AuditJob.TIMELINE:
+        return TIMELINE_FIELDS
+    if job is AuditJob.DELIVERIES:
+        return DELIVERY_FIELDS
+    return ARCHIVED_FIELDS
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, list):
+        return ";".join(f"{header['key']}={header.get('value') or ''}" for header in value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return value
+
+
+def _topic(row: TimelinePoint | DeliveryRange | ArchivedRecord) -> str:
+    return row.topic if row.topic is not None else row.topic_id
+
+
+def _lag_cell(point: TimelinePoint) -> str | None:
+    if point.lag is None:
+        return None
+    return f"{_ESTIMATE}{point.lag}" if point.lag_basis == "record_timestamps" else str(point.lag)
+
+
+def _timeline_table(points: Sequence[TimelinePoint], width: int | None) -> str:
+    table = new_table(
+        "TOPIC",
+        "PARTITION",
+        "TIME",
+        "RECORD",
+        "START-OFFSET",
+        "WINDOW-END",
+        "ACKNOWLEDGED",
+        "AVAILABLE",
+        "ARCHIVED",
+        "UNRECORDED",
+        "MAX-DELIVERIES",
+        "LOG-END-OFFSET",
+        "LAG",
+        right=(
+            "PARTITION",
+            "START-OFFSET",
+            "WINDOW-END",
+            "ACKNOWLEDGED",
+            "AVAILABLE",
+            "ARCHIVED",
+            "UNRECORDED",
+            "MAX-DELIVERIES",
+            "LOG-END-OFFSET",
+            "LAG",
+        ),
+    )
+    for index, point in enumerate(points):
+        following = points[index + 1] if index + 1 < len(points) else None
+        add_row(
+            table,
+            [
+                _topic(point),
+                point.partition,
+                iso_time(point.time),
+                point.record,
+                point.start_offset,
+                point.end_offset,
+                point.acknowledged,
+                point.available,
+                point.archived,
+                point.unrecorded,
+                point.max_delivery_count,
+                point.log_end_offset,
+                _lag_cell(point),
+            ],
+            end_section=following is not None
+            and (following.topic_id, following.partition) != (point.topic_id, point.partition),
+        )
+    notes = []
+    if any(point.lag_basis == "record_timestamps" for point in points):
+        notes.append(
+            f"{_ESTIMATE}: lag from the log end offset dated by the source records' timestamps "
+            "(exact when they are the broker's)."
+        )
+    return table_text(table, width, notes)
+
+
+def _deliveries_table(ranges: Sequence[DeliveryRange], width: int | None) -> str:
+    table = new_table(
+        "TOPIC",
+        "PARTITION",
+        "OFFSETS",
+        "RECORDS",
+        "MAX-DELIVERIES",
+        "FINAL-STATE",
+        "FINAL-DELIVERIES",
+        "COMPLETE",
+        "LAST-CHANGED",
+        right=("PARTITION", "RECORDS", "MAX-DELIVERIES", "FINAL-DELIVERIES"),
+    )
+    for each in ranges:
+        offsets = (
+            str(each.first_offset)
+            if each.first_offset == each.last_offset
+            else f"{each.first_offset}-{each.last_offset}"
+        )
+        add_row(
+            table,
+            [
+                _topic(each),
+                each.partition,
+                offsets,
+                each.count,
+                each.max_delivery_count,
+                each.final_state,
+                each.final_delivery_count,
+                "yes" if each.complete else "no",
+                iso_time(each.last_changed),
+            ],
+        )
+    return table_text(table, width)
+
+
+def _preview(value: bytes | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        text = "base64:" + base64.b64encode(value).decode("ascii")
+    text = text.replace("\n", "\\n").replace("\t", "\\t")
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+def _archived_table(records: Sequence[ArchivedRecord], width: int | None) -> str:
+    table = new_table(
+        "TOPIC",
+        "PARTITION",
+        "OFFSET",
+        "DELIVERIES",
+        "ARCHIVED-AT",
+        "KEY",
+        "VALUE",
+        "HEADERS",
+        right=("PARTITION", "OFFSET", "DELIVERIES"),
+    )
+    notes = []
+    for record in records:
+        headers = None
+        if record.headers:
+            headers = ",".join(f"{key}={_preview(value) or ''}" for key, value in record.headers)
+        add_row(
+            table,
+            [
+                _topic(record),
+                record.partition,
+                record.offset,
+                record.delivery_count,
+                iso_time(record.archived_at),
+                _preview(record.key) if record.record_found else "(gone)",
+                _preview(record.value) if record.record_found else "(gone)",
+                headers,
+            ],
+        )
+    if any(not record.record_found for record in records):
+        notes.append("(gone): the source topic no longer holds the record (retention).")
+    return table_text(table, width, notes)

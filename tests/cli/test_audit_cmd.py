@@ -1,0 +1,829 @@
+"""``kshare audit`` against a broker, over a share group whose story is scripted record by record.
+
+A confluent-kafka ShareConsumer in explicit mode drives one share group over
+ten records of a one-partition topic: most are accepted at once; one is released
+twice and then accepted; one is released until the delivery count limit
+archives it; one is rejected; one is held until its acquisition lock expires
+and then accepted; one is held, released, held ... until a lock expiry at the
+limit archives it. A consumer that holds a record may not poll again, so
+each hold hands over to a new consumer of the group; with one partition every
+member shares it (Kafka's simple assignor splits partitions between members
+until members outnumber them, which would strand records with a consumer
+that stopped polling). Every delivery is recorded as the consumer saw it, so the
+expected outcome of each record is known before the audit runs: the
+deliveries and archived audits must give exactly that, record for record;
+``--dlq-topic`` must produce exactly the archived records with Kafka's DLQ
+headers (read back with a plain Consumer); the HTML report's chart points and
+bars must be the data. The ``--follow`` tests use a queue of their own (the
+story stays as scripted): records are added while the audit follows, and it
+must print the rows of the state records written after it started, and
+report each newly archived record exactly once.
+
+The broker is the sandbox with short locks (1.5 s) and heartbeats, and a
+delivery count limit of 3, or a real cluster with KSHARE_TEST_BOOTSTRAP (its
+own limit, its minimum lock duration). Spark runs in the suite's one
+``local[1]`` session; the ``--follow`` and missing-PySpark runs are real
+subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import (
+    AcknowledgeType,
+    Consumer,
+    Message,
+    Producer,
+    ShareConsumer,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+
+from kshare_cli.errors import ExitCode
+from kshare_cli.sandbox.group_configs import BrokerGroupSettings
+from kshare_cli.sandbox.runner import SandboxThread
+from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env
+from tests.support.golden import wait_for
+from tests.support.sandbox import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK_MS = 1_500
+HEARTBEAT_MS = 100
+SANDBOX_LIMIT = 3
+MASTER = "local[1]"
+
+ACCEPT, RELEASE, REJECT, HOLD = "accept", "release", "reject", "hold"
+ACK_TYPES = {ACCEPT: AcknowledgeType.ACCEPT, RELEASE: AcknowledgeType.RELEASE}
+ACK_TYPES[REJECT] = AcknowledgeType.REJECT
+
+
+# --------------------------------------------------------------------------- the bed
+
+
+@dataclass
+class Bed:
+    """Where the scenario runs: a broker, its delivery count limit and lock duration."""
+
+    cluster: Cluster
+    limit: int
+    lock_ms: int
+    sandbox: SandboxThread | None = None
+
+
+def _broker_config(admin: AdminClient, name: str) -> int:
+    metadata = admin.list_topics(timeout=30)
+    broker = str(min(metadata.brokers))
+    resource = ConfigResource(ConfigResource.Type.BROKER, broker)
+    (future,) = admin.describe_configs([resource]).values()
+    return int(future.result(30)[name].value)
+
+
+@pytest.fixture(scope="module")
+def bed() -> Iterator[Bed]:
+    real = os.environ.get("KSHARE_TEST_BOOTSTRAP")
+    if real:
+        from tests.support.sandbox import _read_properties
+
+        config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
+        cluster = Cluster(real, _read_properties(config_path) if config_path else {})
+        admin = AdminClient(cluster.config())
+        yield Bed(
+            cluster,
+            _broker_config(admin, "group.share.delivery.count.limit"),
+            _broker_config(admin, "group.share.min.record.lock.duration.ms"),
+        )
+        return
+    settings = BrokerGroupSettings(
+        share_heartbeat_interval_ms=HEARTBEAT_MS,
+        share_min_heartbeat_interval_ms=HEARTBEAT_MS,
+        share_min_record_lock_duration_ms=1_000,
+        share_delivery_count_limit=SANDBOX_LIMIT,
+    )
+    with SandboxThread(settings=settings) as sandbox:
+        yield Bed(Cluster(sandbox.bootstrap, {}, sandbox), SANDBOX_LIMIT, LOCK_MS, sandbox)
+
+
+@pytest.fixture
+def kshare(bed: Bed, tmp_path: Path) -> Kshare:
+    command_config = None
+    if bed.cluster.client_config:
+        command_config = tmp_path / "client.properties"
+        command_config.write_text(
+            "".join(f"{key}={value}\n" for key, value in bed.cluster.client_config.items())
+        )
+    return Kshare(bed.cluster.bootstrap, command_config, tmp_path / "kshare" / "config.toml")
+
+
+# --------------------------------------------------------------------------- the story
+
+
+@dataclass
+class Record:
+    """A produced record, where it landed, and what the consumer did with each delivery."""
+
+    index: int
+    partition: int
+    offset: int
+    key: bytes
+    value: bytes
+    headers: list[tuple[str, bytes]]
+    actions: list[tuple[int, str]] = field(default_factory=list)
+
+
+def plan(index: int, delivery_count: int, limit: int) -> str:
+    """What the consumer does with record `index` on its delivery_count-th delivery."""
+    if index == 1:  # released twice, accepted on the third delivery
+        return RELEASE if delivery_count < 3 else ACCEPT
+    if index == 2:  # released until the limit archives it
+        return RELEASE
+    if index == 3:  # rejected
+        return REJECT
+    if index == 4:  # its lock expires once, then it is accepted
+        return HOLD if delivery_count == 1 else ACCEPT
+    if index == 5:  # lock expiries and releases in turn; the expiry at the limit archives it
+        return HOLD if delivery_count == limit or delivery_count % 2 == 1 else RELEASE
+    return ACCEPT
+
+
+def expected_outcome(record: Record, limit: int) -> tuple[int, str]:
+    """(highest delivery count, final state) the broker must have recorded."""
+    highest = max(count for count, _ in record.actions)
+    last = record.actions[-1][1]
+    if last == ACCEPT:
+        return highest, "acknowledged"
+    if last == REJECT or highest == limit:
+        return highest, "archived"
+    raise AssertionError(f"record {record.index} has no final state: {record.actions}")
+
+
+@dataclass
+class Story:
+    topic: str
+    group: str
+    dlq_topic: str
+    records: list[Record]
+    limit: int
+
+    def by_position(self) -> dict[tuple[int, int], Record]:
+        return {(record.partition, record.offset): record for record in self.records}
+
+    def archived(self) -> list[Record]:
+        return [
+            record
+            for record in self.records
+            if expected_outcome(record, self.limit)[1] == "archived"
+        ]
+
+
+def _set_group_configs(admin: AdminClient, group: str, configs: dict[str, str]) -> None:
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()
+    ]
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def _produce(cluster: Cluster, topic: str, indexes: range) -> list[Record]:
+    producer = Producer(cluster.config(**{"linger.ms": 0}))
+    records: list[Record] = []
+    failures: list[str] = []
+    for index in indexes:
+        key, value = f"k{index}".encode(), f"v{index}".encode()
+        headers = [("i", str(index).encode())]
+
+        def landed(error: Any, message: Message, index: int = index) -> None:
+            if error is not None:
+                failures.append(str(error))
+                return
+            partition, offset = message.partition(), message.offset()
+            assert partition is not None and offset is not None
+            records.append(
+                Record(
+                    index,
+                    partition,
+                    offset,
+                    f"k{index}".encode(),
+                    f"v{index}".encode(),
+                    [("i", str(index).encode())],
+                )
+            )
+
+        producer.produce(
+            topic, key=key, value=value, headers=headers, partition=0, on_delivery=landed
+        )
+        producer.flush(30)
+    assert failures == [] and len(records) == len(indexes)
+    return sorted(records, key=lambda record: record.index)
+
+
+def _share_consumer(cluster: Cluster, group: str, topic: str, name: str) -> ShareConsumer:
+    consumer = ShareConsumer(
+        cluster.config(
+            **{
+                "group.id": group,
+                "client.id": name,
+                "share.acknowledgement.mode": "explicit",
+            }
+        )
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def drive(
+    cluster: Cluster,
+    group: str,
+    topic: str,
+    records: list[Record],
+    limit: int,
+    *,
+    done: Any,
+    timeout: float,
+) -> list[ShareConsumer]:
+    """Poll with one consumer at a time, acting by plan; a consumer that holds a record
+    stops polling (it may not poll with a record unacknowledged) and a new one takes over.
+    Returns every consumer opened (the caller closes them: closing a holder would release
+    what it holds, which is not a lock expiry)."""
+    by_value = {record.value: record for record in records}
+    consumers = [_share_consumer(cluster, group, topic, f"audit-0-{group}")]
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"the scenario did not finish: {records}"
+        active = consumers[-1]
+        messages = [message for message in active.poll(0.1) if message.error() is None]
+        holding = False
+        for message in messages:
+            record = by_value[message.value() or b""]
+            count = message.delivery_count() or 0
+            action = plan(record.index, count, limit)
+            record.actions.append((count, action))
+            if action == HOLD:
+                holding = True
+            else:
+                active.acknowledge(message, ACK_TYPES[action])
+        if messages:
+            for partition, error in active.commit_sync(10).items():
+                assert error is None, (partition, error)
+        if holding:
+            consumers.append(
+                _share_consumer(cluster, group, topic, f"audit-{len(consumers)}-{group}")
+            )
+    return consumers
+
+
+def _settled(records: list[Record], limit: int) -> bool:
+    for record in records:
+        if not record.actions:
+            return False
+        count, action = record.actions[-1]
+        if action in (ACCEPT, REJECT):
+            continue
+        if count < limit:
+            return False
+    return True
+
+
+def _describe(kshare: Kshare, group: str) -> dict[str, Any]:
+    result = kshare.run("describe", group, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    (found,) = json.loads(result.stdout)["groups"]
+    document: dict[str, Any] = found
+    return document
+
+
+@pytest.fixture(scope="module")
+def story(bed: Bed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
+    suffix = uuid.uuid4().hex[:8]
+    topic, group, dlq = f"audit-{suffix}", f"audit-g-{suffix}", f"audit-dlq-{suffix}"
+    cluster = bed.cluster
+    admin = AdminClient(cluster.config())
+    for future in admin.create_topics([NewTopic(topic, 1, 1), NewTopic(dlq, 1, 1)]).values():
+        future.result(30)
+    checker = Kshare(cluster.bootstrap, None, tmp_path_factory.mktemp("audit") / "config.toml")
+    # The lock duration through kshare's own command; earliest through the admin API.
+    set_lock = checker.run("config", "set", group, f"share.record.lock.duration.ms={bed.lock_ms}")
+    assert set_lock.exit_code == 0, set_lock.stderr
+    _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+    records = _produce(cluster, topic, range(10))
+    consumers = drive(
+        cluster,
+        group,
+        topic,
+        records,
+        bed.limit,
+        done=lambda: _settled(records, bed.limit),
+        timeout=60 + bed.limit * bed.lock_ms / 1000 * 3,
+    )
+    try:
+        # The last hold ends in a lock expiry at the limit: the record is archived once every
+        # record is terminal, which describe's lag (LEO - start offset - complete) says.
+        def all_terminal() -> bool:
+            partitions = _describe(checker, group).get("partitions") or []
+            return len(partitions) == 1 and all(each["lag"] == 0 for each in partitions)
+
+        wait_for(
+            all_terminal,
+            timeout=30 + bed.lock_ms / 1000 * 2,
+            interval=0.2,
+            what="every record acknowledged or archived",
+        )
+        yield Story(topic, group, dlq, records, bed.limit)
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
+def _audit(kshare: Kshare, *args: str) -> Any:
+    result = kshare.run("audit", *args, "--master", MASTER)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return result
+
+
+# --------------------------------------------------------------------------- deliveries
+
+
+def test_the_story_is_what_was_scripted(story: Story) -> None:
+    """The consumer's own record: the scenario did what the audit is checked against."""
+    by_index = {record.index: record for record in story.records}
+    limit = story.limit
+    assert [count for count, _ in by_index[1].actions] == [1, 2, 3]
+    assert by_index[2].actions == [(count, RELEASE) for count in range(1, limit + 1)]
+    assert by_index[3].actions == [(1, REJECT)]
+    assert by_index[4].actions == [(1, HOLD), (2, ACCEPT)]
+    assert [count for count, _ in by_index[5].actions] == list(range(1, limit + 1))
+    assert by_index[5].actions[-1] == (limit, HOLD)
+    for index in (0, 6, 7, 8, 9):
+        assert by_index[index].actions == [(1, ACCEPT)]
+
+
+def test_deliveries_match_the_story_record_for_record(
+    spark: Any, story: Story, kshare: Kshare
+) -> None:
+    result = _audit(kshare, "deliveries", "--group", story.group, "-o", "json")
+
+    document = json.loads(result.stdout)
+    assert document["job"] == "deliveries" and document["group_id"] == story.group
+    per_offset = {}
+    for each in document["deliveries"]:
+        assert each["topic"] == story.topic
+        for offset in range(each["first_offset"], each["last_offset"] + 1):
+            per_offset[(each["partition"], offset)] = (
+                each["max_delivery_count"],
+                each["final_state"],
+            )
+    assert per_offset == {
+        position: expected_outcome(record, story.limit)
+        for position, record in story.by_position().items()
+    }
+
+
+def test_archived_records_are_exactly_the_archived_ones_with_their_records(
+    spark: Any, story: Story, kshare: Kshare
+) -> None:
+    result = _audit(kshare, "archived", "--group", story.group, "-o", "jsonl")
+
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [
+        (
+            row["topic"],
+            row["partition"],
+            row["offset"],
+            row["delivery_count"],
+            row["key"],
+            row["value"],
+            row["headers"],
+            row["record_found"],
+        )
+        for row in rows
+    ] == [
+        (
+            story.topic,
+            record.partition,
+            record.offset,
+            expected_outcome(record, story.limit)[0],
+            record.key.decode(),
+            record.value.decode(),
+            [{"key": "i", "value": str(record.index)}],
+            True,
+        )
+        for record in sorted(story.archived(), key=lambda r: (r.partition, r.offset))
+    ]
+    assert {row["group_id"] for row in rows} == {story.group}
+
+
+def test_timeline_follows_the_story_and_ends_where_describe_is(
+    spark: Any, story: Story, kshare: Kshare
+) -> None:
+    result = _audit(kshare, "timeline", "--group", story.group, "-o", "json")
+
+    points = json.loads(result.stdout)["timeline"]
+    described = {each["partition"]: each for each in _describe(kshare, story.group)["partitions"]}
+    for partition in (0,):
+        rows = [point for point in points if point["partition"] == partition]
+        assert rows and all(point["topic"] == story.topic for point in rows)
+        assert [point["time"] for point in rows] == sorted(point["time"] for point in rows)
+        last = rows[-1]
+        # The latest state is the state now: describe's start offset and lag.
+        assert last["lag_basis"] == "end_offsets"
+        assert (last["start_offset"], last["lag"]) == (
+            described[partition]["start_offset"],
+            described[partition]["lag"],
+        )
+        for point in rows:
+            if point["start_offset"] is None or point["start_offset"] < 0:
+                continue
+            in_window = point["end_offset"] - point["start_offset"]
+            assert in_window == sum(
+                point[state] for state in ("available", "acknowledged", "archived", "unrecorded")
+            ), point
+            if point is not last and point["lag"] is not None:
+                assert point["lag_basis"] == "record_timestamps" and point["lag"] >= 0
+        # Every record was produced before the first state record: dated by their timestamps,
+        # the log end offset is the partition's record count at every point, and the lag
+        # only falls as records are acknowledged or archived.
+        produced = sum(1 for record in story.records if record.partition == partition)
+        known = [point for point in rows if point["lag"] is not None]
+        assert known and {point["log_end_offset"] for point in known} == {produced}
+        lags = [point["lag"] for point in known]
+        assert lags == sorted(lags, reverse=True) and lags[-1] == 0
+
+
+# --------------------------------------------------------------------------- loads
+
+
+def test_dlq_topic_gets_exactly_the_archived_records_with_kafkas_headers(
+    spark: Any, story: Story, kshare: Kshare, bed: Bed
+) -> None:
+    result = _audit(kshare, "archived", "--group", story.group, "--dlq-topic", story.dlq_topic)
+
+    archived = story.archived()
+    assert result.stdout == ""
+    assert f"produced {len(archived)} archived records to {story.dlq_topic}" in result.stderr
+    consumer = Consumer(
+        bed.cluster.config(
+            **{"group.id": f"dlq-reader-{uuid.uuid4().hex}", "enable.partition.eof": True}
+        )
+    )
+    consumer.assign([TopicPartition(story.dlq_topic, 0, 0)])
+    read: list[Message] = []
+    try:
+        while True:
+            messages = consumer.consume(100, 10)
+            assert messages, "the dead-letter topic did not answer"
+            read += [message for message in messages if message.error() is None]
+            if any(message.error() is not None for message in messages):
+                break
+    finally:
+        consumer.close()
+    assert sorted(
+        (message.key(), message.value(), tuple(message.headers() or ())) for message in read
+    ) == sorted(
+        (
+            record.key,
+            record.value,
+            (
+                ("__dlq.errors.topic", story.topic.encode()),
+                ("__dlq.errors.partition", str(record.partition).encode()),
+                ("__dlq.errors.offset", str(record.offset).encode()),
+                ("__dlq.errors.group", story.group.encode()),
+                (
+                    "__dlq.errors.delivery.count",
+                    str(expected_outcome(record, story.limit)[0]).encode(),
+                ),
+            ),
+        )
+        for record in archived
+    )
+
+
+def test_output_writes_the_rows_as_parquet(
+    spark: Any, story: Story, kshare: Kshare, tmp_path: Path
+) -> None:
+    directory = tmp_path / "archived"
+    result = _audit(kshare, "archived", "--group", story.group, "--output", str(directory))
+
+    assert result.stdout == ""
+    assert str(directory) in result.stderr
+    rows = spark.read.parquet(str(directory)).collect()
+    assert sorted((row["partition"], row["offset"], bytes(row["value"])) for row in rows) == sorted(
+        (record.partition, record.offset, record.value) for record in story.archived()
+    )
+
+
+class _ReportParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.points: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self.bars: dict[int, int] = {}
+        self.archived: list[tuple[int, int]] = []
+        self.external: list[str] = []
+        self._series: tuple[str, int] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag in ("script", "link", "img", "iframe") or "src" in values or "href" in values:
+            self.external.append(tag)
+        if tag == "g" and values.get("class") == "series":
+            self._series = (values["data-topic"] or "", int(values["data-partition"] or -1))
+            self.points[self._series] = []
+        elif tag == "circle" and self._series is not None:
+            self.points[self._series].append(
+                (int(values["data-time-ms"] or 0), int(values["data-lag"] or 0))
+            )
+        elif tag == "rect" and values.get("class") == "bar":
+            self.bars[int(values["data-delivery-count"] or 0)] = int(values["data-records"] or 0)
+        elif tag == "tr" and "data-offset" in values:
+            self.archived.append(
+                (int(values["data-partition"] or 0), int(values["data-offset"] or 0))
+            )
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "g":
+            self._series = None
+
+
+def test_report_charts_are_the_data(
+    spark: Any, story: Story, kshare: Kshare, tmp_path: Path
+) -> None:
+    report = tmp_path / "audit.html"
+    timeline = json.loads(_audit(kshare, "timeline", "--group", story.group, "-o", "json").stdout)[
+        "timeline"
+    ]
+
+    _audit(kshare, "deliveries", "--group", story.group, "--report", str(report), "-o", "csv")
+
+    parser = _ReportParser()
+    parser.feed(report.read_text(encoding="utf-8"))
+    assert parser.external == []
+    expected_points: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for point in timeline:
+        if point["lag"] is not None:
+            moment = point["time"]
+            milliseconds = _epoch_ms(moment)
+            expected_points.setdefault((point["topic"], point["partition"]), []).append(
+                (milliseconds, point["lag"])
+            )
+    assert parser.points == {key: sorted(values) for key, values in expected_points.items()}
+    histogram: dict[int, int] = {}
+    for record in story.records:
+        highest = expected_outcome(record, story.limit)[0]
+        histogram[highest] = histogram.get(highest, 0) + 1
+    assert parser.bars == histogram
+    assert sorted(parser.archived) == sorted(
+        (record.partition, record.offset) for record in story.archived()
+    )
+
+
+def _epoch_ms(iso: str) -> int:
+    import datetime
+
+    moment = datetime.datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ")
+    return round(moment.replace(tzinfo=datetime.UTC).timestamp() * 1000)
+
+
+# --------------------------------------------------------------------------- follow
+
+
+@dataclass
+class Queue:
+    """A topic and a share group of their own, for the tests that add records as they go."""
+
+    bed: Bed
+    topic: str
+    group: str
+    produced: int = 0
+
+    def feed(self, decide: dict[int, str]) -> list[Record]:
+        """Produce one record per key of decide (indexes from self.produced on) and have a
+        consumer act on each by decide, until every record got its final action."""
+        indexes = range(self.produced, self.produced + len(decide))
+        self.produced += len(decide)
+        records = _produce(self.bed.cluster, self.topic, indexes)
+        by_value = {record.value: record for record in records}
+        consumer = _share_consumer(self.bed.cluster, self.group, self.topic, "audit-feed")
+        try:
+
+            def acted() -> bool:
+                messages = [m for m in consumer.poll(0.1) if m.error() is None]
+                for message in messages:
+                    record = by_value[message.value() or b""]
+                    action = decide[record.index - indexes[0]]
+                    record.actions.append((message.delivery_count() or 0, action))
+                    consumer.acknowledge(message, ACK_TYPES[action])
+                if messages:
+                    consumer.commit_sync(10)
+                return all(record.actions for record in records)
+
+            wait_for(acted, timeout=60, interval=0, what="the records acted on")
+        finally:
+            consumer.close()
+        return records
+
+
+@pytest.fixture
+def queue(bed: Bed) -> Queue:
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"audit-q-{suffix}", f"audit-qg-{suffix}"
+    admin = AdminClient(bed.cluster.config())
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(30)
+    _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+    return Queue(bed, topic, group)
+
+
+def test_follow_prints_the_rows_of_new_state_records_until_sigint(
+    queue: Queue, kshare: Kshare
+) -> None:
+    queue.feed({0: ACCEPT, 1: ACCEPT})
+    argv = [
+        str(KSHARE),
+        "audit",
+        "timeline",
+        "--group",
+        queue.group,
+        "--topic",
+        queue.topic,
+        "--follow",
+        "-o",
+        "jsonl",
+        "--master",
+        MASTER,
+        *kshare.connection_args(),
+    ]
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=process_env(kshare.environment()),
+    )
+    lines: list[dict[str, Any]] = []
+    reader = threading.Thread(
+        target=lambda: [lines.append(json.loads(line)) for line in process.stdout or ()],
+        daemon=True,
+    )
+    reader.start()
+    try:
+        # The rows so far come first (the batch prints them at once) ...
+        wait_for(lambda: lines, timeout=240, interval=0.2, what="the first rows")
+        time.sleep(1)
+        before = len(lines)
+        newest = max(line["state_offset"] for line in lines)
+        assert lines[-1]["log_end_offset"] == 2 and lines[-1]["lag"] == 0
+        # ... then two more records are produced and accepted: their state records' rows.
+        queue.feed({0: ACCEPT, 1: ACCEPT})
+
+        def caught_up() -> bool:
+            return any(
+                line["state_offset"] > newest
+                and line["log_end_offset"] == 4
+                and line["lag"] == 0
+                and line["lag_basis"] == "end_offsets"
+                for line in lines[before:]
+            )
+
+        wait_for(caught_up, timeout=120, interval=0.2, what="rows of the new state records")
+        assert all(line["group_id"] == queue.group for line in lines)
+        assert all(line["state_offset"] > newest for line in lines[before:])
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == ExitCode.OK, process.stderr.read() if process.stderr else ""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+def test_follow_archived_emits_each_newly_archived_record_once(
+    spark: Any, queue: Queue, kshare: Kshare
+) -> None:
+    """In-process, through the service the command uses: after the batch, each micro-batch
+    gives only the offsets archived since, with their records -- what --dlq-topic produces."""
+    import asyncio
+
+    from kshare_cli.cli import audit_service
+    from kshare_cli.connect.settings import resolve_settings
+    from kshare_cli.pipeline.models import ArchivedRecord, AuditJob
+
+    first = queue.feed({0: REJECT, 1: ACCEPT})
+    settings = resolve_settings(
+        bootstrap=kshare.bootstrap,
+        command_config=kshare.command_config,
+        profile=None,
+        environ={},
+        profiles_path=kshare.profiles,
+    )
+    request = audit_service.AuditRequest(
+        job=AuditJob.ARCHIVED, group_id=queue.group, master=MASTER, follow=True
+    )
+    resolved = asyncio.run(audit_service.resolve_scope(settings, request, 30))
+    emitted: list[ArchivedRecord] = []
+    result, follow = audit_service.run_audit(
+        spark,
+        settings,
+        request,
+        resolved,
+        emit=lambda job, rows: emitted.extend(rows),
+    )
+    assert [(each.offset, each.value) for each in result.archived] == [(0, first[0].value)]
+    assert follow is not None
+    follow.start()
+    try:
+        second = queue.feed({0: ACCEPT, 1: REJECT, 2: REJECT})
+        wait_for(lambda: len(emitted) >= 2, timeout=120, interval=0.2, what="new archived rows")
+        time.sleep(3)  # a later micro-batch must not repeat them
+    finally:
+        follow.stop()
+    assert follow.failure is None
+    assert sorted((each.offset, each.value, each.delivery_count) for each in emitted) == [
+        (record.offset, record.value, 1) for record in second[1:]
+    ]
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def test_without_pyspark_one_line_names_the_extra(tmp_path: Path) -> None:
+    fake = tmp_path / "no-spark" / "pyspark"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no pyspark here')\n")
+    env = process_env({"PYTHONPATH": str(fake.parent), "KSHARE_BOOTSTRAP_SERVERS": None})
+    result = subprocess.run(
+        [str(KSHARE), "audit", "timeline", "--group", "g", "-b", "127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == ExitCode.USAGE
+    assert result.stdout == ""
+    assert_one_error_line(
+        result.stderr, "kshare audit needs the spark extra: pip install 'kshare-cli[spark]'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--since", "the day before"], "--since"),
+        (["--master", "nowhere"], "--master"),
+        (["--output", "{tmp}/out", "--dlq-topic", "t"], "--output and --dlq-topic"),
+        (["--follow", "--report", "{tmp}/r.html"], "--report"),
+        (["--follow", "-o", "json"], "-o jsonl"),
+        (["--output", "{tmp}/full"], "not empty"),
+        (["--report", "{tmp}/no/such/dir/r.html"], "does not exist"),
+        (["--group", " "], "group id cannot be empty"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_starts(
+    kshare: Kshare, tmp_path: Path, args: list[str], fragment: str
+) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
+    if "--group" not in argv:
+        argv = ["--group", "g", *argv]
+
+    result = kshare.run("audit", "archived", *argv, env={"KSHARE_BOOTSTRAP_SERVERS": None})
+
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert result.stdout == ""
+    assert_one_error_line(result.stderr, fragment)
+
+
+def test_a_topic_that_does_not_exist_exits_5_before_spark(kshare: Kshare, story: Story) -> None:
+    result = kshare.run("audit", "deliveries", "--group", story.group, "--topic", "no-such-topic")
+
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert_one_error_line(result.stderr, "topic 'no-such-topic' does not exist")
+
+
+def test_a_group_nobody_knows_exits_5(spark: Any, kshare: Kshare, story: Story) -> None:
+    result = kshare.run(
+        "audit", "deliveries", "--group", f"nobody-{uuid.uuid4().hex}", "--master", MASTER
+    )
+
+    assert result.exit_code == ExitCode.NOT_FOUND, result.stderr
+    assert_one_error_line(result.stderr, "not found")
