@@ -18,9 +18,11 @@ broker byte for byte, so the layout is written out here by hand from Kafka
   broker's record or a state whose count is unknown; both decode to -1.
 * a null value is a tombstone: the share-partition's state was deleted.
 
-Decoding is a straight walk over `struct.unpack_from` because replaying the
-topic must keep up with 100,000 records a second; malformed bytes always
-surface as `StateRecordError`, never as a struct or index error.
+Replaying the topic must keep up with 100,000 records a second, so the usual
+update (fewer than 127 batches, no tagged fields but the count) is read with
+one `struct` unpack, and anything else is walked field by field, with the
+same result; malformed bytes always surface as `StateRecordError`, never as a
+struct or index error.
 """
 
 from __future__ import annotations
