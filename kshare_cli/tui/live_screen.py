@@ -14,6 +14,7 @@ arrives.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from textual.app import ComposeResult
@@ -66,9 +67,9 @@ class LiveScreen(Screen[None], Generic[D]):
 
     # -- to override -----------------------------------------------------------
 
+    @abstractmethod
     async def fetch(self) -> D:
-        """Ask the source for this screen's data (runs in a worker)."""
-        raise NotImplementedError
+        """Ask the source for this screen's data (runs in a worker); every screen defines it."""
 
     def apply(self, data: D, at: float) -> None:
         """Show new data (on the UI loop)."""
