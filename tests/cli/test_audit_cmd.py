@@ -29,6 +29,7 @@ subprocesses.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import signal
 import subprocess
@@ -758,6 +759,230 @@ def test_follow_archived_emits_each_newly_archived_record_once(
     assert sorted((each.offset, each.value, each.delivery_count) for each in emitted) == [
         (record.offset, record.value, 1) for record in second[1:]
     ]
+
+
+def test_follow_deliveries_emits_only_the_ranges_whose_outcome_changed(
+    spark: Any, queue: Queue, kshare: Kshare
+) -> None:
+    """In-process, through the service the command uses: after the batch, each micro-batch
+    gives the offset ranges whose outcome (highest count, final state, complete) changed,
+    each once, and no range the batch already gave unchanged."""
+    import asyncio
+
+    from kshare_cli.cli import audit_service
+    from kshare_cli.connect.settings import resolve_settings
+    from kshare_cli.pipeline.models import AuditJob, DeliveryRange
+
+    first = queue.feed({0: ACCEPT, 1: ACCEPT})
+    settings = resolve_settings(
+        bootstrap=kshare.bootstrap,
+        command_config=kshare.command_config,
+        profile=None,
+        environ={},
+        profiles_path=kshare.profiles,
+    )
+    request = audit_service.AuditRequest(
+        job=AuditJob.DELIVERIES, group_id=queue.group, master=MASTER, follow=True
+    )
+    resolved = asyncio.run(audit_service.resolve_scope(settings, request, 30))
+    emitted: list[DeliveryRange] = []
+    result, follow = audit_service.run_audit(
+        spark,
+        settings,
+        request,
+        resolved,
+        emit=lambda job, rows: emitted.extend(rows),
+    )
+
+    def per_offset(ranges: Any) -> dict[int, tuple[int, str]]:
+        return {
+            offset: (each.max_delivery_count, each.final_state)
+            for each in ranges
+            for offset in range(each.first_offset, each.last_offset + 1)
+        }
+
+    assert per_offset(result.deliveries) == {record.offset: (1, "acknowledged") for record in first}
+    assert follow is not None
+    follow.start()
+    try:
+        second = queue.feed({0: REJECT, 1: ACCEPT})
+        wanted = {second[0].offset: (1, "archived"), second[1].offset: (1, "acknowledged")}
+
+        def arrived() -> bool:
+            got = per_offset(emitted)
+            return all(got.get(offset) == outcome for offset, outcome in wanted.items())
+
+        wait_for(arrived, timeout=120, interval=0.2, what=f"the new ranges {wanted}")
+        time.sleep(3)  # a later micro-batch must not repeat them
+    finally:
+        follow.stop()
+    assert follow.failure is None
+    # Kafka persists a start offset's advance with the write after the acknowledgement, so
+    # the first records' range comes again when its 'complete' turns true; nothing else does.
+    outcome = operator.attrgetter(
+        "first_offset", "last_offset", "max_delivery_count", "final_state", "complete"
+    )
+    batch = {outcome(each) for each in result.deliveries}
+    assert [outcome(each) for each in emitted if outcome(each) in batch] == []
+    assert len({outcome(each) for each in emitted}) == len(emitted)
+    latest = {(each.first_offset, each.last_offset): each for each in result.deliveries}
+    latest.update({(each.first_offset, each.last_offset): each for each in emitted})
+    assert per_offset(latest.values()) == {
+        **{record.offset: (1, "acknowledged") for record in first},
+        **wanted,
+    }
+    assert {
+        offset
+        for each in emitted
+        if each.first_offset < second[0].offset
+        for offset in range(each.first_offset, each.last_offset + 1)
+    } <= {record.offset for record in first}
+    assert all(each.complete for each in emitted if each.last_offset < second[0].offset)
+    assert {each.topic for each in emitted} == {queue.topic}
+
+
+def _read_all(cluster: Cluster, topic: str) -> list[Message]:
+    """Every record of partition 0 of topic, read to its end with a plain Consumer."""
+    consumer = Consumer(
+        cluster.config(
+            **{"group.id": f"dlq-reader-{uuid.uuid4().hex}", "enable.partition.eof": True}
+        )
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read: list[Message] = []
+    try:
+        while True:
+            messages = consumer.consume(100, 10)
+            assert messages, f"{topic} did not answer"
+            read += [message for message in messages if message.error() is None]
+            if any(message.error() is not None for message in messages):
+                return read
+    finally:
+        consumer.close()
+
+
+def test_follow_with_dlq_topic_produces_each_archived_record_once_until_sigint(
+    queue: Queue, kshare: Kshare, bed: Bed
+) -> None:
+    """The command in a process of its own: the batch produces what was archived before it
+    started, the follow what is archived after; SIGINT ends it with exit 0; the dead-letter
+    topic then holds each archived record exactly once, with Kafka's headers."""
+    dlq = f"{queue.topic}-dlq"
+    admin = AdminClient(bed.cluster.config())
+    for future in admin.create_topics([NewTopic(dlq, 1, 1)]).values():
+        future.result(30)
+    first = queue.feed({0: REJECT, 1: ACCEPT})
+    argv = [
+        str(KSHARE),
+        "audit",
+        "archived",
+        "--group",
+        queue.group,
+        "--follow",
+        "--dlq-topic",
+        dlq,
+        "--master",
+        MASTER,
+        *kshare.connection_args(),
+    ]
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=process_env(kshare.environment()),
+    )
+    errors: list[str] = []
+    reader = threading.Thread(
+        target=lambda: [errors.append(line) for line in process.stderr or ()], daemon=True
+    )
+    reader.start()
+    try:
+        wait_for(
+            lambda: any("produced 1 archived records" in line for line in errors),
+            timeout=240,
+            interval=0.2,
+            what=f"the batch's dead letter (stderr: {errors})",
+        )
+        time.sleep(1)
+        second = queue.feed({0: ACCEPT, 1: REJECT, 2: REJECT})
+        wait_for(
+            lambda: len(_read_all(bed.cluster, dlq)) >= 3,
+            timeout=120,
+            interval=0.5,
+            what="the follow's dead letters",
+        )
+        time.sleep(3)  # a later micro-batch must not produce them again
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == ExitCode.OK, errors
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert process.stdout is not None and process.stdout.read() == ""
+    archived = [first[0], second[1], second[2]]
+    assert sorted(
+        (message.key(), message.value(), tuple(message.headers() or ()))
+        for message in _read_all(bed.cluster, dlq)
+    ) == sorted(
+        (
+            record.key,
+            record.value,
+            (
+                ("__dlq.errors.topic", queue.topic.encode()),
+                ("__dlq.errors.partition", b"0"),
+                ("__dlq.errors.offset", str(record.offset).encode()),
+                ("__dlq.errors.group", queue.group.encode()),
+                ("__dlq.errors.delivery.count", b"1"),
+            ),
+        )
+        for record in archived
+    )
+
+
+def test_since_keeps_only_what_happened_from_then_on(
+    spark: Any, queue: Queue, kshare: Kshare
+) -> None:
+    """--since is taken from the broker's own clock (the last state record's time after
+    the first records were acted on, plus 1 ms), so it holds on a real cluster too: the
+    deliveries, the archived records and the timeline after it are the second records'."""
+    import datetime
+
+    first = queue.feed({0: ACCEPT, 1: REJECT})
+    before = json.loads(_audit(kshare, "timeline", "--group", queue.group, "-o", "json").stdout)[
+        "timeline"
+    ]
+    since_ms = max(_epoch_ms(point["time"]) for point in before) + 1
+    since = datetime.datetime.fromtimestamp(since_ms / 1000, tz=datetime.UTC).isoformat()
+    time.sleep(0.2)
+    second = queue.feed({0: ACCEPT, 1: REJECT})
+
+    ranges = json.loads(
+        _audit(kshare, "deliveries", "--group", queue.group, "--since", since, "-o", "json").stdout
+    )["deliveries"]
+    archived = [
+        json.loads(line)
+        for line in _audit(
+            kshare, "archived", "--group", queue.group, "--since", since, "-o", "jsonl"
+        ).stdout.splitlines()
+    ]
+    points = json.loads(
+        _audit(kshare, "timeline", "--group", queue.group, "--since", since, "-o", "json").stdout
+    )["timeline"]
+
+    assert {
+        offset: (each["max_delivery_count"], each["final_state"])
+        for each in ranges
+        for offset in range(each["first_offset"], each["last_offset"] + 1)
+    } == {second[0].offset: (1, "acknowledged"), second[1].offset: (1, "archived")}
+    assert [(row["offset"], row["value"]) for row in archived] == [
+        (second[1].offset, second[1].value.decode())
+    ]
+    assert points and all(_epoch_ms(point["time"]) >= since_ms for point in points)
+    assert {point["state_offset"] for point in points}.isdisjoint(
+        point["state_offset"] for point in before
+    )
+    assert first[1].offset not in [row["offset"] for row in archived]
 
 
 # --------------------------------------------------------------------------- refusals
