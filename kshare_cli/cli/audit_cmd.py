@@ -19,6 +19,9 @@ do not exist (exit 5), an unreachable cluster (exit 3). A group the cluster
 does not know and the state topic has nothing of exits 5 after reading.
 ``--follow`` keeps reading the state topic and prints new rows until Ctrl-C
 (exit 0). ``-o`` is the stdout format; ``--output DIR`` writes files instead.
+``--connector spark`` reads Kafka with Spark's own JVM connector instead of
+kshare's confluent-kafka source, for clusters that already ship it; its
+absence is one line (exit 2), not a stack trace.
 """
 
 from __future__ import annotations
@@ -65,6 +68,13 @@ class FileFormat(enum.StrEnum):
 
     parquet = "parquet"
     jsonl = "jsonl"
+
+
+class ConnectorChoice(enum.StrEnum):
+    """``--connector``: who reads Kafka inside Spark."""
+
+    kshare = "kshare"
+    spark = "spark"
 
 
 app = typer.Typer(
@@ -165,6 +175,16 @@ NoSource = Annotated[
         "offsets without their records.",
     ),
 ]
+KafkaConnector = Annotated[
+    ConnectorChoice,
+    typer.Option(
+        "--connector",
+        case_sensitive=False,
+        help="Who reads Kafka: kshare (confluent-kafka, nothing to download) or spark "
+        "(Spark's own Kafka connector, which the session must have, e.g. PYSPARK_SUBMIT_ARGS="
+        "'--packages org.apache.spark:spark-sql-kafka-0-10_2.13:VERSION pyspark-shell').",
+    ),
+]
 DlqTopic = Annotated[
     str | None,
     typer.Option(
@@ -234,6 +254,21 @@ def check_args(
         raise UsageError(f"--since: {error}") from None
 
 
+def check_spark_connector(settings: ConnectionSettings) -> None:
+    """The connection settings say in Java client properties, or one line (exit 2) naming
+    what Spark's connector cannot take -- before Spark starts."""
+    from kshare_cli.pipeline.kafka_source import (
+        KafkaReadOptions,
+        KafkaSourceError,
+        spark_kafka_options,
+    )
+
+    try:
+        spark_kafka_options(KafkaReadOptions(config=settings.librdkafka_config(), topics=("t",)))
+    except KafkaSourceError as error:
+        raise UsageError(f"--connector spark: {error}") from None
+
+
 def require_spark() -> None:
     """PySpark and pyarrow import, or one line naming the extra (exit 2)."""
     try:
@@ -258,6 +293,7 @@ def timeline(
     follow: Follow = False,
     report: Report = None,
     no_source: NoSource = False,
+    connector: KafkaConnector = ConnectorChoice.kshare,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -282,6 +318,7 @@ def timeline(
         follow=follow,
         report=report,
         no_source=no_source,
+        connector=connector,
         dlq_topic=None,
         connection=(bootstrap_server, command_config, profile),
         timeout=timeout,
@@ -301,6 +338,7 @@ def deliveries(
     follow: Follow = False,
     report: Report = None,
     no_source: NoSource = False,
+    connector: KafkaConnector = ConnectorChoice.kshare,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -324,6 +362,7 @@ def deliveries(
         follow=follow,
         report=report,
         no_source=no_source,
+        connector=connector,
         dlq_topic=None,
         connection=(bootstrap_server, command_config, profile),
         timeout=timeout,
@@ -344,6 +383,7 @@ def archived(
     follow: Follow = False,
     report: Report = None,
     no_source: NoSource = False,
+    connector: KafkaConnector = ConnectorChoice.kshare,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -367,6 +407,7 @@ def archived(
         follow=follow,
         report=report,
         no_source=no_source,
+        connector=connector,
         dlq_topic=dlq_topic,
         connection=(bootstrap_server, command_config, profile),
         timeout=timeout,
@@ -390,6 +431,7 @@ def _audit(
     follow: bool,
     report: Path | None,
     no_source: bool,
+    connector: ConnectorChoice,
     dlq_topic: str | None,
     connection: tuple[str | None, Path | None, str | None],
     timeout: str,
@@ -414,6 +456,8 @@ def _audit(
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
     settings = common.usage_guard(lambda: common.resolve(*connection), invocation)
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+    if connector is ConnectorChoice.spark:
+        common.usage_guard(lambda: check_spark_connector(settings), invocation)
 
     from kshare_cli.cli import audit_service
     from kshare_cli.pipeline.models import AuditJob
@@ -430,6 +474,7 @@ def _audit(
         follow=follow,
         report=report,
         read_source=not no_source,
+        connector=connector.value,
     )
     resolved = common.run(
         lambda: audit_service.resolve_scope(settings, request, timeout_s), invocation

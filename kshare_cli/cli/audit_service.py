@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from kshare_cli.pipeline.jobs import AuditFollow, AuditScope, Emit, FileFormat
+    from kshare_cli.pipeline.kafka_source import Connector
 
 _ZERO_UUID: Final = uuid.UUID(int=0)
 _SOURCE_ERROR: Final = re.compile(r"KafkaSourceError: (.+)")
@@ -49,6 +50,20 @@ class AuditFailed(KshareError):
     """The Spark job failed; the message is its one meaningful line."""
 
     exit_code = ExitCode.PARTIAL
+
+
+class SparkConnectorMissing(AuditFailed):
+    """--connector spark, and the session has no "kafka" format: a setup to fix, not a
+    failed job (exit 2)."""
+
+    exit_code = ExitCode.USAGE
+
+
+SPARK_CONNECTOR_MISSING: Final = (
+    "--connector spark: this Spark session has no Kafka connector; add it "
+    "(PYSPARK_SUBMIT_ARGS='--packages org.apache.spark:spark-sql-kafka-0-10_2.13:"
+    "{version} pyspark-shell', or spark.jars.packages on the cluster) or use --connector kshare"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +81,7 @@ class AuditRequest:
     follow: bool = False
     report: Path | None = None
     read_source: bool = True
+    connector: Connector = "kshare"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +166,7 @@ async def resolve_scope(
                     end_offsets,
                     request.since_ms,
                     request.read_source,
+                    connector=request.connector,
                 ),
                 exists,
                 state_exists,
@@ -164,6 +181,10 @@ async def resolve_scope(
 def spark_failure(error: BaseException) -> AuditFailed:
     """One line for a failed Spark job: our own source's or DLQ's error when it is in there."""
     text = str(error)
+    if "Failed to find data source: kafka" in text or "KAFKA_DATA_SOURCE_NOT_ENABLED" in text:
+        from pyspark import __version__
+
+        return SparkConnectorMissing(SPARK_CONNECTOR_MISSING.format(version=__version__))
     for pattern in (_SOURCE_ERROR, _DEAD_LETTER_ERROR):
         found = pattern.search(text)
         if found:

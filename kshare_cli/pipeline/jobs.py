@@ -39,6 +39,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from kshare_cli.pipeline.kafka_source import (
     KAFKA_SCHEMA,
+    Connector,
     KafkaReadOptions,
     Offsets,
     _quiet_logger,
@@ -139,7 +140,9 @@ class AuditScope:
     starts (None: the end at planning time). since keeps what happened at or
     after that instant (UTC milliseconds). read_source False never reads the
     source topics: timeline lags only for the latest point, archived rows
-    without their records.
+    without their records. connector chooses who reads Kafka: kshare's own
+    source (confluent-kafka, nothing to download) or Spark's "kafka" format
+    (for a cluster that already has the JVM connector and its settings).
     """
 
     group_id: str
@@ -150,6 +153,7 @@ class AuditScope:
     since_ms: int | None = None
     read_source: bool = True
     state_topic: str = SHARE_STATE_TOPIC
+    connector: Connector = "kshare"
 
     @property
     def since(self) -> datetime.datetime | None:
@@ -180,7 +184,7 @@ def extract_state_records(
     spark: SparkSession, config: Mapping[str, str], scope: AuditScope
 ) -> DataFrame:
     """The state topic's records (the Kafka source's columns) that can hold the group's state."""
-    return read_kafka(spark, _state_read(config, scope))
+    return read_kafka(spark, _state_read(config, scope), connector=scope.connector)
 
 
 def group_records(records: DataFrame, scope: AuditScope) -> DataFrame:
@@ -268,9 +272,9 @@ def timeline_frame(
     source_offsets = spark.createDataFrame(offsets_rows, SOURCE_OFFSETS_SCHEMA)
     positions = None
     if spans:
-        positions = read_kafka(spark, _source_read(config, spans)).select(
-            "topic", "partition", "offset", "timestamp"
-        )
+        positions = read_kafka(
+            spark, _source_read(config, spans), connector=scope.connector
+        ).select("topic", "partition", "offset", "timestamp")
     elif scope.read_source:
         positions = spark.createDataFrame(
             [], "topic string, partition int, offset long, timestamp timestamp"
@@ -332,7 +336,7 @@ def archived_frame(
             if topic is not None:
                 spans[(topic, int(row["partition"]))] = (int(row["first"]), int(row["last"]) + 1)
         if spans:
-            source = read_kafka(spark, _source_read(config, spans))
+            source = read_kafka(spark, _source_read(config, spans), connector=scope.connector)
     return archived_records(offsets, _topic_names_frame(spark, scope), source)
 
 
@@ -648,7 +652,7 @@ class AuditFollow:
     def start(self) -> StreamingQuery:
         scope = self._scope
         options = _state_read(self._config, scope, start=scope.state_end_offsets)
-        stream = read_kafka_stream(self._spark, options)
+        stream = read_kafka_stream(self._spark, options, connector=scope.connector)
         self._checkpoint = tempfile.mkdtemp(prefix="kshare-audit-follow-")
         self._query = (
             stream.writeStream.foreachBatch(self._micro_batch)

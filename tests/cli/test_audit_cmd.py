@@ -1052,3 +1052,47 @@ def test_a_group_nobody_knows_exits_5(spark: Any, kshare: Kshare, story: Story) 
 
     assert result.exit_code == ExitCode.NOT_FOUND, result.stderr
     assert_one_error_line(result.stderr, "not found")
+
+
+def test_connector_spark_without_sparks_kafka_connector_is_one_line_exit_2(
+    spark: Any, kshare: Kshare, story: Story
+) -> None:
+    """The suite's session has no spark-sql-kafka jar: asking for Spark's connector reaches
+    Spark's "kafka" format (no such data source) and says how to add it."""
+    result = kshare.run(
+        "audit", "deliveries", "--group", story.group, "--connector", "spark", "--master", MASTER
+    )
+
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert result.stdout == ""
+    assert_one_error_line(result.stderr, "--connector spark: this Spark session has no Kafka")
+    assert "spark-sql-kafka-0-10_2.13" in result.stderr and "--connector kshare" in result.stderr
+
+
+def test_connector_spark_refuses_librdkafka_only_settings_before_connecting(
+    kshare: Kshare, tmp_path: Path
+) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SSL\nenable.ssl.certificate.verification=false\n")
+
+    result = kshare.run(
+        "audit",
+        "archived",
+        "--group",
+        "g",
+        "--connector",
+        "spark",
+        "-b",
+        "127.0.0.1:1",
+        "--command-config",
+        str(config),
+        connect=False,
+        env={"KSHARE_BOOTSTRAP_SERVERS": None},
+    )
+
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert_one_error_line(
+        result.stderr,
+        "--connector spark: Spark's Kafka connector cannot take these librdkafka "
+        "properties: enable.ssl.certificate.verification",
+    )
