@@ -47,6 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from kshare_cli.state.partitioning import java_string_hash
+
 KafkaVersion = Literal["4.2", "4.3"]
 
 INVALID_CONFIG = 40
@@ -583,15 +585,6 @@ _VALIDATION_BROKER_KEYS_42 = frozenset(
 )
 
 
-def _java_string_hash(text: str) -> int:
-    """``String.hashCode`` over UTF-16 code units, as a signed-agnostic 32-bit value."""
-    h = 0
-    encoded = text.encode("utf-16-be")
-    for i in range(0, len(encoded), 2):
-        h = (31 * h + int.from_bytes(encoded[i : i + 2], "big")) & 0xFFFFFFFF
-    return h
-
-
 def java_hashmap_order(names: Sequence[str]) -> list[str]:
     """The iteration order of a ``java.util.HashMap`` filled with ``names`` in order.
 
@@ -603,7 +596,7 @@ def java_hashmap_order(names: Sequence[str]) -> list[str]:
         capacity *= 2
 
     def bucket(name: str) -> int:
-        h = _java_string_hash(name)
+        h = java_string_hash(name) & 0xFFFFFFFF  # Java's >>> is on the unsigned bits
         return (h ^ (h >> 16)) & (capacity - 1)
 
     return sorted(names, key=lambda name: (bucket(name), names.index(name)))
