@@ -28,6 +28,8 @@ HEAVY = (
     "kshare_cli.connect",
     "kshare_cli.sandbox",
     "kshare_cli.pipeline",
+    "kshare_cli.tui",
+    "kshare_cli.consumer",
     "pyspark",
     "pyarrow",
 )
@@ -41,6 +43,11 @@ HEAVY = (
         ["describe", "--help"],
         ["audit", "--help"],
         ["audit", "archived", "--help"],
+        ["inflight", "--help"],
+        ["dashboard", "--help"],
+        ["consume", "--help"],
+        ["reset-offsets", "--help"],
+        ["sandbox", "--help"],
     ],
 )
 def test_help_loads_nothing_heavy(argv: list[str]) -> None:
