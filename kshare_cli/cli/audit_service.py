@@ -241,10 +241,21 @@ def run_audit(
                 spark, config, scope, records, replayed=replayed
             )
         if AuditJob.DELIVERIES in want or AuditJob.ARCHIVED in want:
+            skipped = spark.sparkContext.accumulator(0)
             ranges = deliveries(
-                records, group_ids=group_ids, topic_ids=topic_ids, since_ms=scope.since_ms
+                records,
+                group_ids=group_ids,
+                topic_ids=topic_ids,
+                since_ms=scope.since_ms,
+                corrupt=skipped,
             ).persist(disk)
             cached.append(ranges)
+            ranges.count()  # each share-partition's task once: the cache, and the count
+            if skipped.value and AuditJob.TIMELINE not in want:
+                notes.append(
+                    f"{skipped.value} state records of the group could not be decoded; "
+                    "the deliveries leave them out (kshare audit timeline shows where)"
+                )
             frames[AuditJob.DELIVERIES] = jobs.deliveries_frame(
                 spark, scope, records, ranges=ranges
             )

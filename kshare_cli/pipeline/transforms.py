@@ -67,6 +67,7 @@ from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, Shar
 from kshare_cli.state.window import window_counts
 
 if TYPE_CHECKING:
+    from pyspark import Accumulator
     from pyspark.sql import DataFrame
 
 __all__ = [
@@ -688,6 +689,7 @@ def deliveries(
     group_ids: Collection[str] | None = None,
     topic_ids: Collection[str] | None = None,
     since_ms: int | None = None,
+    corrupt: Accumulator[int] | None = None,
 ) -> DataFrame:
     """Per share-partition and offset range: highest delivery count and final state.
 
@@ -696,12 +698,19 @@ def deliveries(
     for why not the replayed window). Records that do not decode are skipped;
     `replay_states` shows them. since_ms keeps only the offsets whose outcome
     was reached at or after that instant (epoch milliseconds), offset by
-    offset, before neighbours are joined.
+    offset, before neighbours are joined. corrupt, when given, is added the
+    number of records skipped that way: a record of a schema version this
+    code does not know yet must not silently shorten an audit. (An
+    accumulator counts once per successful task; the caller persists the
+    result so that its tasks run once.)
     """
     since_us = None if since_ms is None else since_ms * 1000
 
     def ranges(key: tuple[Any, ...], table: Any) -> Any:
-        return _share_partition_deliveries(table, since_us)
+        result, skipped = _share_partition_deliveries(table, since_us)
+        if corrupt is not None and skipped:
+            corrupt.add(skipped)
+        return result
 
     rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
     return rows.groupBy("share_partition").applyInArrow(ranges, DELIVERIES_SCHEMA)
@@ -813,11 +822,13 @@ _UNCHANGED_START_OFFSET: Final = -1
 """An update's start offset -1 leaves the start offset as it was (the record's own rule)."""
 
 
-def _share_partition_deliveries(table: Any, since_us: int | None) -> Any:
+def _share_partition_deliveries(table: Any, since_us: int | None) -> tuple[Any, int]:
+    """The share-partition's ranges, and how many of its records did not decode."""
     timestamp_type = table.schema.field("state_timestamp").type
-    share_partition, table, records, _, _ = _decoded_in_order(table)
+    share_partition, table, records, errors, _ = _decoded_in_order(table)
+    skipped = sum(1 for error in errors if error is not None)
     if share_partition is None:
-        return pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table))
+        return pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table)), skipped
     written = table.column("state_timestamp").cast(pa.int64()).to_pylist()
 
     history = _OffsetHistory(precise=since_us is not None)
@@ -860,7 +871,7 @@ def _share_partition_deliveries(table: Any, since_us: int | None) -> Any:
             else:
                 ranges.append([piece_first, piece_last, *outcome, at])
     if not ranges:
-        return pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table))
+        return pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table)), skipped
     rows = len(ranges)
     arrays = [
         pa.array([share_partition.group_id] * rows, pa.string()),
@@ -873,7 +884,7 @@ def _share_partition_deliveries(table: Any, since_us: int | None) -> Any:
             arrays.append(pa.array(values, pa.int64()).cast(timestamp_type))
         else:
             arrays.append(pa.array(values, _ARROW_SCALARS[field.name]))
-    return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames())
+    return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames()), skipped
 
 
 # --------------------------------------------------------------------------- topic names

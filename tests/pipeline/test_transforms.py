@@ -470,6 +470,19 @@ def test_deliveries_give_the_highest_count_and_last_state_per_range(spark: Spark
     assert {row["group_id"] for row in result.collect()} == {"g"}
 
 
+def test_deliveries_count_the_records_they_could_not_decode(spark: SparkSession) -> None:
+    """The truncated update is left out of the ranges and counted (the key that names no
+    share-partition never reaches the grouped pass)."""
+    skipped = spark.sparkContext.accumulator(0)
+    result = deliveries(frame(spark, story_rows()), corrupt=skipped).persist()
+    try:
+        assert result.count() == 4
+        assert skipped.value == 1
+        assert len(result.collect()) == 4 and skipped.value == 1  # the cache, not a rerun
+    finally:
+        result.unpersist()
+
+
 def test_deliveries_follow_kafkas_acknowledge_and_advance_in_one_write(
     spark: SparkSession,
 ) -> None:
