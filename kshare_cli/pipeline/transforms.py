@@ -811,11 +811,13 @@ def _join(left: list[int], right: list[int]) -> None:
         left[5] = right[5]
 
 
+_STATE_NAMES: Final = {state.value: state.name.lower() for state in DeliveryState}
+
+
 def _state_name(delivery_state: int) -> str:
-    try:
-        return DeliveryState(delivery_state).name.lower()
-    except ValueError:
-        return f"state {delivery_state}"
+    """A dict lookup, not DeliveryState(n): this runs once per range, millions of times."""
+    name = _STATE_NAMES.get(delivery_state)
+    return name if name is not None else f"state {delivery_state}"
 
 
 _UNCHANGED_START_OFFSET: Final = -1
