@@ -154,9 +154,19 @@ async def resolve_scope(
                         str(tp.partition): offset for tp, offset in ends.offsets.items()
                     }
                 }
-            descriptions = await admin.describe_groups([request.group_id])
-            described = descriptions.get(request.group_id)
+            # Right after the state topic's end offsets (the state the batch reads), the log
+            # end offsets it is measured against: the latest point's lag is then one moment's,
+            # as describe's is, not the state of then against a log of seconds later (the
+            # job takes that long). State first, so no window reaches past its log's end.
+            offsets = await admin.list_share_partition_offsets([request.group_id])
+            described = offsets.get(request.group_id)
             exists = not (isinstance(described, GroupFailure) and described.not_found)
+            source_ends = {
+                (each.topic, each.partition): each.end_offset
+                for group in offsets.succeeded()
+                for each in group.partitions
+                if each.end_offset is not None
+            }
             return ResolvedScope(
                 AuditScope(
                     request.group_id,
@@ -167,6 +177,7 @@ async def resolve_scope(
                     request.since_ms,
                     request.read_source,
                     connector=request.connector,
+                    source_end_offsets=source_ends,
                 ),
                 exists,
                 state_exists,

@@ -140,7 +140,10 @@ class AuditScope:
     starts (None: the end at planning time). since keeps what happened at or
     after that instant (UTC milliseconds). read_source False never reads the
     source topics: timeline lags only for the latest point, archived rows
-    without their records. connector chooses who reads Kafka: kshare's own
+    without their records. source_end_offsets are the log end offsets of
+    (topic, partition) read just after state_end_offsets, so the latest
+    point's lag is one moment's (partitions not in it are asked when the job
+    runs). connector chooses who reads Kafka: kshare's own
     source (confluent-kafka, nothing to download) or Spark's "kafka" format
     (for a cluster that already has the JVM connector and its settings).
     """
@@ -154,6 +157,7 @@ class AuditScope:
     read_source: bool = True
     state_topic: str = SHARE_STATE_TOPIC
     connector: Connector = "kshare"
+    source_end_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def since(self) -> datetime.datetime | None:
@@ -235,8 +239,8 @@ def timeline_frame(
 
     The source topic is read from the lowest start offset the shown rows
     have (lower offsets cannot change a log end offset that the start offset
-    already bounds) to its end now; see TIMELINE_SCHEMA for how a row's log
-    end offset is dated. replayed lets a caller pass a cached replay.
+    already bounds) to its end as scope.source_end_offsets says (else as it
+    is now); see TIMELINE_SCHEMA for how a row's log end offset is dated. replayed lets a caller pass a cached replay.
     """
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
 
@@ -263,6 +267,8 @@ def timeline_frame(
     spans: dict[tuple[str, int], tuple[int, int]] = {}
     for key, lowest_start in sorted(partitions.items()):
         low, high = marks[key]
+        high = scope.source_end_offsets.get(key, high)
+        low = min(low, high)
         first_read = None
         if scope.read_source and lowest_start is not None:
             first_read = min(max(low, lowest_start), high)

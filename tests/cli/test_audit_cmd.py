@@ -715,6 +715,41 @@ def test_follow_prints_the_rows_of_new_state_records_until_sigint(
             process.wait(10)
 
 
+def _settings(kshare: Kshare) -> Any:
+    """The connection settings the command would resolve, for calling its service."""
+    from kshare_cli.connect.settings import resolve_settings
+
+    return resolve_settings(
+        bootstrap=kshare.bootstrap,
+        command_config=kshare.command_config,
+        profile=None,
+        environ={},
+        profiles_path=kshare.profiles,
+    )
+
+
+def test_the_latest_lag_is_of_one_moment_not_of_the_log_seconds_later(
+    spark: Any, queue: Queue, kshare: Kshare
+) -> None:
+    """The state is read up to the state topic's end when the command asked the cluster;
+    records produced while Spark starts must not count against that older state."""
+    import asyncio
+
+    from kshare_cli.cli import audit_service
+    from kshare_cli.pipeline.models import AuditJob
+
+    queue.feed({0: ACCEPT, 1: ACCEPT})
+    settings = _settings(kshare)
+    request = audit_service.AuditRequest(job=AuditJob.TIMELINE, group_id=queue.group, master=MASTER)
+    resolved = asyncio.run(audit_service.resolve_scope(settings, request, 30))
+    _produce(queue.bed.cluster, queue.topic, range(100, 103))  # nobody consumes them yet
+
+    result, _ = audit_service.run_audit(spark, settings, request, resolved)
+
+    last = result.timeline[-1]
+    assert (last.log_end_offset, last.lag, last.lag_basis) == (2, 0, "end_offsets")
+
+
 def test_follow_archived_emits_each_newly_archived_record_once(
     spark: Any, queue: Queue, kshare: Kshare
 ) -> None:
@@ -723,17 +758,10 @@ def test_follow_archived_emits_each_newly_archived_record_once(
     import asyncio
 
     from kshare_cli.cli import audit_service
-    from kshare_cli.connect.settings import resolve_settings
     from kshare_cli.pipeline.models import ArchivedRecord, AuditJob
 
     first = queue.feed({0: REJECT, 1: ACCEPT})
-    settings = resolve_settings(
-        bootstrap=kshare.bootstrap,
-        command_config=kshare.command_config,
-        profile=None,
-        environ={},
-        profiles_path=kshare.profiles,
-    )
+    settings = _settings(kshare)
     request = audit_service.AuditRequest(
         job=AuditJob.ARCHIVED, group_id=queue.group, master=MASTER, follow=True
     )
@@ -770,17 +798,10 @@ def test_follow_deliveries_emits_only_the_ranges_whose_outcome_changed(
     import asyncio
 
     from kshare_cli.cli import audit_service
-    from kshare_cli.connect.settings import resolve_settings
     from kshare_cli.pipeline.models import AuditJob, DeliveryRange
 
     first = queue.feed({0: ACCEPT, 1: ACCEPT})
-    settings = resolve_settings(
-        bootstrap=kshare.bootstrap,
-        command_config=kshare.command_config,
-        profile=None,
-        environ={},
-        profiles_path=kshare.profiles,
-    )
+    settings = _settings(kshare)
     request = audit_service.AuditRequest(
         job=AuditJob.DELIVERIES, group_id=queue.group, master=MASTER, follow=True
     )
