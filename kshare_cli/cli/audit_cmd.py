@@ -30,8 +30,10 @@ import enum
 import os
 import re
 import shutil
+import signal
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
@@ -519,11 +521,13 @@ def _spark_phase(
             succeeded = True
             return
         query = follow.start()
+        interrupted = _CtrlC()
         try:
-            while query.isActive:
-                query.awaitTermination(1)
-        except KeyboardInterrupt:
-            pass
+            with interrupted:
+                while not interrupted.wait(0.5) and query.isActive:
+                    pass
+                if not interrupted.is_set() and (failed := query.exception()) is not None:
+                    raise _failure(follow.failure or failed, log_dir)
         except failures as error:
             raise _failure(follow.failure or error, log_dir) from None
         finally:
@@ -536,6 +540,28 @@ def _spark_phase(
             spark.stop()
             if succeeded:
                 shutil.rmtree(log_dir, ignore_errors=True)
+
+
+class _CtrlC(threading.Event):
+    """While entered, the first Ctrl-C (SIGINT) only sets this event.
+
+    Python's default turns SIGINT into a KeyboardInterrupt in the main thread,
+    which may be inside a py4j call to the JVM at that moment: py4j then
+    fails the call, the stream's micro-batch with it, and logs a trace.
+    Waiting on an event instead lets --follow stop between micro-batches and
+    exit 0. The handler is restored on exit, so a second Ctrl-C while
+    stopping still interrupts (exit 130).
+    """
+
+    def __enter__(self) -> _CtrlC:
+        self._previous: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, lambda signum, frame: self.set())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def _failure(error: BaseException, log_dir: str | None) -> KshareError:

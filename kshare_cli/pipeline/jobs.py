@@ -240,7 +240,8 @@ def timeline_frame(
     The source topic is read from the lowest start offset the shown rows
     have (lower offsets cannot change a log end offset that the start offset
     already bounds) to its end as scope.source_end_offsets says (else as it
-    is now); see TIMELINE_SCHEMA for how a row's log end offset is dated. replayed lets a caller pass a cached replay.
+    is now); see TIMELINE_SCHEMA for how a row's log end offset is dated.
+    replayed lets a caller pass a cached replay.
     """
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
 
@@ -548,6 +549,7 @@ class AuditFollow:
         self._query: StreamingQuery | None = None
         self._checkpoint: str | None = None
         self._lock = threading.Lock()
+        self._stopping = False
         self.failure: BaseException | None = None
 
     # ------------------------------------------------------------------ seeds
@@ -669,6 +671,16 @@ class AuditFollow:
         return self._query
 
     def stop(self) -> None:
+        """Stop after the micro-batch in progress, if any, has emitted all its rows.
+
+        Stopping the query interrupts what it runs; a micro-batch interrupted
+        halfway would have printed or produced part of its rows (and a
+        KeyboardInterrupt inside a py4j call breaks the gateway). So no new
+        micro-batch starts work once stopping, and the one running finishes first.
+        """
+        self._stopping = True
+        with self._lock:
+            pass
         if self._query is not None:
             self._query.stop()
             self._query = None
@@ -677,8 +689,12 @@ class AuditFollow:
             self._checkpoint = None
 
     def _micro_batch(self, records: DataFrame, batch_id: int) -> None:
+        if self._stopping:
+            return
         try:
             with self._lock:
+                if self._stopping:
+                    return
                 new = group_records(records, self._scope).persist()
                 try:
                     if new.limit(1).count() == 0:
@@ -690,6 +706,8 @@ class AuditFollow:
                 finally:
                     new.unpersist()
         except BaseException as error:
+            if self._stopping:
+                return  # interrupted by stop() before it emitted anything: not a failure
             self.failure = error
             raise
 
