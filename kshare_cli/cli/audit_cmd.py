@@ -32,6 +32,7 @@ import re
 import shutil
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -500,7 +501,16 @@ def _spark_phase(
         KafkaSourceError,
         DeadLetterError,
     )
-    spark, log_dir = _session(request.master)
+    # PySpark's launcher leaves its JVM running if interrupted while it waits for it (the
+    # JVM ignores SIGINT): a Ctrl-C now lets the start finish, then stops it, then exits.
+    starting = _CtrlC()
+    with starting:
+        spark, log_dir = _session(request.master)
+    if starting.is_set():
+        if log_dir is not None:
+            spark.stop()
+            shutil.rmtree(log_dir, ignore_errors=True)
+        raise KeyboardInterrupt
     succeeded = False
     try:
         # CSV's header goes out once: with the batch's rows, or with the first follow rows.
@@ -509,13 +519,18 @@ def _spark_phase(
         def emit(job: AuditJob, rows: object) -> None:
             _emit(job, rows, fmt, settings, request, header_printed)
 
+        cancel = _CtrlC(on_interrupt=spark.sparkContext.cancelAllJobs)
         try:
-            with SparkProgress(spark, enabled=stderr_is_terminal()):
+            with SparkProgress(spark, enabled=stderr_is_terminal()), cancel:
                 result, follow = audit_service.run_audit(
                     spark, settings, request, resolved, emit=emit
                 )
         except failures as error:
+            if cancel.is_set():
+                raise KeyboardInterrupt from None
             raise _failure(error, log_dir) from None
+        if cancel.is_set():
+            raise KeyboardInterrupt
         header_printed[0] = _finish(result, request, resolved, fmt)
         if follow is None:
             succeeded = True
@@ -543,20 +558,33 @@ def _spark_phase(
 
 
 class _CtrlC(threading.Event):
-    """While entered, the first Ctrl-C (SIGINT) only sets this event.
+    """While entered, the first Ctrl-C (SIGINT) sets this event (and starts on_interrupt in
+    a thread of its own) instead of raising KeyboardInterrupt.
 
-    Python's default turns SIGINT into a KeyboardInterrupt in the main thread,
-    which may be inside a py4j call to the JVM at that moment: py4j then
-    fails the call, the stream's micro-batch with it, and logs a trace.
-    Waiting on an event instead lets --follow stop between micro-batches and
-    exit 0. The handler is restored on exit, so a second Ctrl-C while
-    stopping still interrupts (exit 130).
+    PySpark's own handler, like Python's default, raises KeyboardInterrupt in
+    the main thread, which is usually inside a py4j call to the JVM: py4j
+    then fails the call, logs a trace of it on stderr, and the job or the
+    stream's micro-batch fails with it. With this, --follow stops between
+    micro-batches and exits 0, and a batch job's Spark jobs are cancelled
+    from another thread (its own py4j connection) and the command exits 130
+    with one line. The handler is restored on exit, so a second Ctrl-C while
+    stopping still interrupts.
     """
+
+    def __init__(self, on_interrupt: Callable[[], object] | None = None) -> None:
+        super().__init__()
+        self._on_interrupt = on_interrupt
+
+    def _handle(self, signum: int, frame: object) -> None:
+        first = not self.is_set()
+        self.set()
+        if first and self._on_interrupt is not None:
+            threading.Thread(target=self._on_interrupt, daemon=True).start()
 
     def __enter__(self) -> _CtrlC:
         self._previous: Any = None
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, lambda signum, frame: self.set())
+            self._previous = signal.signal(signal.SIGINT, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1022,6 +1022,105 @@ def test_since_keeps_only_what_happened_from_then_on(
     assert first[1].offset not in [row["offset"] for row in archived]
 
 
+@pytest.mark.parametrize("moment", ["starting", "running"])
+def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
+    story: Story, kshare: Kshare, tmp_path: Path, moment: str
+) -> None:
+    """SIGINT while the JVM starts (its log file exists, in this test's TMPDIR, and no Python
+    worker yet) or while a job runs (the JVM has started its first Python worker, which the
+    Kafka source's read needs): one line, exit 130, no py4j traces, no JVM left behind."""
+    argv = [
+        str(KSHARE),
+        "audit",
+        "deliveries",
+        "--group",
+        story.group,
+        "--master",
+        MASTER,
+        *kshare.connection_args(),
+    ]
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=process_env({**kshare.environment(), "TMPDIR": str(temporary)}),
+    )
+    try:
+        wait_for(
+            lambda: list(temporary.glob("kshare-audit-*/spark.log")) or process.poll() is not None,
+            timeout=120,
+            interval=0.05,
+            what="Spark to start",
+        )
+        if moment == "starting":
+            time.sleep(0.5)
+            assert not _python_workers_of(process.pid), "the JVM started too soon"
+        else:
+            wait_for(
+                lambda: _python_workers_of(process.pid) or process.poll() is not None,
+                timeout=120,
+                interval=0.05,
+                what="a Spark job's Python worker",
+            )
+        assert process.poll() is None, "the job ended before it could be interrupted"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert (process.returncode, stdout, stderr) == (130, "", "kshare: interrupted\n")
+    # And no JVM outlives it (PySpark's launcher would leave one, ignoring SIGINT, holding
+    # the log file as its stderr).
+    wait_for(
+        lambda: not _holders(temporary),
+        timeout=30,
+        interval=0.2,
+        what=f"the JVM to exit: {_holders(temporary)}",
+    )
+
+
+def _python_workers_of(pid: int) -> list[int]:
+    """PySpark's Python worker daemons descending from process pid (Linux's /proc)."""
+    parents: dict[int, int] = {}
+    workers = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        child = int(stat.parent.name)
+        parents[child] = int(fields[1])
+        if b"pyspark.daemon" in command or b"pyspark.worker" in command:
+            workers.append(child)
+
+    def descends(child: int) -> bool:
+        while child > 1:
+            child = parents.get(child, 0)
+            if child == pid:
+                return True
+        return False
+
+    return [worker for worker in workers if descends(worker)]
+
+
+def _holders(directory: Path) -> list[int]:
+    """Processes with a file under directory open (Linux's /proc)."""
+    holders = []
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            targets = [os.readlink(fd) for fd in fd_dir.iterdir()]
+        except OSError:
+            continue
+        if any(target.startswith(str(directory)) for target in targets):
+            holders.append(int(fd_dir.parent.name))
+    return holders
+
+
 # --------------------------------------------------------------------------- refusals
 
 
