@@ -744,23 +744,45 @@ def _settings(kshare: Kshare) -> Any:
     )
 
 
-def test_the_latest_lag_is_of_one_moment_not_of_the_log_seconds_later(
-    spark: Any, queue: Queue, kshare: Kshare
-) -> None:
-    """The state is read up to the state topic's end when the command asked the cluster;
-    records produced while Spark starts must not count against that older state."""
+def _service(
+    spark: Any, kshare: Kshare, group: str, job: str, *, follow: bool = False, between: Any = None
+) -> tuple[Any, Any, list[Any]]:
+    """The command's two phases, in-process: ask the cluster, (call between), run the job.
+    Returns (result, the follow or None, the list its micro-batches' rows go to)."""
     import asyncio
 
     from kshare_cli.cli import audit_service
     from kshare_cli.pipeline.models import AuditJob
 
-    queue.feed({0: ACCEPT, 1: ACCEPT})
     settings = _settings(kshare)
-    request = audit_service.AuditRequest(job=AuditJob.TIMELINE, group_id=queue.group, master=MASTER)
+    request = audit_service.AuditRequest(
+        job=AuditJob(job), group_id=group, master=MASTER, follow=follow
+    )
     resolved = asyncio.run(audit_service.resolve_scope(settings, request, 30))
-    _produce(queue.bed.cluster, queue.topic, range(100, 103))  # nobody consumes them yet
+    if between is not None:
+        between()
+    emitted: list[Any] = []
+    result, running = audit_service.run_audit(
+        spark, settings, request, resolved, emit=lambda job, rows: emitted.extend(rows)
+    )
+    return result, running, emitted
 
-    result, _ = audit_service.run_audit(spark, settings, request, resolved)
+
+def test_the_latest_lag_is_of_one_moment_not_of_the_log_seconds_later(
+    spark: Any, queue: Queue, kshare: Kshare
+) -> None:
+    """The state is read up to the state topic's end when the command asked the cluster;
+    records produced while Spark starts must not count against that older state."""
+    queue.feed({0: ACCEPT, 1: ACCEPT})
+
+    result, _, _ = _service(
+        spark,
+        kshare,
+        queue.group,
+        "timeline",
+        # Produced after the cluster was asked, before Spark runs; nobody consumes them yet.
+        between=lambda: _produce(queue.bed.cluster, queue.topic, range(100, 103)),
+    )
 
     last = result.timeline[-1]
     assert (last.log_end_offset, last.lag, last.lag_basis) == (2, 0, "end_offsets")
@@ -771,25 +793,8 @@ def test_follow_archived_emits_each_newly_archived_record_once(
 ) -> None:
     """In-process, through the service the command uses: after the batch, each micro-batch
     gives only the offsets archived since, with their records -- what --dlq-topic produces."""
-    import asyncio
-
-    from kshare_cli.cli import audit_service
-    from kshare_cli.pipeline.models import ArchivedRecord, AuditJob
-
     first = queue.feed({0: REJECT, 1: ACCEPT})
-    settings = _settings(kshare)
-    request = audit_service.AuditRequest(
-        job=AuditJob.ARCHIVED, group_id=queue.group, master=MASTER, follow=True
-    )
-    resolved = asyncio.run(audit_service.resolve_scope(settings, request, 30))
-    emitted: list[ArchivedRecord] = []
-    result, follow = audit_service.run_audit(
-        spark,
-        settings,
-        request,
-        resolved,
-        emit=lambda job, rows: emitted.extend(rows),
-    )
+    result, follow, emitted = _service(spark, kshare, queue.group, "archived", follow=True)
     assert [(each.offset, each.value) for each in result.archived] == [(0, first[0].value)]
     assert follow is not None
     follow.start()
@@ -811,25 +816,8 @@ def test_follow_deliveries_emits_only_the_ranges_whose_outcome_changed(
     """In-process, through the service the command uses: after the batch, each micro-batch
     gives the offset ranges whose outcome (highest count, final state, complete) changed,
     each once, and no range the batch already gave unchanged."""
-    import asyncio
-
-    from kshare_cli.cli import audit_service
-    from kshare_cli.pipeline.models import AuditJob, DeliveryRange
-
     first = queue.feed({0: ACCEPT, 1: ACCEPT})
-    settings = _settings(kshare)
-    request = audit_service.AuditRequest(
-        job=AuditJob.DELIVERIES, group_id=queue.group, master=MASTER, follow=True
-    )
-    resolved = asyncio.run(audit_service.resolve_scope(settings, request, 30))
-    emitted: list[DeliveryRange] = []
-    result, follow = audit_service.run_audit(
-        spark,
-        settings,
-        request,
-        resolved,
-        emit=lambda job, rows: emitted.extend(rows),
-    )
+    result, follow, emitted = _service(spark, kshare, queue.group, "deliveries", follow=True)
 
     def per_offset(ranges: Any) -> dict[int, tuple[int, str]]:
         return {
