@@ -62,9 +62,16 @@ from confluent_kafka.admin import (
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.runner import SandboxThread
-from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env
+from tests.cli.conftest import (
+    KSHARE,
+    Kshare,
+    assert_one_error_line,
+    process_env,
+    write_properties,
+)
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK_MS = 1_500
@@ -1107,6 +1114,82 @@ def _holders(directory: Path) -> list[int]:
         if any(target.startswith(str(directory)) for target in targets):
             holders.append(int(fd_dir.parent.name))
     return holders
+
+
+def test_audits_over_sasl_ssl_with_scram_and_refuses_a_wrong_password(
+    spark: Any,
+    kshare: Kshare,
+    secure_sandbox: SecureSandbox,
+    tls_material: TlsMaterial,
+    tmp_path: Path,
+) -> None:
+    """The secrets and the CA reach Spark's Python workers: the archived record is read over
+    SASL_SSL with SCRAM; a wrong password is one line (without it), exit 3, before Spark."""
+    sandbox = secure_sandbox(
+        "SASL_SSL",
+        mechanisms=("SCRAM-SHA-256",),
+        settings=BrokerGroupSettings(
+            share_heartbeat_interval_ms=HEARTBEAT_MS,
+            share_min_heartbeat_interval_ms=HEARTBEAT_MS,
+        ),
+    )
+    client = librdkafka_config(sandbox, tls_material, mechanism="SCRAM-SHA-256", username="alice")
+    cluster = Cluster(
+        sandbox.bootstrap,
+        {key: str(value) for key, value in client.items() if key != "bootstrap.servers"},
+        sandbox,
+    )
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"audit-s-{suffix}", f"audit-sg-{suffix}"
+    admin = AdminClient(cluster.config())
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(30)
+    _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+    records = Queue(Bed(cluster, SANDBOX_LIMIT, LOCK_MS), topic, group).feed(
+        {0: ACCEPT, 1: REJECT, 2: ACCEPT}
+    )
+
+    def command_config(password: str) -> Path:
+        return write_properties(
+            tmp_path / f"{password}.properties",
+            {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.username": "alice",
+                "sasl.password": password,
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(tls_material.ca_pem),
+            },
+        )
+
+    def audit(password: str) -> Any:
+        return kshare.run(
+            "audit",
+            "archived",
+            "--group",
+            group,
+            "-o",
+            "jsonl",
+            "--master",
+            MASTER,
+            "-b",
+            sandbox.bootstrap,
+            "--command-config",
+            str(command_config(password)),
+            connect=False,
+        )
+
+    result = audit(USERS["alice"])
+    assert result.exit_code == 0, result.stderr
+    assert [
+        (row["offset"], row["value"], row["record_found"])
+        for row in map(json.loads, result.stdout.splitlines())
+    ] == [(records[1].offset, records[1].value.decode(), True)]
+
+    refused = audit("not-" + USERS["alice"])
+    assert refused.exit_code == ExitCode.CONNECTION
+    line = assert_one_error_line(refused.stderr, "authentication as 'alice' failed")
+    assert USERS["alice"] not in line
 
 
 # --------------------------------------------------------------------------- refusals
