@@ -38,7 +38,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +69,7 @@ from tests.cli.conftest import (
     write_properties,
 )
 from tests.support.golden import wait_for
+from tests.support.report import ReportParser
 from tests.support.sandbox import Cluster
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
 
@@ -539,38 +539,6 @@ def test_output_writes_the_rows_as_parquet(
     )
 
 
-class _ReportParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.points: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        self.bars: dict[int, int] = {}
-        self.archived: list[tuple[int, int]] = []
-        self.external: list[str] = []
-        self._series: tuple[str, int] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = dict(attrs)
-        if tag in ("script", "link", "img", "iframe") or "src" in values or "href" in values:
-            self.external.append(tag)
-        if tag == "g" and values.get("class") == "series":
-            self._series = (values["data-topic"] or "", int(values["data-partition"] or -1))
-            self.points[self._series] = []
-        elif tag == "circle" and self._series is not None:
-            self.points[self._series].append(
-                (int(values["data-time-ms"] or 0), int(values["data-lag"] or 0))
-            )
-        elif tag == "rect" and values.get("class") == "bar":
-            self.bars[int(values["data-delivery-count"] or 0)] = int(values["data-records"] or 0)
-        elif tag == "tr" and "data-offset" in values:
-            self.archived.append(
-                (int(values["data-partition"] or 0), int(values["data-offset"] or 0))
-            )
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "g":
-            self._series = None
-
-
 def test_report_charts_are_the_data(
     spark: Any, story: Story, kshare: Kshare, tmp_path: Path
 ) -> None:
@@ -581,9 +549,9 @@ def test_report_charts_are_the_data(
 
     _audit(kshare, "deliveries", "--group", story.group, "--report", str(report), "-o", "csv")
 
-    parser = _ReportParser()
+    parser = ReportParser()
     parser.feed(report.read_text(encoding="utf-8"))
-    assert parser.external == []
+    assert parser.outside == []
     expected_points: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for point in timeline:
         if point["lag"] is not None:
@@ -598,7 +566,7 @@ def test_report_charts_are_the_data(
         highest = expected_outcome(record, story.limit)[0]
         histogram[highest] = histogram.get(highest, 0) + 1
     assert parser.bars == histogram
-    assert sorted(parser.archived) == sorted(
+    assert sorted(parser.rows) == sorted(
         (record.partition, record.offset) for record in story.archived()
     )
 

@@ -11,7 +11,6 @@ import csv
 import datetime
 import io
 import json
-from html.parser import HTMLParser
 
 from kshare_cli.pipeline.models import (
     ArchivedRecord,
@@ -22,6 +21,7 @@ from kshare_cli.pipeline.models import (
 )
 from kshare_cli.render.audit import iso_time, render_audit, render_rows
 from kshare_cli.render.audit_report import MAX_POINTS, lag_series, render_report
+from tests.support.report import ReportParser
 
 T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
@@ -93,40 +93,6 @@ def archived(offset: int, value: bytes | None, *, found: bool = True) -> Archive
         timestamp=_at(1) if found else None,
         headers=(("h", b"\xff\x00"),) if found else None,
     )
-
-
-class ReportParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.points: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        self.bars: dict[int, int] = {}
-        self.rows: list[tuple[int, int]] = []
-        self.text: list[str] = []
-        self.outside: list[str] = []
-        self._series: tuple[str, int] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = dict(attrs)
-        if tag in ("script", "link", "img", "iframe", "object") or {"src", "href"} & set(values):
-            self.outside.append(tag)
-        if tag == "g" and values.get("class") == "series":
-            self._series = (values["data-topic"] or "", int(values["data-partition"] or -1))
-            self.points[self._series] = []
-        elif tag == "circle" and self._series is not None:
-            self.points[self._series].append(
-                (int(values["data-time-ms"] or 0), int(values["data-lag"] or 0))
-            )
-        elif tag == "rect" and values.get("class") == "bar":
-            self.bars[int(values["data-delivery-count"] or 0)] = int(values["data-records"] or 0)
-        elif tag == "tr" and "data-offset" in values:
-            self.rows.append((int(values["data-partition"] or 0), int(values["data-offset"] or 0)))
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "g":
-            self._series = None
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
 
 
 def _ms(seconds: float) -> int:
