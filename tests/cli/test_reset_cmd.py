@@ -23,16 +23,14 @@ from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
-from tests.support.golden import wait_for
+from tests.support.golden import GOLDEN, wait_for
 from tests.support.sandbox import Cluster
 
-GOLDEN = Path("/work/shared/golden/kafka-4.2.0/tool-output/kafka-share-groups")
 BASE_TIMESTAMP = 1767225600000  # 2026-01-01T00:00:00Z, scenario A's first record
 
 
 def golden_path() -> Path:
-    here = Path(__file__).resolve().parents[3] / "shared" / "golden" / "kafka-4.2.0"
-    return here / "tool-output" / "kafka-share-groups" if here.exists() else GOLDEN
+    return GOLDEN / "tool-output" / "kafka-share-groups"
 
 
 @pytest.fixture(scope="module")

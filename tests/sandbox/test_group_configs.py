@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,8 +28,8 @@ from kshare_cli.sandbox.group_configs import (
     java_hashmap_order,
     parse_java_duration_ms,
 )
+from tests.support.golden import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "kafka-4.2.0"
 SCENARIO_A = GOLDEN / "decoded" / "scenario-a.wire.jsonl"
 CONFIGS_TOOL = GOLDEN / "tool-output" / "kafka-configs"
 

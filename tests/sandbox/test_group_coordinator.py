@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,8 +32,7 @@ from kshare_cli.sandbox.group_coordinator import (
     RemovedMember,
     ShareGroupCoordinator,
 )
-
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "kafka-4.2.0"
+from tests.support.golden import GOLDEN
 
 #: The recording shows Kafka finishing a share-partition initialisation between
 #: 12.6 ms (group golden-fmt-07: the next heartbeat still got epoch 1) and 12.8 ms

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,8 +27,8 @@ from kshare_cli.sandbox.share_partition import (
     StateWrite,
 )
 from kshare_cli.state.lag import share_partition_lag
+from tests.support.golden import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "kafka-4.2.0"
 SCENARIO_A_WIRE = GOLDEN / "decoded" / "scenario-a.wire.jsonl"
 SCENARIO_A_DELIVERIES = GOLDEN / "scenario-a-deliveries.jsonl"
 GOLDEN_GROUP = "golden-g"

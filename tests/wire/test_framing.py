@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,8 +17,9 @@ from kshare_cli.wire.framing import (
     encode_response,
     response_schema,
 )
+from tests.support.golden import GOLDEN as GOLDEN_ROOT
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "kafka-4.2.0" / "wire"
+GOLDEN = GOLDEN_ROOT / "wire"
 
 
 def _golden_pairs() -> list[dict[str, object]]:

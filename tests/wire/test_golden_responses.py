@@ -21,14 +21,13 @@ import datetime
 import enum
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kshare_cli.wire.connection import decode_response_frame
+from tests.support.golden import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "kafka-4.2.0"
 CAPTURES = ("step1-check", "scenario-a", "console-share-consumer")
 
 #: The APIs the client speaks (admin RPCs, routing, handshakes).
