@@ -29,14 +29,24 @@ BANNER = (
 
 
 def sandbox(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Address to listen on.")
+    ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option(min=0, max=65535, help="Port to listen on (0 picks a free one).")
+        int,
+        typer.Option(
+            "--port",
+            min=0,
+            max=65535,
+            metavar="PORT",
+            help="Port to listen on (0 picks a free one).",
+        ),
     ] = 9092,
     data_dir: Annotated[
         Path | None,
         typer.Option(
             "--data-dir",
+            metavar="DIR",
             file_okay=False,
             help="Keep topic logs (and so share-group state) here across restarts.",
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,7 +26,9 @@ from kio.schema.describe_share_group_offsets.v1.request import (
     DescribeShareGroupOffsetsRequestGroup,
 )
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+from typer.testing import CliRunner
 
+from kshare_cli.cli.app import app
 from tests.support.raw import call
 
 KSHARE = [sys.executable, "-m", "kshare_cli"]
@@ -211,3 +214,17 @@ def test_data_dir_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+def test_help_names_every_value_with_a_metavar_not_a_click_type() -> None:
+    result = CliRunner().invoke(app, ["sandbox", "--help"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0
+    # Click's fallbacks (<str>, <int range>, <directory>) tell the reader nothing.
+    assert re.findall(r"<[a-z][a-z ]*>", result.stdout) == []
+    options = {
+        match.group(1): match.group(2)
+        for match in re.finditer(r"^\s+(--[a-z-]+) ([A-Z][A-Z:,.]*)", result.stdout, re.M)
+    }
+    assert options["--host"] == "HOST"
+    assert options["--port"] == "PORT"
+    assert options["--data-dir"] == "DIR"
