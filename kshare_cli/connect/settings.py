@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 import secrets
@@ -184,10 +185,17 @@ class UnsecuredJwt:
         return value if isinstance(value, str) else ""
 
     def mint(self, now: float | None = None) -> str:
-        issued = time.time() if now is None else now
+        """A token whose ``iat`` is never after ``now``, as Kafka's validator sees it.
+
+        Kafka's validator (clock skew 0 by default) refuses ``1000 * iat`` greater
+        than its own ``currentTimeMillis()``, so the time is cut (floored) to the
+        millisecond as Kafka's login handler does (``time.milliseconds() / 1000.0``):
+        rounding could put ``iat`` up to half a millisecond in the future.
+        """
+        issued_ms = math.floor((time.time() if now is None else now) * 1000)
         payload: dict[str, Any] = {
-            "exp": round(issued + self.lifetime_seconds, 3),
-            "iat": round(issued, 3),
+            "exp": (issued_ms + self.lifetime_seconds * 1000) / 1000,
+            "iat": issued_ms / 1000,
         }
         for name, value in self.claims:
             payload[name] = list(value) if isinstance(value, tuple) else value

@@ -23,6 +23,7 @@ import base64
 import binascii
 import json
 import logging
+import math
 import re
 import ssl
 import struct
@@ -318,7 +319,9 @@ def unsecured_jwt_principal(token: str, now_s: float | None = None) -> str:
         raise InvalidToken("Unsecured JWS must have 'none' for an algorithm")
     if parts[2]:
         raise InvalidToken("Unsecured JWS must not contain a digital signature")
-    now = time.time() if now_s is None else now_s
+    # Kafka compares in milliseconds: its clock is currentTimeMillis() (a whole number), a
+    # claim counts as 1000 * seconds, and the allowable clock skew defaults to 0.
+    now_ms = math.floor((time.time() if now_s is None else now_s) * 1000)
     exp = claims.get("exp")
     if not isinstance(exp, int | float) or isinstance(exp, bool):
         raise InvalidToken("No expiration time in JWT")
@@ -326,9 +329,9 @@ def unsecured_jwt_principal(token: str, now_s: float | None = None) -> str:
     if not isinstance(sub, str) or not sub.strip():
         raise InvalidToken("No principal name in JWT claim: sub")
     iat = claims.get("iat")
-    if isinstance(iat, int | float) and not isinstance(iat, bool) and iat > now:
+    if isinstance(iat, int | float) and not isinstance(iat, bool) and 1000 * iat > now_ms:
         raise InvalidToken("The Issued At value is in the future")
-    if exp <= now:
+    if now_ms >= 1000 * exp:
         raise InvalidToken("The indicated time is in the past")
     if isinstance(iat, int | float) and not isinstance(iat, bool) and exp <= iat:
         raise InvalidToken("The Expiration Time time must be after the Issued At time")

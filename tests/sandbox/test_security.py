@@ -694,6 +694,21 @@ def test_unsecured_jwt_rules_follow_kafkas_validator() -> None:
             unsecured_jwt_principal(token, now)
 
 
+def test_unsecured_jwt_times_are_compared_in_kafkas_milliseconds() -> None:
+    """Kafka's clock is ``currentTimeMillis()`` and a claim counts as ``1000 * seconds``, with
+    no clock skew allowed: within one millisecond a later ``iat`` is already in the future,
+    and an ``exp`` a fraction later is not yet past."""
+    now = 2_000_000_000.0009  # Kafka's clock reads 2_000_000_000_000 ms
+    same_ms = _jwt({"sub": "alice", "exp": now + 60, "iat": 2_000_000_000})
+    assert unsecured_jwt_principal(same_ms, now) == "alice"
+    with pytest.raises(InvalidToken, match="Issued At value is in the future"):
+        unsecured_jwt_principal(_jwt({"sub": "a", "exp": now + 60, "iat": 2e9 + 0.0005}), now)
+    expires_this_ms = _jwt({"sub": "alice", "exp": 2_000_000_000.0005})
+    assert unsecured_jwt_principal(expires_this_ms, now) == "alice"
+    with pytest.raises(InvalidToken, match="in the past"):
+        unsecured_jwt_principal(_jwt({"sub": "a", "exp": 2_000_000_000}), now)
+
+
 def _gate_round(gate: SaslGate, payload: Any, schema: type[Any]) -> Any:
     frame = encode_request(payload, 5, "gate", size_prefix=False)
     step = gate.receive(frame)
