@@ -45,6 +45,7 @@ from kshare_cli.admin.models import (
     summed_lag,
     summed_lag_source,
 )
+from kshare_cli.admin.share_groups import UNKNOWN_TOPIC_OR_PARTITION
 from kshare_cli.errors import ExitCode, IncompatibleBroker, KshareError, NotFound
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
@@ -116,7 +117,9 @@ class GroupInflight:
     ``window_note`` is one line saying why the windows are missing (the state
     topic could not be read), else None. ``delivery_count_limit`` is the group's
     effective ``share.delivery.count.limit``, None when its configs could not be
-    read: a strip then assumes Kafka's default.
+    read: a strip then assumes Kafka's default. ``unknown_topics`` are the topics
+    asked for that the cluster does not have, which the command reports apart from
+    a topic that exists but that the group has no share-partition of.
     """
 
     group_id: str
@@ -124,6 +127,7 @@ class GroupInflight:
     partitions: tuple[PartitionInflight, ...]
     window_note: str | None
     delivery_count_limit: int | None = None
+    unknown_topics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -359,11 +363,13 @@ class InflightService:
             for offset in group_offsets.partitions
             if not wanted_topics or offset.topic in wanted_topics
         ]
-        topic_ids = await self._topic_ids(sorted({offset.topic for offset in rows}))
+        present = {offset.topic for offset in rows}
+        topic_ids, unknown = await self._topics(sorted(present | wanted_topics))
         partitions = tuple(
             _partition(offset, topic_ids.get(offset.topic), group_id, states) for offset in rows
         )
-        return GroupInflight(group_id, description, partitions, note, limit)
+        unknown_topics = tuple(sorted(unknown - present))
+        return GroupInflight(group_id, description, partitions, note, limit, unknown_topics)
 
     async def _states(
         self, group_id: str
@@ -378,15 +384,23 @@ class InflightService:
             return None, unavailable.reason
         return states, None
 
-    async def _topic_ids(self, topics: Sequence[str]) -> dict[str, uuid.UUID]:
+    async def _topics(self, topics: Sequence[str]) -> tuple[dict[str, uuid.UUID], frozenset[str]]:
+        """The topics' ids (to find their windows), and which of them do not exist."""
         if not topics:
-            return {}
+            return {}, frozenset()
         metadata = await self._admin.client.metadata(topics)
-        return {
+        ids = {
             name: topic.topic_id
             for name, topic in metadata.topics.items()
             if topic.error_code == 0 and topic.topic_id != _ZERO_UUID
         }
+        unknown = frozenset(
+            name
+            for name in topics
+            if (topic := metadata.topics.get(name)) is None
+            or topic.error_code == UNKNOWN_TOPIC_OR_PARTITION
+        )
+        return ids, unknown
 
     async def _delivery_count_limit(self, group_id: str) -> int | None:
         """The group's delivery count limit; None when the cluster would not say.

@@ -5,7 +5,9 @@ strip's characters), the offsets and lag from the same RPCs as ``kshare describe
 Reading the state topic needs READ on it; without that the command still prints
 every share-partition with its offsets and lag, leaves the strips blank, says why
 in one stderr warning and exits 0. Exit 5 for a missing group (as ``describe``) or
-a ``--topic`` the group has no share-partition of, 2 for bad usage.
+a ``--topic`` the group has no share-partition of (stderr says whether the topic
+exists at all), 2 for bad usage. stdout is data only: a group without
+share-partitions prints no table, and stderr says so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,41 @@ MIN_WIDTH: Final = 1
 MAX_WIDTH: Final = 1000
 DEFAULT_WIDTH: Final = 40  # render.inflight.DEFAULT_STRIP_WIDTH, without importing render/
 
+#: The ``-o`` formats inflight has: every one but ``plain``, which reproduces Kafka's tool.
+FORMATS: Final = tuple(
+    each.value for each in common.OutputFormat if each is not common.OutputFormat.plain
+)
+
+
+def _output_format(text: str) -> common.OutputFormat:
+    """``-o`` as inflight reads it: one of ``FORMATS``, and ``plain``, which ``check_args``
+    then refuses with its reason (Kafka's tool has no in-flight view) rather than with a
+    bare "not one of" line."""
+    try:
+        return common.OutputFormat(text.lower())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not one of {', '.join(repr(each) for each in FORMATS)}"
+        ) from None
+
+
+def _complete_formats(incomplete: str) -> list[str]:
+    return [each for each in FORMATS if each.startswith(incomplete.lower())]
+
+
+#: ``common.Output`` without ``plain`` in the help or the completions.
+Output = Annotated[
+    common.OutputFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        parser=_output_format,
+        metavar=f"<{'|'.join(FORMATS)}>",
+        autocompletion=_complete_formats,
+        help="table for people; json/jsonl/csv/yaml for programs.",
+    ),
+]
+
 
 def check_args(group: str, topics: list[str], width: int, output: common.OutputFormat) -> None:
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
@@ -41,7 +78,7 @@ def check_args(group: str, topics: list[str], width: int, output: common.OutputF
     if output is common.OutputFormat.plain:
         raise UsageError(
             "-o plain: kafka-share-groups.sh has no in-flight view to reproduce; "
-            "use table, json, jsonl, csv or yaml"
+            f"use {', '.join(FORMATS[:-1])} or {FORMATS[-1]}"
         )
 
 
@@ -72,8 +109,19 @@ def finish(
     present = {partition.topic for partition in result.partitions}
     missing = [topic for topic in dict.fromkeys(topics) if topic not in present]
     for topic in missing:
-        common.report_failure(
-            f"share group '{result.group_id}' has no share-partition of topic '{topic}'"
+        if topic in result.unknown_topics:
+            common.report_failure(f"topic '{topic}' does not exist")
+        else:
+            common.report_failure(
+                f"share group '{result.group_id}' has no share-partition of topic '{topic}' "
+                "(the topic exists; the group has not consumed from it, or its offsets "
+                "were deleted)"
+            )
+    if not topics and not result.partitions:
+        typer.echo(
+            f"kshare: share group '{result.group_id}' has no share-partitions: none of its "
+            "consumers has fetched from a topic yet, or its offsets were deleted",
+            err=True,
         )
     errors = [partition for partition in result.partitions if partition.error is not None]
     for partition in errors:
@@ -117,7 +165,7 @@ def inflight(
             "share of the offsets from the start offset to the log end offset.",
         ),
     ] = DEFAULT_WIDTH,
-    output: common.Output = common.OutputFormat.table,
+    output: Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,

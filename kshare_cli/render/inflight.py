@@ -231,7 +231,7 @@ def _counts(window: InFlightWindow | None) -> list[str]:
 def _table(model: GroupInflight, strip_width: int, color: bool) -> str:
     limit = model.delivery_count_limit
     if not model.partitions:
-        return f"Share group '{model.group_id}' has no offset information.\n"
+        return ""  # stdout is data: the command says on stderr why there is none
     rows: list[tuple[list[str], tuple[WindowCell, ...]]] = []
     for partition in model.partitions:
         cells = partition_cells(partition, strip_width)

@@ -353,12 +353,67 @@ def test_topic_filter(kshare: Kshare, scenario: Scenario) -> None:
     assert len(both["partitions"]) == 3
 
 
-def test_a_topic_the_group_does_not_consume_is_5(kshare: Kshare, scenario: Scenario) -> None:
+def test_a_topic_that_does_not_exist_is_5_said_on_stderr_not_stdout(
+    kshare: Kshare, scenario: Scenario
+) -> None:
     missing = f"kshare-inflight-nothing-{uuid.uuid4().hex[:6]}"
-    result = kshare.run("inflight", scenario.main, "--topic", scenario.topics["b"], "-t", missing)
-    assert result.exit_code == ExitCode.NOT_FOUND
-    assert scenario.topics["b"] in result.stdout
-    assert_one_error_line(result.stderr, "kshare: error:", f"'{missing}'")
+    alone = kshare.run("inflight", scenario.main, "-t", missing)
+    assert alone.exit_code == ExitCode.NOT_FOUND
+    assert alone.stdout == ""
+    assert_one_error_line(alone.stderr, "kshare: error:", f"topic '{missing}' does not exist")
+
+    beside = kshare.run("inflight", scenario.main, "--topic", scenario.topics["b"], "-t", missing)
+    assert beside.exit_code == ExitCode.NOT_FOUND
+    rows = [line.split()[0] for line in beside.stdout.splitlines() if line.startswith("kshare-")]
+    assert rows == [f"{scenario.topics['b']}:0"]
+    assert_one_error_line(beside.stderr, "kshare: error:", f"topic '{missing}' does not exist")
+
+
+def test_an_existing_topic_without_share_partitions_of_the_group_is_5_and_said_so(
+    kshare: Kshare, scenario: Scenario
+) -> None:
+    other = scenario.topics["c"]  # exists; only the held group consumes it
+    table = kshare.run("inflight", scenario.main, "-t", other)
+    assert table.exit_code == ExitCode.NOT_FOUND
+    assert table.stdout == ""
+    assert_one_error_line(
+        table.stderr,
+        "kshare: error:",
+        f"share group '{scenario.main}' has no share-partition of topic '{other}'",
+        "the topic exists",
+    )
+    document = kshare.run("inflight", scenario.main, "-t", other, "-o", "json")
+    assert document.exit_code == ExitCode.NOT_FOUND
+    parsed = json.loads(document.stdout)
+    validate(parsed, "inflight.schema.json")
+    assert parsed["partitions"] == []
+
+
+def test_a_group_without_share_partitions_prints_no_table_and_says_why_on_stderr(
+    kshare: Kshare, scenario: Scenario, tmp_path: Path
+) -> None:
+    group = f"kshare-inflight-bare-{uuid.uuid4().hex[:6]}"
+    topic = scenario.topics["b"]
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{topic},0,0\n")
+    made = kshare.run(
+        "reset-offsets",
+        group,
+        "--from-file",
+        str(plan),
+        "--execute",
+        "--allow-new-group",
+        "--rollback-file",
+        str(tmp_path / "rollback.csv"),
+    )
+    assert made.exit_code == 0, made.stderr
+    emptied = kshare.run("delete-offsets", group, "-t", topic, "--execute", "--yes")
+    assert emptied.exit_code == 0, emptied.stderr
+
+    result = kshare.run("inflight", group)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert_one_error_line(result.stderr, f"kshare: share group '{group}' has no share-partitions")
 
 
 def test_jsonl_and_csv(kshare: Kshare, scenario: Scenario) -> None:
@@ -498,6 +553,13 @@ def test_missing_group_argument_is_2(kshare: Kshare) -> None:
     )
     assert result.returncode == ExitCode.USAGE
     assert_one_error_line(result.stderr, "GROUP")
+
+
+def test_help_offers_only_the_formats_inflight_has(kshare: Kshare) -> None:
+    result = kshare.run("inflight", "--help", connect=False)
+    assert result.exit_code == 0
+    assert "-o, --output <table|json|jsonl|csv|yaml>" in result.stdout
+    assert "plain" not in result.stdout
 
 
 def test_help_loads_nothing_heavy() -> None:
