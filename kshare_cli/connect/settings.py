@@ -798,7 +798,8 @@ def resolve_settings(
     """The settings a command runs with: flags, then environment, then the profile.
 
     - Bootstrap servers: ``--bootstrap-server``; ``--profile NAME``; ``KSHARE_BOOTSTRAP_SERVERS``;
-      the current profile; ``bootstrap.servers`` inside the client properties.
+      the current profile; ``bootstrap.servers`` inside the client properties. An empty
+      ``--bootstrap-server`` is a UsageError; an empty variable counts as unset.
     - Client properties: ``--command-config``; the named profile's; ``KSHARE_COMMAND_CONFIG``;
       the current profile's. A profile's properties are its ``command_config`` file
       plus its inline ``properties`` (which win).
@@ -813,6 +814,11 @@ def resolve_settings(
     from kshare_cli.connect.profiles import Profile, ProfileStore, default_profiles_path
     from kshare_cli.connect.properties import load_properties, settings_from_properties
 
+    if bootstrap is not None and not bootstrap.strip():
+        # An empty flag is a mistake (an unset shell variable: -b "$BROKERS"); falling back
+        # to the environment or a profile would silently reach some other cluster.
+        raise UsageError("--bootstrap-server is empty: expected host:port[,host:port...]")
+    # An empty variable counts as unset, as shells treat KSHARE_BOOTSTRAP_SERVERS= .
     env_bootstrap = (environ.get(BOOTSTRAP_ENV) or "").strip() or None
     env_config_text = (environ.get(COMMAND_CONFIG_ENV) or "").strip()
     env_config = Path(env_config_text).expanduser() if env_config_text else None
@@ -853,7 +859,7 @@ def resolve_settings(
         merge_profile(chosen)
     merge(overrides or {}, "--property")
 
-    if bootstrap is not None and bootstrap.strip():
+    if bootstrap is not None:
         servers = parse_bootstrap(bootstrap)
     elif profile is not None and chosen is not None:
         servers = _parse_bootstrap_from(",".join(chosen.bootstrap_servers), chosen_label)

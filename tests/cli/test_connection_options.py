@@ -55,3 +55,37 @@ def test_an_unsecured_oauthbearer_token_is_never_issued_in_the_future(
     kshare = Kshare(sandbox.bootstrap, config, tmp_path / "profiles.toml")
     result = kshare.run("list", "-o", "plain", "--timeout", "10s")
     assert (result.exit_code, result.stderr) == (0, "")
+
+
+def _profile_add(kshare: Kshare, name: str) -> None:
+    """A profile for the test cluster, made current, as an operator adds one."""
+    config = ["--command-config", str(kshare.command_config)] if kshare.command_config else []
+    added = kshare.run("profile", "add", name, "-b", kshare.bootstrap, *config, connect=False)
+    assert added.exit_code == 0, added.stderr
+
+
+def test_an_empty_bootstrap_server_is_a_usage_error_not_a_fallback(kshare: Kshare) -> None:
+    """``-b "$BROKERS"`` with BROKERS unset: the environment's or the current profile's
+    cluster would answer instead, so the command refuses before connecting."""
+    _profile_add(kshare, "current")
+    config = ["--command-config", str(kshare.command_config)] if kshare.command_config else []
+    for value in ("", " "):
+        result = kshare.run(
+            "list",
+            "-b",
+            value,
+            *config,
+            connect=False,
+            env={"KSHARE_BOOTSTRAP_SERVERS": kshare.bootstrap},
+        )
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert result.stderr == (
+            "kshare: error: --bootstrap-server is empty: expected host:port[,host:port...]\n"
+        )
+
+
+def test_an_empty_bootstrap_variable_counts_as_unset(kshare: Kshare) -> None:
+    """``KSHARE_BOOTSTRAP_SERVERS=`` is unset, as shells treat it: the current profile is used."""
+    _profile_add(kshare, "current")
+    result = kshare.run("list", "-o", "plain", connect=False, env={"KSHARE_BOOTSTRAP_SERVERS": ""})
+    assert (result.exit_code, result.stderr) == (0, "")

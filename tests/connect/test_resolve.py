@@ -195,6 +195,17 @@ def test_the_profiles_file_is_not_read_when_flags_say_everything(
         resolve(files)
 
 
+@pytest.mark.parametrize("bootstrap", ["", "  "])
+def test_an_empty_bootstrap_flag_is_refused_not_replaced(
+    files: dict[str, Path], bootstrap: str
+) -> None:
+    """``-b "$BROKERS"`` with BROKERS unset must not reach the environment's or profile's
+    cluster instead."""
+    for env in ({}, env_of(files)):
+        with pytest.raises(UsageError, match=r"^--bootstrap-server is empty: expected host:port"):
+            resolve(files, bootstrap=bootstrap, env=env)
+
+
 def test_empty_environment_variables_count_as_unset(files: dict[str, Path]) -> None:
     env = {"KSHARE_BOOTSTRAP_SERVERS": " ", "KSHARE_COMMAND_CONFIG": ""}
     assert where(resolve(files, env=env)) == ("prod:9093", "prod-file")
