@@ -102,8 +102,13 @@ def sandbox(
     security, certificate = _listener_security(host, tls_dir, sasl_users, sasl_mechanisms)
     import asyncio
 
+    from kshare_cli.sandbox.group_config_file import DataDirError
+
     try:
         interrupted = asyncio.run(_serve(host, port, data_dir, demo, security, certificate))
+    except DataDirError as error:
+        typer.echo(f"kshare: cannot use --data-dir {data_dir}: {error}", err=True)
+        raise typer.Exit(ExitCode.USAGE) from None
     except OSError as error:
         typer.echo(f"kshare: cannot listen on {host}:{port}: {error.strerror or error}", err=True)
         raise typer.Exit(ExitCode.CONNECTION) from None

@@ -627,6 +627,10 @@ class GroupConfigStore:
         self._by_name = {d.name: d for d in self._definitions}
         self._describe_order = java_hashmap_order([d.name for d in self._definitions])
         self._overrides: dict[str, dict[str, str]] = {}
+        #: Called after every change that is applied (not after a validate-only or
+        #: refused one), so whoever owns a data directory can persist :meth:`snapshot`;
+        #: the store itself does no I/O.
+        self.on_change: Callable[[], None] | None = None
 
     # -- introspection
 
@@ -642,6 +646,23 @@ class GroupConfigStore:
     def configured_groups(self) -> list[str]:
         """Groups with at least one override: what ListConfigResources returns for GROUP."""
         return [group for group, values in self._overrides.items() if values]
+
+    def snapshot(self) -> dict[str, dict[str, str]]:
+        """Every group's overrides as stored: what a restart must get back (:meth:`restore`)."""
+        return {group: dict(values) for group, values in self._overrides.items() if values}
+
+    def restore(self, snapshot: Mapping[str, Mapping[str, str]]) -> None:
+        """Put back overrides an earlier run stored, as Kafka replays its ConfigRecords.
+
+        They were validated when they were set and are not checked again (Kafka
+        does not either). Names this Kafka version does not know are dropped: a
+        4.3-only key kept from a 4.3 profile would make every later alter of the
+        group fail with ``Unknown group config name``.
+        """
+        for group, values in snapshot.items():
+            known = {name: value for name, value in values.items() if name in self._by_name}
+            if group and known:
+                self._overrides[group] = dict(known)
 
     # -- DescribeConfigs
 
@@ -788,11 +809,17 @@ class GroupConfigStore:
                 self._overrides[group] = merged
             else:
                 self._overrides.pop(group, None)
+            self._changed()
         return 0, None
 
     def forget(self, group: str) -> None:
         """Drop every override of ``group`` (what deleting its config record does)."""
-        self._overrides.pop(group, None)
+        if self._overrides.pop(group, None) is not None:
+            self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     # -- typed getters (effective values for the sandbox's share machinery)
 

@@ -30,6 +30,7 @@ from kshare_cli.sandbox.broker import (
     now_ms,
     response_type,
 )
+from kshare_cli.sandbox.group_config_file import load_group_configs, save_group_configs
 from kshare_cli.sandbox.group_configs import (
     BrokerGroupSettings,
     ConfigEntry,
@@ -93,6 +94,11 @@ class ShareGroups(BrokerExtension):
     ) -> None:
         self.broker = broker
         self.configs = GroupConfigStore(settings)
+        data_dir = broker.data_dir
+        if data_dir is not None:
+            # Kafka replays group ConfigRecords from its metadata log; this is ours.
+            self.configs.restore(load_group_configs(data_dir))
+            self.configs.on_change = lambda: save_group_configs(data_dir, self.configs.snapshot())
         self.groups = ShareGroupCoordinator(self.configs)
         kwargs: dict[str, Any] = {"clock": now_ms}
         if updates_per_snapshot is not None:

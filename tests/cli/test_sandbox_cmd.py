@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -29,6 +30,7 @@ from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from typer.testing import CliRunner
 
 from kshare_cli.cli.app import app
+from tests.cli.conftest import Kshare
 from tests.support.raw import call
 
 KSHARE = [sys.executable, "-m", "kshare_cli"]
@@ -228,3 +230,54 @@ def test_help_names_every_value_with_a_metavar_not_a_click_type() -> None:
     assert options["--host"] == "HOST"
     assert options["--port"] == "PORT"
     assert options["--data-dir"] == "DIR"
+
+
+def _group_config(kshare: Kshare, group: str) -> dict[str, tuple[str, str]]:
+    result = kshare.run("config", "get", group, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    return {entry["name"]: (entry["value"], entry["source"]) for entry in document["configs"]}
+
+
+def test_restart_with_data_dir_keeps_group_configs(tmp_path: Path) -> None:
+    data_dir, group = tmp_path / "data", "configured-g"
+    profiles = tmp_path / "kshare" / "config.toml"
+    with running_sandbox("--data-dir", str(data_dir)) as (process, bootstrap):
+        kshare = Kshare(bootstrap, None, profiles)
+        result = kshare.run(
+            "config", "set", group, "share.auto.offset.reset=earliest",
+            "share.record.lock.duration.ms=20000",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        result = kshare.run("config", "set", "unset-later", "share.isolation.level=read_committed")
+        assert result.exit_code == 0, result.stderr
+        assert kshare.run("config", "unset", "unset-later", "share.isolation.level").exit_code == 0
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    with running_sandbox("--data-dir", str(data_dir)) as (process, bootstrap):
+        kshare = Kshare(bootstrap, None, profiles)
+        configs = _group_config(kshare, group)
+        assert configs["share.auto.offset.reset"][0] == "earliest"
+        assert configs["share.record.lock.duration.ms"][0] == "20000"
+        assert configs["share.isolation.level"][0] == "read_uncommitted"
+        assert _group_config(kshare, "unset-later")["share.isolation.level"][0] == (
+            "read_uncommitted"
+        )
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 130
+
+
+def test_unreadable_group_configs_in_data_dir_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "group-configs.json").write_text("{not json")
+    result = subprocess.run(
+        [*KSHARE, "sandbox", "--port", "0", "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"kshare: cannot use --data-dir {tmp_path}: {tmp_path / 'group-configs.json'} "
+        "is not a kshare sandbox group-config file"
+    ]

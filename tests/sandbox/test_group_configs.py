@@ -459,3 +459,25 @@ def test_broker_settings_kafka_would_not_start_with_are_refused() -> None:
         BrokerGroupSettings(share_session_timeout_ms=1000)
     with pytest.raises(ValueError, match="group.share.max.record.lock.duration.ms"):
         BrokerGroupSettings(share_record_lock_duration_ms=70000)
+
+
+def test_only_applied_changes_reach_on_change_and_restore_gives_them_back() -> None:
+    store = GroupConfigStore()
+    saved: list[dict[str, dict[str, str]]] = []
+    store.on_change = lambda: saved.append(store.snapshot())
+    assert store.incremental_alter("g", [("share.record.lock.duration.ms", SET, "20000")]) == (
+        0,
+        None,
+    )
+    store.incremental_alter("g", [("share.isolation.level", SET, "read_committed")], True)
+    code, _ = store.incremental_alter("g", [("share.record.lock.duration.ms", SET, "5")])
+    assert code == INVALID_CONFIG
+    assert saved == [{"g": {"share.record.lock.duration.ms": "20000"}}]
+
+    restored = GroupConfigStore()
+    # A 4.3-only key (kept by a 4.3 run) is unknown to 4.2 and dropped on restore.
+    restored.restore({**saved[-1], "h": {"share.delivery.count.limit": "3"}})
+    assert restored.snapshot() == saved[-1]
+    assert restored.record_lock_duration_ms("g") == 20000
+    restored.incremental_alter("h", [("share.auto.offset.reset", SET, "earliest")])
+    assert restored.auto_offset_reset("h") == "earliest"
