@@ -103,7 +103,8 @@ def dashboard(
     time since the start offset moved; the members); one share-partition (the
     window zoomed, delivery counts, the most delivered offsets, the next
     records, read without acquiring them). Keys: enter/arrows, escape, / filter,
-    p pause, + and - refresh interval, r refresh, ? help, q quit. Windows come
+    p pause, + and - refresh interval, r refresh, ? help, q quit (ctrl+c quits
+    with exit code 130). Windows come
     from __share_group_state (needs READ on it; without it the screen says why).
     """
     invocation = common.Invocation(debug=debug)
@@ -136,6 +137,9 @@ def dashboard(
         app.run()
         if app.crash is not None:
             raise app.crash
+        if app.interrupted:
+            # ctrl+c or SIGINT ended the app: the edge reports it as every command does (130).
+            raise KeyboardInterrupt
 
     common.edge(run_dashboard, invocation)
 

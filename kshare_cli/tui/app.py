@@ -6,6 +6,12 @@ history (so going back and forth keeps the sparklines), the refresh interval,
 pause, and the clock. The clock is injectable so the snapshot tests draw
 ages and rates from fixed times; everything shown is computed from it.
 
+Ctrl+C quits, as in other terminal dashboards, and exits 130 like an
+interrupted kshare command (``q`` exits 0): pressed in the terminal it
+arrives as a key (Textual reads the terminal raw), and sent as SIGINT
+(``kill -INT``) it arrives as a signal; both end the app the same way, so the
+command's edge reports one "interrupted" line and the documented code.
+
 A ticker runs several times a second on the UI loop; it only asks the active
 screen whether a fetch is due and redraws the status line. The fetches
 themselves run in workers (see ``tui.live_screen``), so no key ever waits
@@ -14,6 +20,8 @@ for the broker.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar, Final
@@ -25,6 +33,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kshare_cli.admin.inflight import GroupInflight, GroupsOverview
+from kshare_cli.errors import ExitCode
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
 from kshare_cli.tui import format as fmt
 from kshare_cli.tui.group_screen import GroupScreen
@@ -57,6 +66,7 @@ HELP_TEXT: Final = f"""\
   r               refresh now
   ?               this help
   q               quit
+  ctrl+c          quit (exit code 130, as an interrupted command)
 
 [b]Columns[/b]
   LAG             log end offset - start offset - delivery-complete count (KIP-1226);
@@ -119,6 +129,8 @@ class DashboardApp(App[None]):
 
     BINDINGS: ClassVar[list[Any]] = [
         Binding("q", "quit", "Quit"),
+        # Priority: the screens and the filter box bind ctrl+c to copy.
+        Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("r", "refresh_now", "Refresh"),
@@ -151,6 +163,9 @@ class DashboardApp(App[None]):
         self.history = history if history is not None else HistoryStore()
         self._clock = clock
         self._closed = False
+        self._catching_sigint = False
+        self.interrupted = False
+        """Ended by ctrl+c or SIGINT: the command exits 130 instead of 0."""
         self.crash: BaseException | None = None
         """An exception that ended the app, for the command's edge to report as one line."""
 
@@ -162,6 +177,31 @@ class DashboardApp(App[None]):
         if self.initial_group is not None:
             self.push_screen(GroupScreen(self.initial_group))
         self.set_interval(TICK_S, self._tick)
+        self._catch_sigint()
+
+    def _catch_sigint(self) -> None:
+        """Turn SIGINT into ``action_interrupt``: the app shuts down and gives the terminal back.
+
+        Left alone, asyncio cancels Textual's main task on SIGINT and Textual
+        swallows the cancellation: the process ended with 0. Headless (the Pilot
+        tests) there is no terminal user to interrupt, and the test runner keeps
+        its own ctrl+c.
+        """
+        if self.is_headless:
+            return
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._on_sigint)
+        except (NotImplementedError, RuntimeError, ValueError):
+            return  # no signal handlers on this platform or off the main thread
+        self._catching_sigint = True
+
+    def _release_sigint(self) -> None:
+        if self._catching_sigint:
+            self._catching_sigint = False
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+    def _on_sigint(self) -> None:
+        self.call_next(self.action_interrupt)
 
     def _tick(self) -> None:
         # While the app shuts down, screens lose their widgets before this timer stops.
@@ -258,7 +298,14 @@ class DashboardApp(App[None]):
         await self.close_source()
         self.exit()
 
+    async def action_interrupt(self) -> None:
+        """Ctrl+C or SIGINT: quit, and say it was an interruption (exit 130, not 0)."""
+        self.interrupted = True
+        await self.close_source()
+        self.exit(return_code=int(ExitCode.INTERRUPTED))
+
     async def on_unmount(self) -> None:
+        self._release_sigint()
         await self.close_source()
 
     async def close_source(self) -> None:

@@ -171,13 +171,31 @@ async def test_pause_interval_refresh_help_and_quit_keys(live_group: LiveGroup) 
 
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert "p               pause or resume" in str(app.screen.query_one("#help").render())
+        help_text = str(app.screen.query_one("#help").render())
+        assert "p               pause or resume" in help_text
+        assert "ctrl+c          quit (exit code 130" in help_text
         await pilot.press("escape")
         assert app.screen is screen
 
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running, what="the app to quit")
     assert app.return_code == 0
+
+
+@run
+async def test_ctrl_c_quits_from_any_screen_with_the_interrupted_exit_code(
+    live_group: LiveGroup,
+) -> None:
+    """Ctrl+C quits (exit 130, as an interrupt), even from the filter box or the help."""
+    for before in (("slash", "x"), ("question_mark",), ()):
+        app = live_app(live_group, group=live_group.group)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            await until(pilot, lambda: loaded(screen))  # noqa: B023 -- awaited in this loop
+            await pilot.press(*before)
+            await pilot.press("ctrl+c")
+            await until(pilot, lambda: not app.is_running, what="ctrl+c to quit")  # noqa: B023
+        assert (app.return_code, app.interrupted) == (130, True), before
 
 
 @run

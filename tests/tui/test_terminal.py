@@ -3,13 +3,15 @@
 Pilot drives the app in-process; this test checks what only a real terminal
 shows: the installed command starts, takes over a 120x40 pty, draws the
 group and its share-partitions from the cluster, and quits on ``q`` with
-exit code 0, giving the terminal back.
+exit code 0, giving the terminal back; ctrl+c pressed in that terminal, or a
+SIGINT sent to the process, quits with 130, as any interrupted command.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -72,35 +74,79 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
         server("kill-server")
 
 
+class Dashboard:
+    """``kshare dashboard`` running in a tmux pane: its session, pid and exit code, once it ends."""
+
+    def __init__(self, tmux: Tmux, live_group: LiveGroup, directory: Path) -> None:
+        self.tmux = tmux
+        self.session = "dashboard"
+        self.exit_file = directory / "exit-code"
+        self.pid_file = directory / "pid"
+        argv = [str(KSHARE), "dashboard", live_group.group, "-b", live_group.bootstrap]
+        if live_group.command_config is not None:
+            argv += ["--command-config", str(live_group.command_config)]
+        command = " ".join(f"'{arg}'" for arg in argv)
+        script = directory / "run.sh"
+        # The inner shell execs kshare, so the pid it writes is the dashboard's own.
+        script.write_text(
+            "#!/bin/sh\n"
+            f'sh -c \'echo $$ > "{self.pid_file}"; exec "$0" "$@"\' {command}\n'
+            f"echo $? > '{self.exit_file}'\n"
+            "sleep 60\n"  # keep the pane, and what kshare left on it, to be read
+        )
+        script.chmod(0o755)
+        tmux("new-session", "-d", "-s", self.session, "-x", "120", "-y", "40", str(script))
+        self.topic_shown = live_group.topic[:15]  # the TOPIC column is 16 wide: longer get an …
+        self.group = live_group.group
+
+    def partition_rows(self, text: str) -> list[list[str]]:
+        return [
+            line.split() for line in text.splitlines() if line.strip().startswith(self.topic_shown)
+        ]
+
+    def wait_until_drawn(self) -> str:
+        def group_and_partitions(text: str) -> bool:
+            return f"group {self.group}" in text and len(self.partition_rows(text)) == 2
+
+        return self.tmux.wait_for_screen(self.session, group_and_partitions)
+
+    @property
+    def pid(self) -> int:
+        return int(self.pid_file.read_text())
+
+    def exit_code(self, timeout: float = 15) -> int:
+        deadline = time.monotonic() + timeout
+        while not self.exit_file.exists() or not self.exit_file.read_text().strip():
+            assert time.monotonic() < deadline, self.tmux.screen(self.session)
+            time.sleep(0.1)
+        return int(self.exit_file.read_text())
+
+
 def test_dashboard_in_a_tmux_pane_shows_the_group_and_quits_on_q(
     live_group: LiveGroup, tmux: Tmux, tmp_path: Path
 ) -> None:
-    exit_file = tmp_path / "exit-code"
-    argv = [str(KSHARE), "dashboard", live_group.group, "-b", live_group.bootstrap]
-    if live_group.command_config is not None:
-        argv += ["--command-config", str(live_group.command_config)]
-    script = tmp_path / "run.sh"
-    script.write_text(
-        "#!/bin/sh\n" + " ".join(f"'{arg}'" for arg in argv) + f"\necho $? > '{exit_file}'\n"
-    )
-    script.chmod(0o755)
-    session = "dashboard"
-    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", str(script))
-
-    shown_topic = live_group.topic[:15]  # the TOPIC column is 16 wide: longer names get an …
-
-    def group_and_partitions(text: str) -> bool:
-        rows = [line for line in text.splitlines() if line.strip().startswith(shown_topic)]
-        return f"group {live_group.group}" in text and len(rows) == 2
-
-    text = tmux.wait_for_screen(session, group_and_partitions)
-    rows = [line.split() for line in text.splitlines() if line.strip().startswith(shown_topic)]
-    assert [row[1] for row in rows] == ["0", "1"]
+    dashboard = Dashboard(tmux, live_group, tmp_path)
+    text = dashboard.wait_until_drawn()
+    assert [row[1] for row in dashboard.partition_rows(text)] == ["0", "1"]
     assert "Members" in text and "refresh every 2 s" in text
 
-    tmux("send-keys", "-t", session, "q")
-    deadline = time.monotonic() + 15
-    while not exit_file.exists() or not exit_file.read_text().strip():
-        assert time.monotonic() < deadline, tmux.screen(session)
-        time.sleep(0.1)
-    assert exit_file.read_text().strip() == "0"
+    tmux("send-keys", "-t", dashboard.session, "q")
+    assert dashboard.exit_code() == 0
+    assert "kshare" not in tmux.screen(dashboard.session)  # nothing said: a plain quit
+
+
+@pytest.mark.parametrize("how", ["ctrl+c pressed", "SIGINT sent"])
+def test_ctrl_c_or_sigint_ends_the_dashboard_with_exit_130(
+    live_group: LiveGroup, tmux: Tmux, tmp_path: Path, how: str
+) -> None:
+    """Ctrl+C in the terminal (a key to Textual) and ``kill -INT`` both quit: 130, one line."""
+    dashboard = Dashboard(tmux, live_group, tmp_path)
+    dashboard.wait_until_drawn()
+    if how == "ctrl+c pressed":
+        tmux("send-keys", "-t", dashboard.session, "C-c")
+    else:
+        os.kill(dashboard.pid, signal.SIGINT)
+    assert dashboard.exit_code() == 130
+    # The terminal is given back (the dashboard's screen is gone) with the usual line.
+    lines = [line for line in tmux.screen(dashboard.session).splitlines() if line.strip()]
+    assert lines == ["kshare: interrupted"]
