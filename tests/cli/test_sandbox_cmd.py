@@ -79,20 +79,18 @@ def _wait_for(condition: object, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _demo_members(bootstrap: str) -> int:
+    response = call(
+        bootstrap,
+        ShareGroupDescribeRequest(group_ids=("demo-group",), include_authorized_operations=False),
+    )
+    group = response.groups[0]
+    return len(group.members) if group.error_code == 0 else 0
+
+
 def test_demo_serves_live_share_traffic_and_sigint_exits_130() -> None:
     with running_sandbox("--demo") as (process, bootstrap):
-
-        def three_members() -> bool:
-            response = call(
-                bootstrap,
-                ShareGroupDescribeRequest(
-                    group_ids=("demo-group",), include_authorized_operations=False
-                ),
-            )
-            group = response.groups[0]
-            return group.error_code == 0 and len(group.members) == 3
-
-        _wait_for(three_members, 30, "three demo consumers")
+        _wait_for(lambda: _demo_members(bootstrap) == 3, 30, "three demo consumers")
         _wait_for(
             lambda: any(start > 0 for start, _ in _offsets(bootstrap, "demo-group").values()),
             30,
@@ -105,6 +103,18 @@ def test_demo_serves_live_share_traffic_and_sigint_exits_130() -> None:
         assert "EMULATOR for tests and demos" in stderr
         assert "not Apache Kafka" in stderr
         assert "Traceback" not in stderr
+
+
+def test_demo_prints_no_librdkafka_preview_notices() -> None:
+    with running_sandbox("--demo") as (process, bootstrap):
+        # The notice came once per demo share consumer, as each was made; all three
+        # were made once they are members of the group.
+        _wait_for(lambda: _demo_members(bootstrap) == 3, 30, "three demo consumers")
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert "preview" not in (stdout + stderr).lower(), stderr
+    assert stderr.splitlines()[-1].startswith("demo: topic 'demo-orders'"), stderr
 
 
 def test_restart_with_data_dir_keeps_share_partition_state(tmp_path: Path) -> None:
