@@ -17,8 +17,10 @@ take, then ``Produced a total of N messages`` once all deliveries are known.
 
 Exit codes: 0 every line delivered; 1 a record was not delivered; 2 bad options
 (nothing connected) or a line without the key separator (the lines before it
-were produced); 3 the cluster cannot be reached; 5 no such topic or partition;
-130 interrupted (SIGINT or SIGTERM: what was read is flushed and counted first).
+were produced); 3 the cluster refused the connection, the certificate or the
+credentials (as soon as librdkafka says so); 4 no answer within --timeout; 5 no
+such topic or partition; 130 interrupted (SIGINT or SIGTERM: what was read is
+flushed and counted first).
 """
 
 from __future__ import annotations

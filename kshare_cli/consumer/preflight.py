@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from kshare_cli.errors import (
     AuthenticationFailed,
@@ -36,7 +36,19 @@ if TYPE_CHECKING:
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
 
-__all__ = ["DEFAULT_DELIVERY_LIMIT", "DeliveryLimit", "Preflight", "check_cluster"]
+    # Public as confluent_kafka.admin.ClusterMetadata, re-exported without __all__.
+    from confluent_kafka.admin._metadata import ClusterMetadata
+
+__all__ = [
+    "DEFAULT_DELIVERY_LIMIT",
+    "DeliveryLimit",
+    "MetadataClient",
+    "Preflight",
+    "check_cluster",
+    "raise_for_client_error",
+    "raise_for_client_errors",
+    "topic_partitions",
+]
 
 #: Kafka's ``group.share.delivery.count.limit`` default (4.1 to 4.3).
 DEFAULT_DELIVERY_LIMIT: Final = 5
@@ -144,6 +156,39 @@ def _partition_count(
     bootstrap: str,
     timeout_s: float,
 ) -> int:
+    partitions = topic_partitions(
+        admin, topic, errors.seen, deadline=deadline, bootstrap=bootstrap, timeout_s=timeout_s
+    )
+    return len(partitions)
+
+
+class MetadataClient(Protocol):
+    """What :func:`topic_partitions` needs: an AdminClient and a Producer both qualify."""
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata: ...
+
+    def poll(self, timeout: float = -1) -> int: ...
+
+
+def topic_partitions(
+    client: MetadataClient,
+    topic: str,
+    seen: Sequence[KafkaError],
+    *,
+    deadline: float,
+    bootstrap: str,
+    timeout_s: float,
+    access: str = "read",
+) -> tuple[int, ...]:
+    """The partition ids of ``topic``, asked in short slices until ``deadline``.
+
+    The one home of "can the cluster be reached, and is the topic there" for the
+    librdkafka commands (``consume``, ``produce``): between slices the client's
+    ``error_cb`` (which appends to ``seen``) is served and read, so a refused
+    connection or credentials end the wait as soon as librdkafka reports them, and
+    only a cluster that never answers waits out ``timeout_s``. ``access`` names what
+    the command wants of the topic in the "not authorized" message.
+    """
     from confluent_kafka import KafkaError, KafkaException
 
     while True:
@@ -151,22 +196,22 @@ def _partition_count(
         if remaining <= 0:
             raise TimedOut(f"no metadata from {bootstrap} within {timeout_s:g} s (--timeout)")
         try:
-            metadata = admin.list_topics(topic, timeout=min(_SLICE_S, remaining))
+            metadata = client.list_topics(topic, timeout=min(_SLICE_S, remaining))
         except KafkaException:
-            admin.poll(0)  # serves error_cb: why the metadata did not come
-            _raise_for_client_errors(errors.seen, bootstrap)
+            client.poll(0)  # serves error_cb: why the metadata did not come
+            raise_for_client_errors(seen, bootstrap)
             continue
         described = metadata.topics.get(topic)
         if described is None:
             raise NotFound(f"topic {topic!r} does not exist")
         error = described.error
         if error is None:
-            return len(described.partitions)
+            return tuple(sorted(described.partitions))
         code = error.code()
         if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
             raise NotFound(f"topic {topic!r} does not exist")
         if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-            raise Refused(f"not authorized to read topic {topic!r}")
+            raise Refused(f"not authorized to {access} topic {topic!r}")
         if code == KafkaError.TOPIC_EXCEPTION:
             raise UsageError(f"{topic!r} is not a valid topic name")
         # LEADER_NOT_AVAILABLE right after a topic was created: ask again.
@@ -174,11 +219,28 @@ def _partition_count(
 
 
 def raise_for_client_error(error: KafkaError, bootstrap: str) -> None:
-    """Turn one librdkafka client error into kshare's error, if it is one worth stopping for."""
-    _raise_for_client_errors([error], bootstrap)
+    """Turn one librdkafka client error into kshare's error, if it is one worth stopping for.
+
+    One error carries no history, so a lone "all brokers are down" is reported as
+    such; :func:`raise_for_client_errors` over everything seen can say why.
+    """
+    from confluent_kafka import KafkaError
+
+    raise_for_client_errors([error], bootstrap)
+    if error.code() == KafkaError._ALL_BROKERS_DOWN:
+        raise ConnectionFailed(f"cannot connect to {bootstrap}: all brokers are down")
 
 
-def _raise_for_client_errors(seen: Sequence[KafkaError], bootstrap: str) -> None:
+def raise_for_client_errors(seen: Sequence[KafkaError], bootstrap: str) -> None:
+    """Raise kshare's error for the client errors librdkafka reported so far, if one is final.
+
+    Refused credentials or certificates (3), authorization refused (1), a fatal
+    error (3), and "all brokers are down" after connections were refused or names
+    did not resolve (3, with the cause and the broker). "All brokers are down"
+    with no such cause is a broker that accepted the connection and never
+    answered (librdkafka gives up after ``api.version.request.timeout.ms``): not
+    a refusal, so the caller keeps waiting and reports a timeout (4) at its deadline.
+    """
     from confluent_kafka import KafkaError
 
     authentication = {
@@ -186,7 +248,6 @@ def _raise_for_client_errors(seen: Sequence[KafkaError], bootstrap: str) -> None
         KafkaError.SASL_AUTHENTICATION_FAILED,
         KafkaError._SSL,
     }
-    unreachable = {KafkaError._ALL_BROKERS_DOWN}
     for error in seen:
         if error.code() in authentication:
             raise AuthenticationFailed(f"{bootstrap}: {_strip(error.str())}")
@@ -199,12 +260,12 @@ def _raise_for_client_errors(seen: Sequence[KafkaError], bootstrap: str) -> None
     for error in seen:
         if error.fatal():
             raise ConnectionFailed(f"{bootstrap}: {_strip(error.str())}")
-    if any(error.code() in unreachable for error in seen):
+    if any(error.code() == KafkaError._ALL_BROKERS_DOWN for error in seen):
         causes = [
             error for error in seen if error.code() in (KafkaError._TRANSPORT, KafkaError._RESOLVE)
         ]
-        detail = _strip(causes[-1].str()) if causes else "all brokers are down"
-        raise ConnectionFailed(f"cannot connect to {bootstrap}: {detail}")
+        if causes:
+            raise ConnectionFailed(f"cannot connect to {bootstrap}: {_strip(causes[-1].str())}")
 
 
 _BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")

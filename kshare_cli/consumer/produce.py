@@ -30,15 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
-from kshare_cli.consumer.preflight import quiet_logger
-from kshare_cli.errors import (
-    AuthenticationFailed,
-    ConnectionFailed,
-    NotFound,
-    Refused,
-    TimedOut,
-    UsageError,
-)
+from kshare_cli.consumer.preflight import quiet_logger, topic_partitions
+from kshare_cli.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, Producer
@@ -221,7 +214,7 @@ class _Deliveries:
         self._on_failure = on_failure
         self.delivered = 0
         self.failed = 0
-        self.last_error: KafkaError | None = None
+        self.client_errors: list[KafkaError] = []
 
     def report(self, line_number: int) -> Callable[[KafkaError | None, Message], None]:
         def delivered(error: KafkaError | None, _message: Message) -> None:
@@ -240,8 +233,8 @@ class _Deliveries:
             self._on_failure(failure)
 
     def client_error(self, error: KafkaError) -> None:
-        """librdkafka's ``error_cb``: kept to explain a metadata failure."""
-        self.last_error = error
+        """librdkafka's ``error_cb``: kept to explain a metadata failure (see preflight)."""
+        self.client_errors.append(error)
 
 
 class _IdlePoller:
@@ -301,45 +294,23 @@ def _check_destination(
     deliveries: _Deliveries,
     bootstrap: str,
 ) -> None:
-    """Fail before reading a line if the topic or partition cannot take records."""
-    from confluent_kafka import KafkaError, KafkaException
+    """Fail before reading a line if the cluster, the topic or the partition cannot take records.
 
-    try:
-        metadata = producer.list_topics(topic, timeout=timeout_s)
-    except KafkaException as error:
-        code = error.args[0].code()
-        producer.poll(0)  # serves error_cb, which knows why (connection refused, TLS...)
-        last = deliveries.last_error
-        detail = last.str() if last is not None else error.args[0].str()
-        codes = {code, last.code() if last is not None else code}
-        if codes & {
-            KafkaError._SSL,
-            KafkaError._AUTHENTICATION,
-            KafkaError.SASL_AUTHENTICATION_FAILED,
-        }:
-            raise AuthenticationFailed(f"{bootstrap}: {detail}") from None
-        if codes & {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}:
-            raise ConnectionFailed(f"cannot connect to {bootstrap}: {detail}") from None
-        if code == KafkaError._TIMED_OUT:
-            raise TimedOut(
-                f"no metadata from {bootstrap} within {timeout_s:g} s (--timeout)"
-            ) from None
-        raise ConnectionFailed(f"{bootstrap}: {detail}") from None
-    described = metadata.topics.get(topic)
-    topic_error = described.error if described is not None else None
-    if topic_error is not None:
-        if topic_error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
-            raise NotFound(f"topic {topic!r} does not exist")
-        if topic_error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-            raise Refused(f"not authorized to access topic {topic!r}")
-        if topic_error.code() == KafkaError.TOPIC_EXCEPTION:
-            raise UsageError(f"{topic!r} is not a valid topic name")
-        # Anything else (LEADER_NOT_AVAILABLE right after creation...) is librdkafka's
-        # to retry; the deliveries will tell.
-    if described is None:
-        raise NotFound(f"topic {topic!r} does not exist")
-    if partition is not None and partition not in described.partitions:
-        count = len(described.partitions)
+    The consumer's preflight does the asking (one home for the metadata check and
+    for reading librdkafka's errors): a refused connection or credentials fail at
+    once, a cluster that never answers after ``timeout_s``.
+    """
+    partitions = topic_partitions(
+        producer,
+        topic,
+        deliveries.client_errors,
+        deadline=time.monotonic() + timeout_s,
+        bootstrap=bootstrap,
+        timeout_s=timeout_s,
+        access="write to",
+    )
+    if partition is not None and partition not in partitions:
+        count = len(partitions)
         raise NotFound(
             f"topic {topic!r} has {count} partition{'s' if count != 1 else ''} "
             f"(0-{count - 1}); there is no partition {partition}"

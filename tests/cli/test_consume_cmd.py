@@ -32,6 +32,7 @@ from tests.cli.conftest import (
     process_env,
     write_properties,
 )
+from tests.cli.test_produce_cmd import GIVES_UP_EARLY, silent_listener
 from tests.support.consume_beds import (
     FAST_HEARTBEAT_MS,
     Bed,
@@ -177,6 +178,21 @@ def test_unreachable_cluster_is_exit_3(kshare: Kshare) -> None:
     result = kshare.run("consume", "-t", "t", "-b", NOWHERE, connect=False)
     assert result.exit_code == 3
     assert_one_error_line(result.stderr, "cannot connect to 127.0.0.1:1", "refused")
+
+
+def test_a_broker_that_never_answers_is_exit_4_after_the_timeout(kshare: Kshare) -> None:
+    """Even when librdkafka gives up first and says "all brokers are down": not a refusal."""
+    with silent_listener() as address:
+        started = time.monotonic()
+        result = kshare.run(
+            "consume", "-t", "t", "-b", address, "--timeout", "2s", *GIVES_UP_EARLY, connect=False
+        )
+        elapsed = time.monotonic() - started
+    assert result.exit_code == 4, result.stderr
+    assert_one_error_line(
+        result.stderr, f"kshare: error: no metadata from {address} within 2 s (--timeout)"
+    )
+    assert 2 <= elapsed < 5, elapsed
 
 
 def test_unknown_topic_is_exit_5_and_joins_nothing(fast: Kshare, bed: Bed) -> None:

@@ -9,9 +9,12 @@ refuses connections would turn them into exit 3).
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,12 +22,20 @@ from typer.testing import CliRunner, Result
 
 from kshare_cli.cli.app import app
 from kshare_cli.cli.produce_cmd import parse_command_properties
-from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env
+from tests.cli.conftest import (
+    KSHARE,
+    Kshare,
+    assert_one_error_line,
+    process_env,
+    write_properties,
+)
 from tests.consumer.test_produce import create_topic, end_offsets, read_back
 from tests.support.sandbox import Cluster
+from tests.support.tls import SecureSandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUSING = "127.0.0.1:1"  # nothing listens there: connecting would be exit 3
+WRONG_PASSWORD = "wr0ng-Pa55word-x"
 
 
 def produce(kshare: Kshare, *args: str, stdin: bytes = b"", connect: bool = True) -> Result:
@@ -153,10 +164,98 @@ def test_an_unknown_partition_exits_5(kshare: Kshare, cluster: Cluster, unique: 
     assert end_offsets(cluster.config(), topic, 1) == [0]
 
 
-def test_an_unreachable_cluster_exits_3(kshare: Kshare) -> None:
-    result = produce(kshare, "-t", "t", "-b", REFUSING, "--timeout", "1s", connect=False)
+def closed_port() -> str:
+    """An address nothing listens on: connecting is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+@contextmanager
+def silent_listener() -> Iterator[str]:
+    """A port that accepts connections (the kernel's backlog) and never answers a byte."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_a_refused_connection_exits_3_at_once_naming_the_broker(kshare: Kshare) -> None:
+    """librdkafka knows in milliseconds; kshare must not wait out the 30 s --timeout."""
+    address = closed_port()
+    started = time.monotonic()
+    result = produce(kshare, "-t", "t", "-b", address, connect=False, stdin=b"x\n")
+    elapsed = time.monotonic() - started
     assert result.exit_code == 3, result.stderr
-    assert_one_error_line(result.stderr, f"kshare: error: cannot connect to {REFUSING}")
+    assert result.stdout == ""
+    assert_one_error_line(result.stderr, f"kshare: error: cannot connect to {address}", "refused")
+    assert elapsed < 3, elapsed
+
+
+def test_a_wrong_sasl_password_exits_3_at_once_and_is_never_printed(
+    kshare: Kshare, secure_sandbox: SecureSandbox, tmp_path: Path
+) -> None:
+    sandbox = secure_sandbox("SASL_PLAINTEXT", mechanisms=("SCRAM-SHA-256",))
+    config = write_properties(
+        tmp_path / "client.properties",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+            f'required username="alice" password="{WRONG_PASSWORD}";',
+        },
+    )
+    started = time.monotonic()
+    result = produce(
+        kshare,
+        "-t",
+        "t",
+        "-b",
+        sandbox.bootstrap,
+        "--command-config",
+        str(config),
+        connect=False,
+        stdin=b"x\n",
+    )
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 3, result.stderr
+    assert result.stdout == ""
+    line = assert_one_error_line(result.stderr, f"kshare: error: {sandbox.bootstrap}: ")
+    assert "authentication" in line.lower(), line
+    assert WRONG_PASSWORD not in result.stderr
+    assert elapsed < 5, elapsed
+
+
+#: librdkafka gives up on a silent broker after api.version.request.timeout.ms (10 s) and
+#: reports "all brokers are down" with no cause: still a timeout, not a refusal.
+GIVES_UP_EARLY = ["--command-property", "api.version.request.timeout.ms=200"]
+
+
+@pytest.mark.parametrize("extra", [[], GIVES_UP_EARLY], ids=["silent", "librdkafka-gave-up"])
+def test_a_broker_that_never_answers_exits_4_after_the_timeout(
+    kshare: Kshare, extra: list[str]
+) -> None:
+    with silent_listener() as address:
+        started = time.monotonic()
+        result = produce(
+            kshare,
+            "-t",
+            "t",
+            "-b",
+            address,
+            "--timeout",
+            "2s",
+            *extra,
+            connect=False,
+            stdin=b"x\n",
+        )
+        elapsed = time.monotonic() - started
+    assert result.exit_code == 4, result.stderr
+    assert result.stdout == ""
+    assert_one_error_line(
+        result.stderr, f"kshare: error: no metadata from {address} within 2 s (--timeout)"
+    )
+    assert 2 <= elapsed < 5, elapsed
 
 
 def test_a_line_without_the_separator_exits_2_after_producing_the_lines_before(
