@@ -13,11 +13,15 @@ Unlike Kafka's tool it never creates a topic by asking for it (the topic and
 ``--partition`` are checked before the first line is read), keys go to the
 partition Kafka's Java producer would choose (murmur2), and every record's fate
 is reported: one ``kshare: error: line N: ...`` per record the cluster did not
-take, then ``Produced a total of N messages`` once all deliveries are known.
+take, then ``Produced a total of N messages`` once all deliveries are known. A
+line without the key separator ends the run with one line instead, saying how
+many of the records before it were produced (they were flushed and confirmed
+first).
 
-Exit codes: 0 every line delivered; 1 a record was not delivered; 2 bad options
-(nothing connected) or a line without the key separator (the lines before it
-were produced); 3 the cluster refused the connection, the certificate or the
+Exit codes: 0 every line delivered; 1 a record was not delivered, or a line
+without the key separator came after records were sent (those were produced);
+2 bad options (nothing connected) or a first line without the key separator
+(nothing was produced); 3 the cluster refused the connection, the certificate or the
 credentials (as soon as librdkafka says so); 4 no answer within --timeout; 5 no
 such topic or partition; 130 interrupted (SIGINT or SIGTERM: what was read is
 flushed and counted first).
@@ -40,7 +44,7 @@ from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from kshare_cli.consumer.produce import DeliveryFailure, ProduceResult
+    from kshare_cli.consumer.produce import DeliveryFailure, MalformedLine, ProduceResult
 
 
 #: Properties that configure the connection: they go through the settings parser
@@ -116,11 +120,31 @@ def summary(result: ProduceResult) -> str:
     return line
 
 
+def malformed_report(result: ProduceResult, malformed: MalformedLine) -> str:
+    """The one line that ends a run at a line without the key separator.
+
+    It says what happened to the lines before the refused one, because exit 2
+    promises that nothing was changed: true only when the refused line was the
+    first.
+    """
+    if result.lines == 0:
+        return f"{malformed}; nothing was produced"
+    records = "record" if result.lines == 1 else "records"
+    if result.delivered == result.lines:
+        produced = f"the {result.lines} {records} before it"
+    else:
+        produced = f"{result.delivered} of the {result.lines} {records} before it"
+    if result.unconfirmed:
+        produced += f" ({result.unconfirmed} sent but not confirmed when waiting was given up)"
+    return f"{malformed}; stopped there after producing {produced}"
+
+
 def exit_code(result: ProduceResult) -> ExitCode:
     if result.stopped_by == "interrupted":
         return ExitCode.INTERRUPTED
     if result.stopped_by == "malformed":
-        return ExitCode.USAGE
+        # Exit 2 means "nothing was changed": only if the refused line was the first.
+        return ExitCode.USAGE if result.lines == 0 else ExitCode.PARTIAL
     if result.failed or result.unconfirmed:
         return ExitCode.PARTIAL
     return ExitCode.OK
@@ -191,7 +215,8 @@ def produce(
 
     For feeding share groups in tests and demos: `seq 100 | kshare produce -t jobs`.
     --timeout bounds the metadata check and each record's delivery.
-    Ends with `Produced a total of N messages` on stderr.
+    Ends with `Produced a total of N messages` on stderr; a line without the
+    --key-separator stops the run with one line saying how many were produced.
     """
     invocation = common.Invocation(debug=debug)
     from kshare_cli.consumer.produce import check_topic_name, parse_headers, parse_key_separator
@@ -256,8 +281,9 @@ def produce(
             invocation,
         )
     if result.malformed is not None:
-        common.report_failure(str(result.malformed))
-    typer.echo(summary(result), err=True)
+        common.report_failure(malformed_report(result, result.malformed))
+    else:
+        typer.echo(summary(result), err=True)
     code = exit_code(result)
     if code != ExitCode.OK:
         raise typer.Exit(int(code))

@@ -92,10 +92,7 @@ class MalformedLine:
         shown = self.excerpt.decode("utf-8", "backslashreplace")
         more = "..." if self.truncated else ""
         separator = self.separator.decode("utf-8", "backslashreplace")
-        return (
-            f"line {self.line_number}: no key separator {separator!r} found in "
-            f"{shown!r}{more}; stopped reading there"
-        )
+        return f"line {self.line_number}: no key separator {separator!r} found in {shown!r}{more}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -258,19 +258,62 @@ def test_a_broker_that_never_answers_exits_4_after_the_timeout(
     assert 2 <= elapsed < 5, elapsed
 
 
-def test_a_line_without_the_separator_exits_2_after_producing_the_lines_before(
+def test_a_line_without_the_separator_after_records_exits_1_saying_how_many_were_produced(
     kshare: Kshare, cluster: Cluster, unique: str
 ) -> None:
+    """Exit 2 would claim nothing was changed: the two records before line 3 are in the topic."""
     topic = f"cli-produce-malformed-{unique}"
     create_topic(cluster, topic, 1)
     result = produce(kshare, "-t", topic, "--key-separator", "=", stdin=b"a=1\nb=2\nthree\nc=4\n")
-    assert result.exit_code == 2
-    assert "Traceback" not in result.stderr
+    assert result.exit_code == 1, result.stderr
+    assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        "kshare: error: line 3: no key separator '=' found in 'three'; stopped reading there",
-        "Produced a total of 2 messages",
+        "kshare: error: line 3: no key separator '=' found in 'three'; "
+        "stopped there after producing the 2 records before it"
     ]
+    records = read_back(cluster.config(), topic, [0], 2)
+    assert [(m.key(), m.value()) for m in records] == [(b"a", b"1"), (b"b", b"2")]
     assert end_offsets(cluster.config(), topic, 1) == [2]
+
+
+def test_a_line_without_the_separator_counts_only_the_records_delivered_before_it(
+    kshare: Kshare, cluster: Cluster, unique: str
+) -> None:
+    topic = f"cli-produce-malformed-refused-{unique}"
+    create_topic(cluster, topic, 1)
+    result = produce(
+        kshare,
+        "-t",
+        topic,
+        "--key-separator",
+        "=",
+        "--command-property",
+        "message.max.bytes=2000",
+        stdin=b"a=1\nb=" + b"x" * 5000 + b"\nthree\n",
+    )
+    assert result.exit_code == 1, result.stderr
+    refused, stopped = result.stderr.splitlines()
+    assert refused.startswith("kshare: error: line 2: not produced: ")
+    assert stopped == (
+        "kshare: error: line 3: no key separator '=' found in 'three'; "
+        "stopped there after producing 1 of the 2 records before it"
+    )
+    assert [m.value() for m in read_back(cluster.config(), topic, [0], 1)] == [b"1"]
+    assert end_offsets(cluster.config(), topic, 1) == [1]
+
+
+def test_a_first_line_without_the_separator_exits_2_and_nothing_was_produced(
+    kshare: Kshare, cluster: Cluster, unique: str
+) -> None:
+    topic = f"cli-produce-malformed-first-{unique}"
+    create_topic(cluster, topic, 1)
+    result = produce(kshare, "-t", topic, "--key-separator", "\\t", stdin=b"no tab\nk\tv\n")
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "kshare: error: line 1: no key separator '\\t' found in 'no tab'; nothing was produced"
+    ]
+    assert end_offsets(cluster.config(), topic, 1) == [0]
 
 
 def test_a_refused_record_is_one_line_and_exit_1(
