@@ -11,8 +11,11 @@ that, it took too long.
 
 Group RPCs go through ``fan_out_to_coordinators``: the groups are batched per
 coordinator (one FindCoordinator v4+ round trip finds them all), one request
-per coordinator carries all of its groups, and only the groups whose
-coordinator moved are asked again. Per-group errors are data, not exceptions.
+per coordinator carries all of its groups -- or, with ``batch_size``, a few of
+them per request, sent concurrently, at most ``max_in_flight`` at a time per
+coordinator, for RPCs a broker serves group by group -- and only the groups
+whose coordinator moved are asked again. Per-group errors are data, not
+exceptions.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import contextvars
 import logging
 import ssl
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
@@ -63,6 +66,12 @@ BACKOFF_FIRST_S: Final = 0.05
 BACKOFF_MAX_S: Final = 1.0
 #: How long a Metadata answer serves later questions without asking the broker again.
 DEFAULT_METADATA_MAX_AGE_S: Final = 5.0
+#: Requests of one fan-out in flight to one coordinator at a time. A Kafka broker
+#: reads no further request from a connection until it has answered the last (its
+#: socket server mutes the channel), so more in flight only wait in socket buffers:
+#: 32 keeps the pipe full across a round trip, far below the broker's request
+#: queue (``queued.max.requests``, 500, shared by all its clients).
+DEFAULT_MAX_IN_FLIGHT: Final = 32
 _ZERO_UUID: Final = uuid.UUID(int=0)
 
 Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
@@ -488,6 +497,8 @@ class KafkaClient:
         split: Callable[[Any], Mapping[str, tuple[int, Any]]],
         *,
         min_version: int = 0,
+        batch_size: int | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> dict[str, Any | KafkaError]:
         """Ask each group's coordinator about its groups: one request per coordinator.
 
@@ -497,8 +508,25 @@ class KafkaClient:
         COORDINATOR_NOT_AVAILABLE, or whose coordinator could not be reached, are
         found again and re-asked with backoff until the deadline. The answer maps
         every group to its result, or to a KafkaError for any other error code.
+
+        ``batch_size`` caps the groups per request, for RPCs a broker serves one
+        group after the other (Kafka 4.2's DescribeShareGroupOffsets: one request
+        of 112 groups 2.40 s, 112 one-group requests 0.11 s); the requests to one
+        coordinator are then sent concurrently, ``max_in_flight`` at a time. The
+        coordinators are still found with one FindCoordinator for all groups.
         """
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
         wanted = list(dict.fromkeys(group_ids))
+
+        async def ask(
+            gate: asyncio.Semaphore, node: BrokerNode, groups: list[str]
+        ) -> tuple[dict[str, Any | KafkaError], list[str]]:
+            async with gate:
+                return await self._ask_coordinator(api_key, node, groups, body, split, min_version)
+
         async with self._bounded(api_name(api_key)):
             results: dict[str, Any | KafkaError] = {}
             pending = wanted
@@ -512,13 +540,15 @@ class KafkaClient:
                         results[group_id] = coordinator
                     else:
                         by_node.setdefault(coordinator, []).append(group_id)
-                outcomes = await asyncio.gather(
-                    *(
-                        self._ask_coordinator(api_key, node, groups, body, split, min_version)
-                        for node, groups in by_node.items()
-                    ),
-                    return_exceptions=True,
-                )
+                asks: list[Coroutine[Any, Any, tuple[dict[str, Any | KafkaError], list[str]]]] = []
+                for node, groups in by_node.items():
+                    gate = asyncio.Semaphore(max_in_flight)
+                    size = batch_size or len(groups)
+                    asks.extend(
+                        ask(gate, node, groups[start : start + size])
+                        for start in range(0, len(groups), size)
+                    )
+                outcomes = await asyncio.gather(*asks, return_exceptions=True)
                 pending = []
                 for outcome in outcomes:
                     if isinstance(outcome, BaseException):
