@@ -6,7 +6,8 @@ Options are Kafka 4.2's ``kafka-console-share-consumer.sh`` options (``--topic``
 ``--command-property``/``--consumer-property``,
 ``--command-config``/``--consumer-config``, ``--key-deserializer``,
 ``--value-deserializer``, ``--formatter-config``) and the same output for the
-same records; kshare adds ``--ack``, ``--format jsonl|raw``, deserializers by
+same records; kshare adds ``--ack``, ``-o/--output jsonl|raw`` (``--format``
+before), deserializers by
 name (Avro, JSON Schema and Protobuf through ``--schema-registry``) and
 ``--interactive``.
 
@@ -78,7 +79,7 @@ class Ack(enum.StrEnum):
 
 
 class Format(enum.StrEnum):
-    """``--format``: Kafka's text layout, JSON lines, or the raw value bytes."""
+    """``-o/--output``: Kafka's text layout, JSON lines, or the raw value bytes."""
 
     text = "text"
     jsonl = "jsonl"
@@ -425,10 +426,16 @@ def consume(
     output_format: Annotated[
         Format,
         typer.Option(
+            # -o/--output as in every other command; --format/-f, its first spelling, stays.
+            "--output",
+            "-o",
             "--format",
             "-f",
             case_sensitive=False,
-            help="text: Kafka's layout; jsonl: one JSON object a record; raw: value bytes only.",
+            help=(
+                "text: Kafka's layout; jsonl: one JSON object a record; raw: value bytes only. "
+                "(--format/-f: the old spelling.)"
+            ),
         ),
     ] = Format.text,
     formatter_property: Annotated[

@@ -351,6 +351,22 @@ def _golden_run(fast: Kshare, bed: Bed, name: str) -> None:
     assert str(result.returncode) == (CONSOLE / f"{name}.rc").read_text().strip()
 
 
+@pytest.mark.parametrize("spelling", ["-o", "--output", "--format", "-f"])
+def test_the_output_format_is_dash_o_as_everywhere_and_format_still_works(
+    fast: Kshare, bed: Bed, spelling: str
+) -> None:
+    topic, group = bed.names("cli-output")
+    bed.produce(topic, values(2))
+    result = _run(fast, "-t", topic, "-g", group, "--max-messages", "2", spelling, "jsonl")
+    assert result.returncode == 0, result.stderr
+    documents = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(document["topic"], document["value"]) for document in documents] == [
+        (topic, "r-00000"),
+        (topic, "r-00001"),
+    ]
+    assert result.stderr == b"Processed a total of 2 messages\n"
+
+
 # --------------------------------------------------------------------------- acknowledgements
 
 
