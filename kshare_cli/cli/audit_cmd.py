@@ -9,16 +9,19 @@ default, a cluster with ``--master spark://...``:
 * ``deliveries``: per offset range, the highest delivery count reached and
   the final state;
 * ``archived``: the archived records (rejected, or over the delivery limit)
-  with their key, value and headers -- on stdout, as files (``--output``), or
-  produced to a dead-letter topic (``--dlq-topic``) with the headers Kafka's
-  own share-group DLQ writes.
+  with their key, value and headers -- on stdout, as files (``--output-dir``),
+  or produced to a dead-letter topic (``--dlq-topic``) with the headers
+  Kafka's own share-group DLQ writes.
 
-Everything that can be refused is refused before Spark starts: arguments
-(exit 2), a missing PySpark (exit 2, one line naming the extra), topics that
-do not exist (exit 5), an unreachable cluster (exit 3). A group the cluster
-does not know and the state topic has nothing of exits 5 after reading.
-``--follow`` keeps reading the state topic and prints new rows until Ctrl-C
-(exit 0). ``-o`` is the stdout format; ``--output DIR`` writes files instead.
+Everything that can be refused is refused before Spark starts, because a
+JVM costs seconds and a Spark failure says little: arguments (exit 2), a
+missing PySpark or Java 17+ runtime (exit 2, one line saying what to
+install), an unreachable cluster (exit 3, 4), a group the cluster does not
+know as a share group, topics that do not exist or that the group has no
+share-partitions of (exit 5). ``--follow`` keeps reading the state topic and
+prints new rows until Ctrl-C (exit 0). ``-o/--output`` is the stdout format,
+as in every other command; ``--output-dir DIR`` writes files instead (the
+old ``--output DIR`` still works, with a warning).
 ``--connector spark`` reads Kafka with Spark's own JVM connector instead of
 kshare's confluent-kafka source, for clusters that already ship it; its
 absence is one line (exit 2), not a stack trace.
@@ -37,9 +40,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
+from typer.core import TyperCommand
 
 from kshare_cli.cli import common
-from kshare_cli.errors import KshareError, NotFound, UsageError
+from kshare_cli.errors import KshareError, UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,7 +52,10 @@ if TYPE_CHECKING:
     from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.pipeline.models import AuditJob, AuditResult
 
-SPARK_MISSING: Final = "kshare audit needs the spark extra: pip install 'kshare-cli[spark]'"
+SPARK_MISSING: Final = (
+    "kshare audit needs the spark extra (PySpark, about 800 MB, and a Java 17+ runtime); "
+    "from a clone: .venv/bin/pip install -e '.[spark]'"
+)
 DEFAULT_MASTER: Final = "local[*]"
 SPARK_LOG: Final = "spark.log"
 _MASTER: Final = re.compile(
@@ -58,7 +65,7 @@ _MASTER: Final = re.compile(
 
 
 class Format(enum.StrEnum):
-    """``-o``: the stdout format (``--output DIR`` writes files instead)."""
+    """``-o/--output``: the stdout format (``--output-dir DIR`` writes files instead)."""
 
     table = "table"
     json = "json"
@@ -67,7 +74,7 @@ class Format(enum.StrEnum):
 
 
 class FileFormat(enum.StrEnum):
-    """``--output-format``: the files ``--output DIR`` holds."""
+    """``--output-format``: the files ``--output-dir DIR`` holds."""
 
     parquet = "parquet"
     jsonl = "jsonl"
@@ -78,6 +85,66 @@ class ConnectorChoice(enum.StrEnum):
 
     kshare = "kshare"
     spark = "spark"
+
+
+#: Values of ``--output`` that are a format (any command's: ``--output yaml`` is a wrong
+#: format here, not a directory named yaml); any other value is the old ``--output DIR``.
+_FORMAT_NAMES: Final = frozenset(
+    {each.value for each in Format} | {each.value for each in common.OutputFormat}
+)
+
+
+def legacy_output_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """The arguments with the old spellings rewritten, and a deprecation warning for each.
+
+    Before ``-o/--output`` meant the stdout format here, as it does in every
+    other command, ``--output DIR`` named the directory and ``--format`` the
+    format. Scripts written then keep working: ``--output X`` where X is no
+    format name becomes ``--output-dir X``, ``--format`` becomes ``--output``.
+    Only the long spelling is rewritten: ``-o`` never meant a directory, so
+    ``-o jsn`` stays a wrong format (exit 2), not a directory named jsn.
+    """
+    rewritten: list[str] = []
+    warnings: list[str] = []
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        position += 1
+        if arg == "--":
+            rewritten.extend(args[position - 1 :])
+            break
+        name, equals, value = arg.partition("=")
+        if name == "--format":
+            warnings.append("--format is now -o/--output")
+            rewritten.append(f"--output{equals}{value}")
+        elif name == "--output":
+            if not equals:
+                if position >= len(args):
+                    rewritten.append(arg)
+                    break
+                value = args[position]
+                position += 1
+            if value.lower() in _FORMAT_NAMES:
+                rewritten.extend(["--output", value])
+            else:
+                warnings.append("--output DIR is now --output-dir DIR")
+                rewritten.extend(["--output-dir", value])
+        else:
+            rewritten.append(arg)
+    return rewritten, warnings
+
+
+class _AuditCommand(TyperCommand):
+    """A Typer command that accepts the old spellings of the output options (see
+    ``legacy_output_args``), warning once per use on stderr."""
+
+    # ctx is Typer's vendored click Context, which Typer does not export under a public name.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        args, warnings = legacy_output_args(args)
+        if not ctx.resilient_parsing:  # shell completion: stderr is the operator's terminal
+            for warning in warnings:
+                common.warn(warning)
+        return super().parse_args(ctx, args)
 
 
 app = typer.Typer(
@@ -93,7 +160,7 @@ Group = Annotated[
         "--group",
         "-g",
         metavar="GROUP",
-        help="The share group (it may have been deleted: its state records remain).",
+        help="The share group (the cluster must know it: checked before Spark starts).",
         autocompletion=common.complete_group_ids,
         show_default=False,
     ),
@@ -119,10 +186,10 @@ Since = Annotated[
         show_default=False,
     ),
 ]
-Output = Annotated[
+OutputDir = Annotated[
     Path | None,
     typer.Option(
-        "--output",
+        "--output-dir",
         metavar="DIR",
         help="Write the rows as files into DIR (absent or empty) instead of stdout.",
         show_default=False,
@@ -131,13 +198,13 @@ Output = Annotated[
 OutputFormat = Annotated[
     FileFormat,
     typer.Option(
-        "--output-format", case_sensitive=False, help="Files of --output: parquet or jsonl."
+        "--output-format", case_sensitive=False, help="Files of --output-dir: parquet or jsonl."
     ),
 ]
 StdoutOutput = Annotated[
     Format,
     typer.Option(
-        "--format",
+        "--output",
         "-o",
         case_sensitive=False,
         help="stdout: table for people; json, jsonl, csv for scripts.",
@@ -224,23 +291,23 @@ def check_args(
     if dlq_topic is not None and not dlq_topic.strip():
         raise UsageError("--dlq-topic: a topic name cannot be empty")
     if output_dir is not None and dlq_topic is not None:
-        raise UsageError("--output and --dlq-topic cannot be used together: choose one")
+        raise UsageError("--output-dir and --dlq-topic cannot be used together: choose one")
     if not _MASTER.match(master):
         raise UsageError(
             f"--master {master!r}: expected local[*], local[N], spark://HOST:PORT, yarn or "
             "k8s://URL"
         )
     if follow and output_dir is not None:
-        raise UsageError("--follow writes to stdout or --dlq-topic, not to --output files")
+        raise UsageError("--follow writes to stdout or --dlq-topic, not to --output-dir files")
     if follow and report is not None:
         raise UsageError("--report is a snapshot: it cannot be used with --follow")
     if follow and fmt is Format.json:
         raise UsageError("-o json is one document: use -o jsonl with --follow")
     if output_dir is not None:
         if output_dir.exists() and not output_dir.is_dir():
-            raise UsageError(f"--output {output_dir}: not a directory")
+            raise UsageError(f"--output-dir {output_dir}: not a directory")
         if output_dir.is_dir() and any(output_dir.iterdir()):
-            raise UsageError(f"--output {output_dir}: the directory is not empty")
+            raise UsageError(f"--output-dir {output_dir}: the directory is not empty")
     if report is not None:
         if report.is_dir():
             raise UsageError(f"--report {report}: is a directory, give a file name")
@@ -273,25 +340,29 @@ def check_spark_connector(settings: ConnectionSettings) -> None:
 
 
 def require_spark() -> None:
-    """PySpark and pyarrow import, or one line naming the extra (exit 2)."""
+    """PySpark and pyarrow import, and a Java 17+ runtime is there for Spark's JVM; or one line
+    saying what to install (exit 2)."""
     try:
         import pyarrow  # type: ignore[import-untyped]  # noqa: F401
         import pyspark.sql  # noqa: F401
     except ImportError:
         raise UsageError(SPARK_MISSING) from None
+    from kshare_cli.pipeline.session import check_java
+
+    check_java()
 
 
 # --------------------------------------------------------------------------- the commands
 
 
-@app.command("timeline")
+@app.command("timeline", cls=_AuditCommand)
 def timeline(
     group: Group,
     topic: Topics = None,
     since: Since = None,
-    output_dir: Output = None,
-    output_format: OutputFormat = FileFormat.parquet,
     fmt: StdoutOutput = Format.table,
+    output_dir: OutputDir = None,
+    output_format: OutputFormat = FileFormat.parquet,
     master: Master = DEFAULT_MASTER,
     follow: Follow = False,
     report: Report = None,
@@ -329,14 +400,14 @@ def timeline(
     )
 
 
-@app.command("deliveries")
+@app.command("deliveries", cls=_AuditCommand)
 def deliveries(
     group: Group,
     topic: Topics = None,
     since: Since = None,
-    output_dir: Output = None,
-    output_format: OutputFormat = FileFormat.parquet,
     fmt: StdoutOutput = Format.table,
+    output_dir: OutputDir = None,
+    output_format: OutputFormat = FileFormat.parquet,
     master: Master = DEFAULT_MASTER,
     follow: Follow = False,
     report: Report = None,
@@ -373,15 +444,15 @@ def deliveries(
     )
 
 
-@app.command("archived")
+@app.command("archived", cls=_AuditCommand)
 def archived(
     group: Group,
     topic: Topics = None,
     since: Since = None,
-    output_dir: Output = None,
+    fmt: StdoutOutput = Format.table,
+    output_dir: OutputDir = None,
     output_format: OutputFormat = FileFormat.parquet,
     dlq_topic: DlqTopic = None,
-    fmt: StdoutOutput = Format.table,
     master: Master = DEFAULT_MASTER,
     follow: Follow = False,
     report: Report = None,
@@ -395,7 +466,7 @@ def archived(
 ) -> None:
     """The archived records (rejected, or over the delivery limit), with their records.
 
-    On stdout, as files (--output), or produced to a dead-letter topic (--dlq-topic): key and
+    On stdout, as files (--output-dir), or produced to a dead-letter topic (--dlq-topic): key and
     value as they were, with Kafka's DLQ headers; every delivery is checked, exit 1 if one failed.
     """
     _audit(
@@ -654,11 +725,6 @@ def _finish(
     from kshare_cli.cli.audit_service import report_now
     from kshare_cli.render.audit import render_audit
 
-    if not resolved.group_exists and result.state_records == 0:
-        raise NotFound(
-            f"share group '{request.group_id}': not found, and the state topic holds no "
-            "record of it"
-        )
     if result.written is not None:
         typer.echo(f"kshare: wrote the {request.job.value} rows to {result.written}", err=True)
     elif result.dead_letters is not None:

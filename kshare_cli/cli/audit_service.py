@@ -8,7 +8,9 @@ cluster can refuse is refused before a JVM starts (seconds, and memory):
    dead-letter topic exist, the state topic's partitions and end offsets --
    the batch reads up to them and ``--follow`` goes on from them -- and, with
    ``--topic``, only the state-topic partitions that can hold the group's
-   share-partitions of those topics;
+   share-partitions of those topics; the group is a share group the cluster
+   knows and, for a batch with ``--topic``, has share-partitions of each
+   topic (else Spark would read for a minute to find nothing: exit 5 now);
 2. ``run_audit``: the Spark job (``pipeline.jobs``), then stdout rows, files,
    or the dead-letter topic; with ``--report`` all three jobs run, as the
    report shows all three.
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from kshare_cli.admin.models import GroupFailure, TopicPartition
+from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
 from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode, KshareError, NotFound
@@ -86,10 +88,9 @@ class AuditRequest:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedScope:
-    """The scope, and what the cluster said about the group."""
+    """The scope, and whether the cluster has a state topic to read."""
 
     scope: AuditScope
-    group_exists: bool
     state_topic_exists: bool
 
 
@@ -159,8 +160,7 @@ async def resolve_scope(
             # as describe's is, not the state of then against a log of seconds later (the
             # job takes that long). State first, so no window reaches past its log's end.
             offsets = await admin.list_share_partition_offsets([request.group_id])
-            described = offsets.get(request.group_id)
-            exists = not (isinstance(described, GroupFailure) and described.not_found)
+            check_group(request, offsets.get(request.group_id))
             source_ends = {
                 (each.topic, each.partition): each.end_offset
                 for group in offsets.succeeded()
@@ -179,11 +179,38 @@ async def resolve_scope(
                     connector=request.connector,
                     source_end_offsets=source_ends,
                 ),
-                exists,
                 state_exists,
             )
 
     return await _bounded(work(), timeout_s, "asking the cluster about the audit")
+
+
+def check_group(request: AuditRequest, described: GroupOffsets | GroupFailure | None) -> None:
+    """NotFound (exit 5) for what the state topic cannot hold anything of, for this audit.
+
+    A group the cluster does not know as a share group (a consumer group of
+    that name, or none) has no state the audit could find: Kafka tombstones a
+    deleted group's share-partitions. With ``--topic``, a batch needs the
+    group's share-partitions of each topic; ``--follow`` may wait for the
+    group to start on one. Other failures (authorization, a coordinator
+    moving) are left to the read, which may still succeed.
+    """
+    group_id = request.group_id
+    if isinstance(described, GroupFailure):
+        if described.not_found and "is not a share group" in (described.error.message or ""):
+            raise NotFound(f"group '{group_id}' is not a share group")
+        if described.not_found:
+            raise NotFound(str(described))
+        return
+    if described is None or request.follow or not request.topics:
+        return
+    held = {each.topic for each in described.partitions}
+    for topic in request.topics:
+        if topic not in held:
+            raise NotFound(
+                f"share group '{group_id}' has no share-partitions of topic '{topic}'"
+                + (f" (it has {', '.join(sorted(held))})" if held else "")
+            )
 
 
 # --------------------------------------------------------------------------- phase 2

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import operator
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -525,14 +526,20 @@ def test_dlq_topic_gets_exactly_the_archived_records_with_kafkas_headers(
     )
 
 
-def test_output_writes_the_rows_as_parquet(
-    spark: Any, story: Story, kshare: Kshare, tmp_path: Path
+@pytest.mark.parametrize("spelling", ["--output-dir", "--output"])
+def test_output_dir_writes_the_rows_as_parquet(
+    spark: Any, story: Story, kshare: Kshare, tmp_path: Path, spelling: str
 ) -> None:
+    """--output-dir DIR; and the old --output DIR still writes there, saying once on stderr
+    what it is called now."""
     directory = tmp_path / "archived"
-    result = _audit(kshare, "archived", "--group", story.group, "--output", str(directory))
+    result = _audit(kshare, "archived", "--group", story.group, spelling, str(directory))
 
     assert result.stdout == ""
-    assert str(directory) in result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[-1] == f"kshare: wrote the archived rows to {directory}"
+    deprecation = ["kshare: warning: --output DIR is now --output-dir DIR"]
+    assert lines[:-1] == (deprecation if spelling == "--output" else [])
     rows = spark.read.parquet(str(directory)).collect()
     assert sorted((row["partition"], row["offset"], bytes(row["value"])) for row in rows) == sorted(
         (record.partition, record.offset, record.value) for record in story.archived()
@@ -1179,9 +1186,118 @@ def test_without_pyspark_one_line_names_the_extra(tmp_path: Path) -> None:
 
     assert result.returncode == ExitCode.USAGE
     assert result.stdout == ""
+    # The package is not on the index: what works is the clone's own editable install.
     assert_one_error_line(
-        result.stderr, "kshare audit needs the spark extra: pip install 'kshare-cli[spark]'"
+        result.stderr,
+        "kshare audit needs the spark extra",
+        "about 800 MB",
+        "Java 17+ runtime",
+        "from a clone: .venv/bin/pip install -e '.[spark]'",
     )
+    assert "kshare-cli[spark]" not in result.stderr
+
+
+# --------------------------------------------------------------------------- before Spark
+
+
+@dataclass
+class JavaShim:
+    """A ``java`` first on PATH that writes down every command line it is run with.
+
+    Spark's launcher runs ``java`` to start its JVM, so the file shows whether
+    Spark started: kshare's own check runs only ``java -version``. ``real``
+    is the java it passes on to (None: it answers -version as ``version`` says
+    and runs nothing).
+    """
+
+    directory: Path
+    real: Path | None = None
+    version: str = ""
+
+    def __post_init__(self) -> None:
+        (self.directory / "bin").mkdir(parents=True)
+        script = self.directory / "bin" / "java"
+        then = (
+            f'exec "{self.real}" "$@"\n'
+            if self.real is not None
+            else f"echo '{self.version}' >&2\n"
+        )
+        script.write_text(f'#!/bin/sh\nprintf \'%s\\n\' "$*" >> "{self.calls}"\n{then}')
+        script.chmod(0o755)
+
+    @property
+    def calls(self) -> Path:
+        return self.directory / "calls"
+
+    def command_lines(self) -> list[str]:
+        return self.calls.read_text().splitlines() if self.calls.exists() else []
+
+    def environment(self, tmp: Path) -> dict[str, str | None]:
+        """Only this java: first on PATH, no JAVA_HOME; TMPDIR where Spark's log would go."""
+        return {
+            "PATH": f"{self.directory / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+            "JAVA_HOME": None,
+            "TMPDIR": str(tmp),
+        }
+
+
+def _real_java() -> Path:
+    """The java Spark would run here; the tests that wrap it need one, and PySpark."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if found is None or not os.access(found, os.X_OK):
+        pytest.skip("needs a Java runtime to wrap (none at JAVA_HOME or on PATH)")
+    return Path(found)
+
+
+def _spark_logs(tmp: Path) -> list[Path]:
+    """The log directories of every Spark session the command started."""
+    return list(tmp.glob("kshare-audit-*"))
+
+
+@pytest.mark.parametrize("java", ["none on PATH", "JAVA_HOME without it", "Java 11"])
+def test_without_java_17_one_line_says_what_to_install_before_spark(
+    kshare: Kshare, tmp_path: Path, java: str
+) -> None:
+    """Without a Java 17+ runtime Spark's launcher dies and PySpark says only
+    [JAVA_GATEWAY_EXITED]: the command says instead, before connecting, and Spark's
+    launcher never runs the java there is."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    old = JavaShim(tmp_path / "old-java", version='openjdk version "11.0.2" 2019-01-15')
+    env: dict[str, str | None] = {"TMPDIR": str(temporary), "JAVA_HOME": None}
+    if java == "none on PATH":
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        env["PATH"] = str(empty)
+    elif java == "JAVA_HOME without it":
+        env = {**old.environment(temporary), "JAVA_HOME": str(tmp_path)}
+    else:
+        env = old.environment(temporary)
+
+    started = time.monotonic()
+    result = kshare.subprocess("audit", "archived", "--group", f"g-{uuid.uuid4().hex}", env=env)
+    elapsed = time.monotonic() - started
+
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert result.stdout == ""
+    line = assert_one_error_line(
+        result.stderr,
+        "kshare audit needs a Java 17+ runtime",
+        "apt-get install openjdk-17-jre-headless",
+        "JAVA_HOME",
+    )
+    if java == "Java 11":
+        assert f"{old.directory / 'bin' / 'java'} is Java 11" in line
+        assert old.command_lines() == ["-version"]
+    else:
+        assert old.command_lines() == []
+    assert _spark_logs(temporary) == []
+    assert elapsed < 15, f"{elapsed:.1f} s: the check must cost no JVM start"
 
 
 @pytest.mark.parametrize(
@@ -1189,10 +1305,11 @@ def test_without_pyspark_one_line_names_the_extra(tmp_path: Path) -> None:
     [
         (["--since", "the day before"], "--since"),
         (["--master", "nowhere"], "--master"),
-        (["--output", "{tmp}/out", "--dlq-topic", "t"], "--output and --dlq-topic"),
+        (["--output-dir", "{tmp}/out", "--dlq-topic", "t"], "--output-dir and --dlq-topic"),
         (["--follow", "--report", "{tmp}/r.html"], "--report"),
         (["--follow", "-o", "json"], "-o jsonl"),
-        (["--output", "{tmp}/full"], "not empty"),
+        (["--follow", "--output=json"], "-o jsonl"),
+        (["--output-dir", "{tmp}/full"], "not empty"),
         (["--report", "{tmp}/no/such/dir/r.html"], "does not exist"),
         (["--group", " "], "group id cannot be empty"),
     ],
@@ -1213,6 +1330,70 @@ def test_bad_input_is_refused_before_anything_starts(
     assert_one_error_line(result.stderr, fragment)
 
 
+@pytest.mark.parametrize(
+    ("args", "warning", "error"),
+    [
+        (
+            ["--output", "{tmp}/full"],
+            "--output DIR is now --output-dir DIR",
+            "--output-dir {tmp}/full: the directory is not empty",
+        ),
+        (
+            ["--output={tmp}/out", "--dlq-topic", "t"],
+            "--output DIR is now --output-dir DIR",
+            "--output-dir and --dlq-topic cannot be used together: choose one",
+        ),
+        (
+            ["--format", "json", "--follow"],
+            "--format is now -o/--output",
+            "-o json is one document: use -o jsonl with --follow",
+        ),
+    ],
+)
+def test_old_spellings_still_mean_what_they_meant_with_a_warning(
+    kshare: Kshare, tmp_path: Path, args: list[str], warning: str, error: str
+) -> None:
+    """Before -o/--output was the format here as in every command, --output DIR was the
+    directory and --format the format: they still are, with one warning line each."""
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
+
+    result = kshare.run(
+        "audit", "archived", "--group", "g", *argv, env={"KSHARE_BOOTSTRAP_SERVERS": None}
+    )
+
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"kshare: warning: {warning}",
+        f"kshare: error: {error.replace('{tmp}', str(tmp_path))}",
+    ]
+
+
+@pytest.mark.parametrize("value", ["{tmp}/out", "yaml"])
+def test_o_is_only_ever_a_format(kshare: Kshare, tmp_path: Path, value: str) -> None:
+    """-o never meant a directory, and --output yaml is another command's format: both are a
+    wrong format (one line, exit 2), not a directory to write files into."""
+    value = value.replace("{tmp}", str(tmp_path))
+    option = "-o" if value.startswith(str(tmp_path)) else "--output"
+
+    result = kshare.subprocess(
+        "audit",
+        "archived",
+        "--group",
+        "g",
+        option,
+        value,
+        connect=False,
+        env={"KSHARE_BOOTSTRAP_SERVERS": None},
+    )
+
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert_one_error_line(result.stderr, f"'{value}' is not one of 'table', 'json', 'jsonl', 'csv'")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_topic_that_does_not_exist_exits_5_before_spark(kshare: Kshare, story: Story) -> None:
     result = kshare.run("audit", "deliveries", "--group", story.group, "--topic", "no-such-topic")
 
@@ -1220,13 +1401,59 @@ def test_a_topic_that_does_not_exist_exits_5_before_spark(kshare: Kshare, story:
     assert_one_error_line(result.stderr, "topic 'no-such-topic' does not exist")
 
 
-def test_a_group_nobody_knows_exits_5(spark: Any, kshare: Kshare, story: Story) -> None:
-    result = kshare.run(
-        "audit", "deliveries", "--group", f"nobody-{uuid.uuid4().hex}", "--master", MASTER
+def test_a_group_nobody_knows_exits_5_in_seconds_without_starting_spark(
+    kshare: Kshare, tmp_path: Path
+) -> None:
+    """The cluster is asked before Spark starts (a minute's read to find nothing): the
+    java Spark's launcher would run is run only for its version, and the answer takes
+    seconds."""
+    shim = JavaShim(tmp_path / "java", real=_real_java())
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    group = f"nobody-{uuid.uuid4().hex}"
+
+    started = time.monotonic()
+    result = kshare.subprocess(
+        "audit", "archived", "--group", group, env=shim.environment(temporary)
+    )
+    elapsed = time.monotonic() - started
+
+    assert result.returncode == ExitCode.NOT_FOUND, result.stderr
+    assert result.stdout == ""
+    assert_one_error_line(result.stderr, f"share group '{group}': not found")
+    assert shim.command_lines() == ["-version"]
+    assert _spark_logs(temporary) == []
+    assert elapsed < 15, f"{elapsed:.1f} s"
+
+
+def test_a_topic_the_group_has_no_share_partitions_of_exits_5_without_starting_spark(
+    kshare: Kshare, story: Story, tmp_path: Path
+) -> None:
+    """The dead-letter topic exists, and the story's group never consumed it: the state
+    topic holds nothing of the group there, which the cluster says before Spark starts."""
+    shim = JavaShim(tmp_path / "java", real=_real_java())
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+
+    result = kshare.subprocess(
+        "audit",
+        "deliveries",
+        "--group",
+        story.group,
+        "--topic",
+        story.dlq_topic,
+        env=shim.environment(temporary),
     )
 
-    assert result.exit_code == ExitCode.NOT_FOUND, result.stderr
-    assert_one_error_line(result.stderr, "not found")
+    assert result.returncode == ExitCode.NOT_FOUND, result.stderr
+    assert result.stdout == ""
+    assert_one_error_line(
+        result.stderr,
+        f"share group '{story.group}' has no share-partitions of topic '{story.dlq_topic}' "
+        f"(it has {story.topic})",
+    )
+    assert shim.command_lines() == ["-version"]
+    assert _spark_logs(temporary) == []
 
 
 def test_connector_spark_without_sparks_kafka_connector_is_one_line_exit_2(
