@@ -131,9 +131,11 @@ class KafkaClient:
     async def connect(cls, settings: ConnectionSettings, *, timeout_s: float = 30.0) -> KafkaClient:
         """Connect to the first bootstrap server that answers, and negotiate versions.
 
-        Raises ConnectionFailed when none can be reached (naming them all),
-        AuthenticationFailed when TLS or SASL refuses us, TimedOut when the
-        servers that accepted a connection did not finish the handshake in time.
+        Raises ConnectionFailed when none can be reached or none answers as Kafka
+        (naming them all: a web server or SSH daemon in the list, or one silent to
+        ApiVersions for the handshake bound, costs only its own attempt),
+        AuthenticationFailed when TLS or SASL refuses us, TimedOut when --timeout
+        (each server's share of it) ran out before a handshake finished.
         """
         if not settings.bootstrap_servers:
             raise UsageError("no bootstrap servers given")

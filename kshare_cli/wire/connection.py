@@ -13,6 +13,15 @@ Opening errors are worded for an operator: which broker, and the likely cause
 (a TLS client on a PLAINTEXT port, a certificate the CA does not sign).
 Timeouts are the caller's: every await here is cancellable, and the client
 bounds each operation by its deadline.
+
+One bound is this module's own, because only here is it known what a Kafka
+broker would have done: a port that answers but is not Kafka (a web server, an
+SSH daemon, a TLS listener reached in plaintext) must fail at once, as
+``NotKafka``, and not after the operator's whole --timeout. Its first bytes,
+read as a size prefix, announce a frame no ApiVersions answer comes near
+(``HTTP`` is 0x48545450, 1.2 GB), and they say what the peer is where that is
+certain; a peer that says nothing to ApiVersions for ``HANDSHAKE_TIMEOUT_S`` is
+not Kafka, or a hung broker.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from kshare_cli.connect.settings import SaslSettings
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import BrokerApiVersions, format_address, our_versions
-from kshare_cli.wire.errors import UNSUPPORTED_VERSION, ConnectionLost, error_name
+from kshare_cli.wire.errors import UNSUPPORTED_VERSION, ConnectionLost, NotKafka, error_name
 from kshare_cli.wire.framing import (
     API_VERSIONS_KEY,
     DEFAULT_MAX_FRAME_BYTES,
@@ -48,8 +57,26 @@ log = logging.getLogger("kshare.wire")
 
 CLIENT_SOFTWARE_NAME: Final = "kshare"
 _CORRELATION = struct.Struct(">i")
+_SIZE = struct.Struct(">i")  # the frame's size prefix, re-packed to show a peer's first bytes
 _ERROR_CODE = struct.Struct(">h")
 _MAX_CORRELATION_ID: Final = 2**31 - 1
+
+#: How long a peer that accepted the connection may take to answer ApiVersions
+#: (nested in the caller's deadline, so the bound is min(5 s, what is left of it)).
+#: A Kafka broker answers at once: the request needs no disk, quorum or coordinator.
+#: Silence this long means not Kafka, or a hung broker; either way the next
+#: bootstrap server deserves the time that is left, and an operator deserves to
+#: hear it now rather than when --timeout runs out.
+HANDSHAKE_TIMEOUT_S: Final = 5.0
+#: The largest ApiVersions answer accepted (Kafka 4.2's is about 1 KB). A larger
+#: size prefix is some other protocol's first bytes, not a frame to wait for.
+MAX_HANDSHAKE_FRAME_BYTES: Final = 1024 * 1024
+#: How long the TLS probe waits for the answer to its ClientHello (see ``answers_tls``).
+TLS_PROBE_TIMEOUT_S: Final = 2.0
+#: What is read past a non-Kafka prefix to name the peer: its first line, if already sent.
+_PEEK_BYTES: Final = 256
+_PEEK_WAIT_S: Final = 0.2
+_SHOWN_CHARS: Final = 60
 
 Decoder = Callable[[bytes], Any]
 
@@ -68,9 +95,72 @@ def decode_response_frame(api_key: int, api_version: int, frame: bytes) -> tuple
     return decode_response(frame, response_schema(api_key, api_version))
 
 
-def _looks_like_tls(size: int) -> bool:
-    """A TLS record (alert 0x15, handshake 0x16; version 0x03xx) read as a size prefix."""
-    return (size >> 24) in (0x15, 0x16) and ((size >> 16) & 0xFF) == 0x03
+def looks_like_tls(first: bytes) -> bool:
+    """A TLS record header: alert 0x15 or handshake 0x16, then version 0x03 0x00-0x04.
+
+    A Kafka answer never starts so: those bytes as a size prefix announce 350 MB.
+    """
+    return len(first) >= 3 and first[0] in (0x15, 0x16) and first[1] == 0x03 and first[2] <= 0x04
+
+
+def _first_line(data: bytes) -> str:
+    line = data.split(b"\n", 1)[0].rstrip(b"\r").decode("ascii", "replace")
+    shown = "".join(char if char.isprintable() else "?" for char in line)
+    return shown if len(shown) <= _SHOWN_CHARS else shown[: _SHOWN_CHARS - 3] + "..."
+
+
+_TLS_LISTENER: Final = "it answered with TLS: a TLS listener; set security.protocol=SSL or SASL_SSL"
+
+
+def not_kafka_detail(first: bytes) -> str:
+    """What a non-Kafka answer was, said only as far as its first bytes make it certain.
+
+    The TLS hint (set security.protocol) comes only with TLS bytes: told to an
+    operator whose port is a web server, it would send them the wrong way.
+    """
+    if looks_like_tls(first):
+        return _TLS_LISTENER
+    if first.startswith(b"HTTP/"):
+        return f'it answered with HTTP ("{_first_line(first)}"): an HTTP server'
+    if first.startswith(b"SSH-"):
+        return f'it sent an SSH banner ("{_first_line(first)}"): an SSH server'
+    return f"its answer starts {first[:8].hex(' ')}, which no Kafka response does"
+
+
+def not_kafka(address: str, detail: str) -> NotKafka:
+    """The one wording of the error, so every way of finding out reads the same."""
+    return NotKafka(f"{address} does not answer as a Kafka broker: {detail}")
+
+
+async def answers_tls(host: str, port: int, timeout_s: float = TLS_PROBE_TIMEOUT_S) -> bool:
+    """Whether ``host:port`` answers a TLS ClientHello with TLS: proof of a TLS listener.
+
+    Asked only after a plaintext connection closed before ApiVersions was answered.
+    A Kafka broker's TLS listener (Java) sends an alert to a plaintext client,
+    which ``not_kafka_detail`` recognises; servers built on OpenSSL (TLS proxies,
+    the sandbox) close without a byte, so the hint needs this second look. The
+    probe verifies nothing: it only reads the first bytes of the answer.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    outgoing = ssl.MemoryBIO()
+    client = context.wrap_bio(ssl.MemoryBIO(), outgoing, server_hostname=host)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        client.do_handshake()
+    writer: asyncio.StreamWriter | None = None
+    try:
+        async with asyncio.timeout(timeout_s):
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(outgoing.read())
+            await writer.drain()
+            first = await reader.readexactly(3)
+    except (TimeoutError, OSError, asyncio.IncompleteReadError):
+        return False
+    finally:
+        if writer is not None:
+            writer.transport.abort()
+    return looks_like_tls(first)
 
 
 def _one_line(text: object) -> str:
@@ -120,11 +210,13 @@ class BrokerConnection:
         sasl: SaslSettings | None = None,
         on_request: Callable[[], None] | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
     ) -> BrokerConnection:
         """Connect, negotiate ApiVersions and authenticate; raise a one-line KshareError.
 
-        ConnectionFailed for refused, unreachable or wrong-protocol brokers,
-        AuthenticationFailed for rejected credentials or certificates,
+        ConnectionFailed for refused, unreachable or wrong-protocol brokers (NotKafka
+        for a peer that answers, or stays silent for ``handshake_timeout_s``, but not
+        as Kafka), AuthenticationFailed for rejected credentials or certificates,
         IncompatibleBroker for a broker without the APIs a handshake needs.
         """
         where = format_address(host, port)
@@ -165,7 +257,17 @@ class BrokerConnection:
             max_frame_bytes=max_frame_bytes,
         )
         try:
-            await connection._negotiate_api_versions(tls=ssl_context is not None)
+            try:
+                async with asyncio.timeout(handshake_timeout_s):
+                    await connection._negotiate_api_versions(tls=ssl_context is not None)
+            except TimeoutError:
+                # Only this bound's own expiry lands here; the caller's deadline
+                # arrives as a cancellation and stays the caller's TimedOut.
+                raise not_kafka(
+                    where,
+                    f"no answer to ApiVersions within {handshake_timeout_s:g} s "
+                    "(not a Kafka listener, or a hung broker)",
+                ) from None
             if sasl is not None:
                 await authenticate(connection, sasl)
         except BaseException:
@@ -187,6 +289,8 @@ class BrokerConnection:
             )
             try:
                 response = await self.send(payload)
+            except NotKafka:
+                raise
             except ConnectionLost as error:
                 if tls:
                     # The TLS handshake succeeded, so the broker is a TLS listener that
@@ -196,11 +300,9 @@ class BrokerConnection:
                         f"TLS: {error}; the broker may require a client certificate "
                         "(ssl.client.auth=required) or refuse the one given"
                     ) from None
-                if "answered with TLS" in str(error):
-                    raise ConnectionFailed(str(error)) from None
-                raise ConnectionFailed(
-                    f"{error}; if it is a TLS listener, set security.protocol to SSL or SASL_SSL"
-                ) from None
+                if await answers_tls(self.host, self.port):
+                    raise not_kafka(self.address, _TLS_LISTENER) from None
+                raise ConnectionFailed(str(error)) from None
             ranges = {
                 int(entry.api_key): (int(entry.min_version), int(entry.max_version))
                 for entry in response.api_keys
@@ -281,6 +383,10 @@ class BrokerConnection:
                 frame = await self._next_frame()
                 (correlation_id,) = _CORRELATION.unpack_from(frame)
                 entry = self._pending.pop(correlation_id, None)
+                if entry is None and self._negotiating:
+                    # Kafka answers a connection's requests in order, and the handshake
+                    # has sent just one: an answer to another is some other protocol.
+                    raise not_kafka(self.address, not_kafka_detail(_SIZE.pack(len(frame)) + frame))
                 if entry is None:
                     log.debug("%s: dropping a response to abandoned request %d", self.address,
                               correlation_id)  # fmt: skip
@@ -301,11 +407,9 @@ class BrokerConnection:
         except ConnectionLost as error:
             self._fail(error)
         except OversizedFrame as error:
-            if _looks_like_tls(error.size):
-                self._fail(ConnectionLost(
-                    f"{self.address} answered with TLS: it is a TLS listener; "
-                    "set security.protocol to SSL or SASL_SSL"
-                ))  # fmt: skip
+            if self._negotiating:
+                first = _SIZE.pack(error.size) + await self._already_sent()
+                self._fail(not_kafka(self.address, not_kafka_detail(first)))
             else:
                 self._fail(ConnectionLost(f"{self.address} sent a bad frame: {error}"))
         except FrameError as error:
@@ -316,8 +420,18 @@ class BrokerConnection:
             self._fail(ConnectionLost(f"connection to {self.address} closed"))
             raise
 
+    async def _already_sent(self) -> bytes:
+        """What the peer sent past its first four bytes, if it comes at once (to name it)."""
+        try:
+            return await asyncio.wait_for(self._reader.read(_PEEK_BYTES), _PEEK_WAIT_S)
+        except (TimeoutError, ConnectionError, OSError):
+            return b""
+
     async def _next_frame(self) -> bytes:
-        frame = await read_frame(self._reader, self._max_frame_bytes)
+        limit = self._max_frame_bytes
+        if self._negotiating:
+            limit = min(limit, MAX_HANDSHAKE_FRAME_BYTES)
+        frame = await read_frame(self._reader, limit)
         if frame is None:
             if self._negotiating:
                 raise ConnectionLost(

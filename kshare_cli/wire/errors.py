@@ -73,3 +73,14 @@ class ConnectionLost(ConnectionFailed):
     The client catches it and reconnects within its deadline; it reaches an
     operator only as a ``ConnectionFailed`` if it ever escapes.
     """
+
+
+class NotKafka(ConnectionLost):
+    """The peer accepted the connection but does not answer as a Kafka broker.
+
+    Raised while a connection opens: the first bytes back are no Kafka response
+    (an HTTP status line, an SSH banner, a TLS record to a plaintext client), or
+    nothing at all came back to ApiVersions within the handshake bound. It is a
+    ``ConnectionFailed`` (exit 3), not a timeout, and not an ``IncompatibleBroker``:
+    the client goes on to the next bootstrap server, since another one may be Kafka.
+    """

@@ -21,12 +21,18 @@ import pytest
 from kio.index import load_response_schema
 
 from kshare_cli.connect.settings import ConnectionSettings, TlsSettings
-from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker
+from kshare_cli.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    ExitCode,
+    IncompatibleBroker,
+    exit_code_for,
+)
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.build import build
 from kshare_cli.wire.client import KafkaClient
-from kshare_cli.wire.connection import BrokerConnection
-from kshare_cli.wire.errors import ConnectionLost
+from kshare_cli.wire.connection import BrokerConnection, looks_like_tls, not_kafka_detail
+from kshare_cli.wire.errors import ConnectionLost, NotKafka
 from kshare_cli.wire.framing import Request, decode_request, encode_response, read_frame
 from kshare_cli.wire.framing import request_schema as request_type
 from tests.support.tls import SecureSandbox, TlsMaterial
@@ -235,18 +241,115 @@ def test_an_undecodable_answer_fails_its_request_only() -> None:
     run(scenario())
 
 
-def test_a_peer_that_is_not_kafka_is_reported_not_misread() -> None:
+def _answering(first_bytes: bytes, *, then_wait: bool = True) -> Script:
+    """A peer that reads the request, sends ``first_bytes`` and keeps the connection open."""
+
     async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(10)
-        writer.write(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        writer.write(first_bytes)
         await writer.drain()
+        if then_wait:
+            await reader.read()  # until the client hangs up
+
+    return script
+
+
+async def _not_kafka(script: Script, **options: Any) -> str:
+    """Open a connection to ``script``'s peer; the NotKafka it fails with, as one line."""
+    async with fake_broker(script) as (host, port):
+        started = time.monotonic()
+        with pytest.raises(NotKafka) as raised:
+            await asyncio.wait_for(BrokerConnection.open(host, port, **options), 10)
+        message = _one_line_within(raised.value, started, 2)
+        assert message.startswith(f"{host}:{port} does not answer as a Kafka broker: ")
+        assert exit_code_for(raised.value) is ExitCode.CONNECTION
+        return message
+
+
+def test_a_peer_that_is_not_kafka_is_reported_not_misread() -> None:
+    """HTTP/1.1 read as a size is 1.2 GB: the client says what it is instead of waiting for it."""
+    message = run(_not_kafka(_answering(b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\n\r\n")))
+    assert message.endswith('it answered with HTTP ("HTTP/1.1 400 Bad Request"): an HTTP server')
+
+
+def test_a_handshake_answer_over_a_megabyte_is_not_waited_for() -> None:
+    """No ApiVersions answer comes near 1 MiB: a 2 MiB prefix is proof enough, not a wait."""
+    message = run(_not_kafka(_answering(struct.pack(">i", 2 * 1024 * 1024) + b"\0" * 16)))
+    assert message.endswith(
+        "its answer starts 00 20 00 00 00 00 00 00, which no Kafka response does"
+    )
+
+
+def test_a_handshake_answer_to_a_request_never_sent_is_not_kafka() -> None:
+    frame = struct.pack(">ii", 4, 12345)  # a well-sized frame, correlation id 12345
+    message = run(_not_kafka(_answering(frame)))
+    assert "00 00 00 04 00 00 30 39" in message
+
+
+def test_a_tls_alert_to_a_plaintext_client_gets_the_tls_hint() -> None:
+    """What a Java (Kafka) TLS listener sends to a plaintext client: a fatal alert record."""
+    message = run(_not_kafka(_answering(b"\x15\x03\x03\x00\x02\x02\x50", then_wait=False)))
+    assert message.endswith(
+        "it answered with TLS: a TLS listener; set security.protocol=SSL or SASL_SSL"
+    )
+
+
+def test_silence_past_the_handshake_bound_is_not_kafka() -> None:
+    message = run(_not_kafka(_answering(b""), handshake_timeout_s=0.3))
+    assert message.endswith(
+        "no answer to ApiVersions within 0.3 s (not a Kafka listener, or a hung broker)"
+    )
+
+
+def test_the_callers_shorter_deadline_still_wins_over_the_handshake_bound() -> None:
+    """min(bound, deadline): a deadline that ends first is the caller's timeout, not NotKafka."""
 
     async def scenario() -> None:
-        async with fake_broker(script) as (host, port):
-            with pytest.raises(ConnectionFailed, match="bad frame"):
-                await asyncio.wait_for(BrokerConnection.open(host, port), 5)
+        async with fake_broker(_answering(b"")) as (host, port):
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(BrokerConnection.open(host, port), 0.3)
 
     run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("first", "detail"),
+    [
+        (
+            b"\x15\x03\x03\x00\x02\x02\x28",
+            "it answered with TLS: a TLS listener; set security.protocol=SSL or SASL_SSL",
+        ),
+        (
+            b"\x16\x03\x01\x00\x7a\x02",
+            "it answered with TLS: a TLS listener; set security.protocol=SSL or SASL_SSL",
+        ),
+        (
+            b"HTTP/1.0 302 Found\r\nLocation: /ui\r\n",
+            'it answered with HTTP ("HTTP/1.0 302 Found"): an HTTP server',
+        ),
+        (b"SSH-2.0-dropbear\r\n", 'it sent an SSH banner ("SSH-2.0-dropbear"): an SSH server'),
+        (b"HTTP", "its answer starts 48 54 54 50, which no Kafka response does"),
+        (b"\x15\x03\x09\x00", "its answer starts 15 03 09 00, which no Kafka response does"),
+        (b"\x17\x03\x03\x00", "its answer starts 17 03 03 00, which no Kafka response does"),
+        (
+            b"-ERR unknown command\r\n",
+            "its answer starts 2d 45 52 52 20 75 6e 6b, which no Kafka response does",
+        ),
+    ],
+    ids=[
+        "tls-alert",
+        "tls-handshake",
+        "http",
+        "ssh",
+        "bare-http",
+        "tls-bad-version",
+        "tls-app-data",
+        "redis",
+    ],
+)
+def test_what_a_non_kafka_answer_was_is_said_only_when_certain(first: bytes, detail: str) -> None:
+    assert not_kafka_detail(first) == detail
+    assert looks_like_tls(first) == ("TLS" in detail)
 
 
 # -- TLS ------------------------------------------------------------------------------
