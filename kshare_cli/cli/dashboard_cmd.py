@@ -95,17 +95,20 @@ def dashboard(
     timeout: common.Timeout = common.DEFAULT_TIMEOUT,
     debug: common.Debug = False,
 ) -> None:
-    """Watch share groups live: lag, drain rate, in-flight windows, members, stalls.
+    """Watch share groups live: lag, how fast it drains, in-flight windows, members, stalls.
 
     Screens: every group (state, members, share-partitions, total lag and its
-    trend, drain rate, time to empty); one group (per share-partition: start and
-    end offset, lag and its sparkline, the in-flight window, archived records,
-    time since the start offset moved; the members); one share-partition (the
-    window zoomed, delivery counts, the most delivered offsets, the next
-    records, read without acquiring them). Keys: enter/arrows, escape, / filter,
-    p pause, + and - refresh interval, r refresh, ? help, q quit (ctrl+c quits
-    with exit code 130). Windows come
-    from __share_group_state (needs READ on it; without it the screen says why).
+    trend, net drain, time to empty); one group (records consumed and arriving
+    per second, net drain, time to empty; per share-partition: start and end
+    offset, lag and its sparkline, the in-flight window, archived records, time
+    since the start offset moved; the members); one share-partition (the same
+    rates, the window zoomed, delivery counts, the most delivered offsets, the
+    next records, read without acquiring them). Net drain is the lag's decrease
+    per second (consumed - arriving); time to empty is lag / net drain, "never"
+    while the lag grows. Keys: enter/arrows, escape, / filter, p pause, + and -
+    refresh interval, r refresh, ? help, q quit; ctrl+c quits with exit code
+    130, as an interrupted command. Windows come from __share_group_state
+    (needs READ on it; without it the screen says why).
     """
     invocation = common.Invocation(debug=debug)
     if group is not None:

@@ -68,16 +68,18 @@ HELP_TEXT: Final = f"""\
   q               quit
   ctrl+c          quit (exit code 130, as an interrupted command)
 
-[b]Columns[/b]
+[b]Columns and figures[/b]
   LAG             log end offset - start offset - delivery-complete count (KIP-1226);
                   ≤N is kshare's upper bound when the broker gave no lag
   LAG TREND       the lag over the last samples, one character a refresh
   IN-FLIGHT       the persisted window from the start offset to the log end offset
   SINCE MOVED     time since the start offset last changed; ≥ until a change was seen
-  DRAIN           records completed per second (start offset + delivery-complete
-                  count), over the last minute; on the groups screen, the net
-                  decrease of the total lag
-  EMPTY IN        lag / drain rate; ∞ when nothing drains
+  consumed        records completed per second: the growth of start offset +
+                  delivery-complete count (an offset reset counts as 0)
+  arriving        records appended per second: the growth of the log end offset
+  NET DRAIN       the lag's decrease per second (consumed - arriving); negative while
+                  the lag grows. Rates are over the last minute.
+  EMPTY IN        lag / net drain; "never" while the lag grows or stands still
   stalled (⚠)     lag above 0 and the start offset unmoved for the stall time
                   (kshare dashboard --stall-after)
 
@@ -220,6 +222,7 @@ class DashboardApp(App[None]):
         keys = []
         start_sum: int | None = 0
         complete_sum: int | None = 0
+        end_sum: int | None = 0
         for partition in inflight.partitions:
             window = partition.window
             key = partition_key(group_id, partition.topic, partition.partition)
@@ -229,15 +232,18 @@ class DashboardApp(App[None]):
                 partition.lag,
                 partition.start_offset,
                 None if window is None else window.delivery_complete_count,
+                partition.end_offset,
             )
             history.add(key, sample)
             start_sum = _plus(start_sum, sample.start_offset)
             complete_sum = _plus(complete_sum, sample.delivery_complete_count)
+            end_sum = _plus(end_sum, sample.end_offset)
         history.retain(keys, prefix=("p", group_id))
         history.add(group_key(group_id), Sample.of(at, inflight.total_lag))
         if inflight.partitions:
             history.add(
-                completed_key(group_id), Sample(at, inflight.total_lag, start_sum, complete_sum)
+                completed_key(group_id),
+                Sample(at, inflight.total_lag, start_sum, complete_sum, end_sum),
             )
 
     def record_overview(self, overview: GroupsOverview, at: float) -> None:

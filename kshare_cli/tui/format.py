@@ -10,9 +10,14 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from kshare_cli.tui.history import Flow
+
 __all__ = [
+    "NEVER",
     "UNKNOWN",
     "duration",
+    "empty_in",
+    "flow",
     "interval",
     "number",
     "plural",
@@ -23,6 +28,8 @@ __all__ = [
 ]
 
 UNKNOWN: Final = "-"
+#: Time to empty while the lag grows or stands still.
+NEVER: Final = "never"
 
 
 def number(value: int | None) -> str:
@@ -85,14 +92,42 @@ def plural(count: int, noun: str) -> str:
 
 
 def rate(per_second: float | None) -> str:
-    """Records per second: ``0/s``, ``3.4/s``, ``1,250/s``; "-" when unknown."""
+    """Records per second: ``0/s``, ``3.4/s``, ``1,250/s``, ``-4.0/s``; "-" when unknown."""
     if per_second is None:
         return UNKNOWN
-    if per_second == 0:
+    size = abs(per_second)
+    text = f"{size:.1f}" if size < 10 else f"{round(size):,}"
+    if text == "0.0":
         return "0/s"
-    if per_second < 10:
-        return f"{per_second:.1f}/s"
-    return f"{round(per_second):,}/s"
+    return f"-{text}/s" if per_second < 0 else f"{text}/s"
+
+
+def empty_in(seconds: float | None, *, compact: bool = False) -> str:
+    """A time to empty: a duration, ``never`` while the lag does not shrink, "-" unknown."""
+    if seconds is not None and math.isinf(seconds):
+        return NEVER
+    return short(seconds) if compact else duration(seconds)
+
+
+def flow(figures: Flow) -> str:
+    """The flow line of the group and share-partition screens, the help's words for each figure.
+
+    While the lag does not shrink, "never" says by how much it grows, so the
+    reader sees why.
+    """
+    net = figures.net_drain_per_s
+    empty = empty_in(figures.time_to_empty)
+    if empty == NEVER and net is not None:
+        growth = rate(-net) if net < 0 else rate(0)
+        empty += " (lag not shrinking)" if growth == rate(0) else f" (lag grows {growth})"
+    return " · ".join(
+        (
+            f"consumed {rate(figures.consumed_per_s)}",
+            f"arriving {rate(figures.arriving_per_s)}",
+            f"net drain {rate(net)}",
+            f"empty in {empty}",
+        )
+    )
 
 
 def truncate(text: str, width: int) -> str:

@@ -34,11 +34,11 @@ from kshare_cli.render.offsets import lag_text
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow
 from kshare_cli.tui import format as fmt
 from kshare_cli.tui.history import (
+    Flow,
     completed_key,
     group_key,
     partition_key,
     sparkline,
-    time_to_empty,
 )
 from kshare_cli.tui.history import is_stalled as is_stalled_now
 from kshare_cli.tui.live_screen import LiveScreen
@@ -191,6 +191,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
 
     DEFAULT_CSS = """
     GroupScreen #summary { height: 1; text-style: bold; }
+    GroupScreen #flow { height: 1; }
     GroupScreen #stall { height: auto; color: $error; text-style: bold; display: none; }
     GroupScreen #stall.-shown { display: block; }
     GroupScreen #note { height: auto; color: $text-muted; }
@@ -223,6 +224,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(f"share group {self.group_id}", id="summary")
+        yield Static("", id="flow")
         yield Static("", id="stall")
         yield Static("", id="note")
         yield Static("", id="partitions-header")
@@ -424,10 +426,6 @@ class GroupScreen(LiveScreen[GroupInflight]):
             "- members" if description is None else fmt.plural(description.member_count, "member")
         )
         count = len(data.partitions)
-        # The group's completed position is the sum of its share-partitions': one
-        # series gives the group's drain rate without a pass over a thousand of them.
-        completed = dashboard.history.get(completed_key(data.group_id))
-        drain = None if completed is None else completed.drain_rate()
         total = data.total_lag
         group_series = dashboard.history.get(group_key(data.group_id))
         trend = None if group_series is None else group_series.trend()
@@ -438,10 +436,13 @@ class GroupScreen(LiveScreen[GroupInflight]):
             fmt.plural(count, "share-partition"),
             f"total lag {lag_text(total, data.total_lag_source)}"
             + (f" {trend.value}" if trend is not None else ""),
-            f"drain {fmt.rate(drain)}",
-            f"empty in {fmt.duration(time_to_empty(total, drain))}",
         ]
         self.query_one("#summary", Static).update(" · ".join(parts))
+        # The sums of the share-partitions' offsets, one series: the group's rates
+        # without a pass over a thousand share-partitions.
+        completed = dashboard.history.get(completed_key(data.group_id))
+        flow = Flow(total, None, None, None) if completed is None else completed.flow()
+        self.query_one("#flow", Static).update(fmt.flow(flow))
 
     def _show_note(self, data: GroupInflight) -> None:
         note = self.query_one("#note", Static)

@@ -1,10 +1,11 @@
 """The groups screen: every share group of the cluster, and which of them are backing up.
 
 One row per group: its state, members, share-partitions, total lag with the
-direction it took, how fast the backlog shrinks and when it would be gone.
-The listing carries no start offsets, so a group's drain rate here is the
-net decrease of its total lag (see ``tui.history``); the group screen has
-the per-share-partition rates.
+direction it took, how fast the backlog shrinks (net drain: the decrease of
+the total lag per second) and when it would be gone at that pace. The
+listing carries no offsets, so what is consumed and what arrives is on the
+group screen; the net drain and the time to empty are the same figures,
+from the same functions (``tui.history.Flow``), as there.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ _COLUMNS: Final = (
     ("partitions", "SHARE-PARTITIONS", 16),
     ("lag", "TOTAL LAG", 11),
     ("trend", "TREND", 5),
-    ("drain", "DRAIN", 9),
-    ("empty", "EMPTY IN", 12),
+    ("net_drain", "NET DRAIN", 9),
+    ("empty", "EMPTY IN", 8),
 )
 
 
@@ -104,8 +105,7 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
     def _row(self, group: GroupSummary) -> tuple[Any, ...]:
         series = self.dashboard.history.get(group_key(group.group_id))
         trend = None if series is None else series.trend()
-        rate = None if series is None else series.drain_rate()
-        empty = None if series is None else series.time_to_empty()
+        flow = None if series is None else series.flow()
         return (
             group.group_id,
             group.state,
@@ -113,8 +113,8 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
             group.share_partitions,
             group.total_lag,
             "" if trend is None else trend.value,
-            fmt.rate(rate),
-            fmt.short(empty),
+            fmt.rate(None if flow is None else flow.net_drain_per_s),
+            fmt.empty_in(None if flow is None else flow.time_to_empty, compact=True),
         )
 
     def selected_group(self) -> str | None:

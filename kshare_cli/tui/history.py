@@ -8,21 +8,28 @@ dashboard keeps a short history of samples per share-partition and per group
 and derives it here, without I/O and without Textual, so every figure on
 screen is a unit-tested function of the samples.
 
-Definitions (the help screen shows them too):
+Definitions (the help screen shows them too), one word each, the same on
+every screen:
 
 * completed position = start offset + delivery-complete count: every record
   below the start offset is done, and the delivery-complete count (KIP-1226)
   counts the done records at or above it. It only grows, except after an
   offset reset.
-* drain rate = growth of the completed position per second over the last
+* consumed/s = growth of the completed position per second over the last
   ``window_s`` seconds; a reset (the position going back) is not counted as
   negative progress. When the delivery-complete count is unknown on either
   side of a step (-1 after a reset, or no state), only the start offset's
-  growth counts for that step. A series without start offsets (a group total
-  from a listing) falls back to the decrease of its lag: a net rate, after
-  new records are added.
-* time to empty = lag / drain rate (0 when there is no lag; infinite when
-  nothing drains).
+  growth counts for that step. Unknown without start offsets (a group total
+  from a listing).
+* arriving/s = growth of the log end offset per second over the same window.
+* net drain/s = the decrease of the lag per second over the window, -(d lag /
+  dt): consumed/s - arriving/s, since lag = log end offset - completed
+  position. Negative while the lag grows. Known from the lag alone, so the
+  groups screen (which has no offsets) shows it too.
+* time to empty = lag / net drain while the net drain is above 0; 0 without
+  lag; infinite ("never") while the lag grows or stands still: dividing by the
+  consumption rate alone would promise an end to a queue that fills faster
+  than it drains.
 * since moved = time since the start offset was last seen to change; before
   any change is seen it is the time since the first sample, a lower bound.
 * stalled = lag above zero and the start offset unmoved for ``stall_after_s``.
@@ -31,7 +38,7 @@ Definitions (the help screen shows them too):
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -39,16 +46,20 @@ from typing import Final
 __all__ = [
     "DEFAULT_CAPACITY",
     "DEFAULT_RATE_WINDOW_S",
+    "Flow",
     "History",
     "HistoryStore",
     "Sample",
     "SinceMoved",
     "Trend",
+    "arrival_rate",
     "completed_key",
-    "drain_rate",
+    "consumption_rate",
+    "flow",
     "group_key",
     "is_stalled",
     "lag_trend",
+    "net_drain_rate",
     "partition_key",
     "sparkline",
     "time_to_empty",
@@ -74,6 +85,7 @@ class Sample:
     lag: int | None
     start_offset: int | None = None
     delivery_complete_count: int | None = None
+    end_offset: int | None = None
 
     @classmethod
     def of(
@@ -82,16 +94,20 @@ class Sample:
         lag: int | None,
         start_offset: int | None = None,
         delivery_complete_count: int | None = None,
+        end_offset: int | None = None,
     ) -> Sample:
         """A sample with Kafka's -1 sentinels turned into None."""
         return cls(
             at,
             lag,
-            None if start_offset is None or start_offset < 0 else start_offset,
-            None
-            if delivery_complete_count is None or delivery_complete_count < 0
-            else delivery_complete_count,
+            _known(start_offset),
+            _known(delivery_complete_count),
+            _known(end_offset),
         )
+
+
+def _known(value: int | None) -> int | None:
+    return None if value is None or value < 0 else value
 
 
 class Trend(StrEnum):
@@ -132,64 +148,115 @@ def lag_trend(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
     return Trend.FLAT
 
 
-def _progress(older: Sample, newer: Sample) -> int | None:
-    """Records completed between two samples (never negative); None when unknowable."""
-    if older.start_offset is None or newer.start_offset is None:
+def _completed(sample: Sample, other: Sample) -> int | None:
+    """The completed position, counting the delivery-complete count only if ``other`` has one."""
+    if sample.start_offset is None:
         return None
-    if older.delivery_complete_count is not None and newer.delivery_complete_count is not None:
-        moved = (newer.start_offset + newer.delivery_complete_count) - (
-            older.start_offset + older.delivery_complete_count
-        )
-    else:
-        moved = newer.start_offset - older.start_offset
-    return max(moved, 0)
+    if sample.delivery_complete_count is None or other.delivery_complete_count is None:
+        return sample.start_offset
+    return sample.start_offset + sample.delivery_complete_count
 
 
-def drain_rate(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S) -> float | None:
-    """Records completed per second over the window (see the module docstring).
+def _growth_rate(
+    samples: Sequence[Sample], window_s: float, position: Callable[[Sample, Sample], int | None]
+) -> float | None:
+    """Growth of ``position(sample, neighbour)`` per second over the steps where it is known.
 
-    None when the window holds fewer than two usable samples or spans no time.
+    A step backwards (an offset reset, a recreated topic) counts as no growth,
+    not as negative growth. None with no known step or no time between them.
     """
     recent = _recent(samples, window_s)
-    if len(recent) < 2:
-        return None
-    if all(sample.start_offset is None for sample in recent):
-        return _net_drain(recent)
-    completed = 0
+    grown = 0
     span = 0.0
+    known = False
     for older, newer in zip(recent, recent[1:], strict=False):
-        progress = _progress(older, newer)
-        if progress is None:
+        before, after = position(older, newer), position(newer, older)
+        if before is None or after is None:
             continue
-        completed += progress
+        known = True
+        grown += max(after - before, 0)
         span += newer.at - older.at
-    if span <= 0:
+    if not known or span <= 0:
         return None
-    return completed / span
+    return grown / span
 
 
-def _net_drain(samples: Sequence[Sample]) -> float | None:
-    known = [sample for sample in samples if sample.lag is not None]
+def consumption_rate(
+    samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
+) -> float | None:
+    """consumed/s: records completed per second over the window (see the module docstring)."""
+    return _growth_rate(samples, window_s, _completed)
+
+
+def arrival_rate(
+    samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
+) -> float | None:
+    """arriving/s: records appended to the share-partitions per second (log end offset growth)."""
+    return _growth_rate(samples, window_s, lambda sample, _: sample.end_offset)
+
+
+def net_drain_rate(
+    samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
+) -> float | None:
+    """net drain/s: how fast the lag shrinks, -(d lag / dt); negative while it grows.
+
+    From the oldest and newest known lag in the window; None with fewer than
+    two or no time between them.
+    """
+    known = [sample for sample in _recent(samples, window_s) if sample.lag is not None]
     if len(known) < 2:
         return None
-    span = known[-1].at - known[0].at
+    first, last = known[0], known[-1]
+    span = last.at - first.at
     if span <= 0:
         return None
-    assert known[0].lag is not None and known[-1].lag is not None
-    return max(known[0].lag - known[-1].lag, 0) / span
+    assert first.lag is not None and last.lag is not None
+    return (first.lag - last.lag) / span
 
 
-def time_to_empty(lag: int | None, rate: float | None) -> float | None:
-    """Seconds until the lag is gone at this rate: 0 without lag, inf when nothing drains."""
+def time_to_empty(lag: int | None, net_drain: float | None) -> float | None:
+    """Seconds until the lag is gone at this net drain rate.
+
+    0 without lag; infinite ("never") while the lag grows or stands still;
+    None when the lag or the rate is unknown.
+    """
     if lag is None:
         return None
     if lag <= 0:
         return 0.0
-    if rate is None:
+    if net_drain is None:
         return None
-    if rate <= 0:
+    if net_drain <= 0:
         return math.inf
-    return lag / rate
+    return lag / net_drain
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """Where a backlog is going: the figures every screen shows, computed one way.
+
+    ``consumed_per_s`` and ``arriving_per_s`` are None where the series has no
+    offsets (a group total from the listing); ``net_drain_per_s`` needs only lags.
+    """
+
+    lag: int | None
+    consumed_per_s: float | None
+    arriving_per_s: float | None
+    net_drain_per_s: float | None
+
+    @property
+    def time_to_empty(self) -> float | None:
+        return time_to_empty(self.lag, self.net_drain_per_s)
+
+
+def flow(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S) -> Flow:
+    """The flow of a series: its latest lag and its rates over the window."""
+    return Flow(
+        lag=samples[-1].lag if samples else None,
+        consumed_per_s=consumption_rate(samples, window_s),
+        arriving_per_s=arrival_rate(samples, window_s),
+        net_drain_per_s=net_drain_rate(samples, window_s),
+    )
 
 
 def is_stalled(lag: int | None, since_moved: SinceMoved | None, stall_after_s: float) -> bool:
@@ -296,12 +363,8 @@ class History:
     def trend(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> Trend | None:
         return lag_trend(self._samples, window_s)
 
-    def drain_rate(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> float | None:
-        return drain_rate(self._samples, window_s)
-
-    def time_to_empty(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> float | None:
-        latest = self.latest
-        return time_to_empty(None if latest is None else latest.lag, self.drain_rate(window_s))
+    def flow(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> Flow:
+        return flow(self._samples, window_s)
 
     def since_moved(self, now: float) -> SinceMoved | None:
         """None before the first sample with a start offset."""

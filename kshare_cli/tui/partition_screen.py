@@ -31,7 +31,7 @@ from kshare_cli.render.inflight import LEGEND, STATE_STYLES, strip_text
 from kshare_cli.render.offsets import lag_text
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow, WindowState
 from kshare_cli.tui import format as fmt
-from kshare_cli.tui.history import partition_key
+from kshare_cli.tui.history import Flow, partition_key
 from kshare_cli.tui.live_screen import LiveScreen, one_line
 from kshare_cli.tui.widgets import FastTable, TableSync
 
@@ -102,6 +102,7 @@ class PartitionScreen(LiveScreen[PartitionView]):
 
     DEFAULT_CSS = """
     PartitionScreen #title { height: 1; text-style: bold; }
+    PartitionScreen #flow { height: 1; }
     PartitionScreen #stall { height: auto; color: $error; text-style: bold; display: none; }
     PartitionScreen #stall.-shown { display: block; }
     PartitionScreen #window-title { height: 1; margin-top: 1; text-style: bold; }
@@ -133,6 +134,7 @@ class PartitionScreen(LiveScreen[PartitionView]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(f"share-partition {self.label} of group {self.group_id}", id="title")
+        yield Static("", id="flow")
         yield Static("", id="stall")
         yield Static("In-flight window", id="window-title")
         yield Static("", id="strip")
@@ -201,11 +203,13 @@ class PartitionScreen(LiveScreen[PartitionView]):
         partition = data.partition
         title = self.query_one("#title", Static)
         stall = self.query_one("#stall", Static)
+        flow_line = self.query_one("#flow", Static)
         if partition is None:
             title.update(
                 f"share-partition {self.label} of group {self.group_id}: "
                 "not in the group's offsets (deleted, or never consumed)"
             )
+            flow_line.update("")
             stall.remove_class("-shown")
             return
         now = dashboard.now()
@@ -216,18 +220,18 @@ class PartitionScreen(LiveScreen[PartitionView]):
             if since_moved is None
             else fmt.since(since_moved.seconds, lower_bound=since_moved.lower_bound)
         )
-        rate = None if series is None else series.drain_rate()
+        flow = Flow(partition.lag, None, None, None) if series is None else series.flow()
         parts = [
             f"{self.label} of group {self.group_id}",
             f"start offset {fmt.number(partition.start_offset)}",
             f"end offset {fmt.number(partition.end_offset)}",
             f"lag {lag_text(partition.lag, partition.lag_source)}",
-            f"drain {fmt.rate(rate)}",
             f"start offset moved {moved} ago",
         ]
         if partition.error is not None:
             parts.append(f"error {partition.error.name}")
         title.update(" · ".join(parts))
+        flow_line.update(fmt.flow(flow))
         if series is not None and series.stalled(now, dashboard.stall_after_s):
             stall.update(
                 f"⚠ stalled: lag above 0 and the start offset unmoved for "

@@ -1,4 +1,4 @@
-"""The dashboard's arithmetic on samples: trends, drain rates, time to empty, stalls, sparklines."""
+"""The dashboard's arithmetic on samples: trends, flow rates, time to empty, stalls, sparklines."""
 
 from __future__ import annotations
 
@@ -9,14 +9,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kshare_cli.tui.history import (
+    Flow,
     History,
     HistoryStore,
     Sample,
     SinceMoved,
     Trend,
-    drain_rate,
+    arrival_rate,
+    consumption_rate,
+    flow,
     is_stalled,
     lag_trend,
+    net_drain_rate,
     partition_key,
     sparkline,
     time_to_empty,
@@ -24,8 +28,8 @@ from kshare_cli.tui.history import (
 
 
 def test_sample_of_turns_kafka_sentinels_into_unknowns() -> None:
-    assert Sample.of(1.0, 5, -1, -1) == Sample(1.0, 5, None, None)
-    assert Sample.of(1.0, 5, 0, 0) == Sample(1.0, 5, 0, 0)
+    assert Sample.of(1.0, 5, -1, -1, -1) == Sample(1.0, 5, None, None, None)
+    assert Sample.of(1.0, 5, 0, 0, 7) == Sample(1.0, 5, 0, 0, 7)
 
 
 def test_lag_trend_compares_the_newest_lag_with_the_oldest_in_the_window() -> None:
@@ -39,39 +43,68 @@ def test_lag_trend_compares_the_newest_lag_with_the_oldest_in_the_window() -> No
     assert lag_trend([Sample(0, 100), Sample(70, 5), Sample(80, 9)], window_s=60) is Trend.UP
 
 
-def test_drain_rate_counts_start_offset_plus_delivery_complete_count() -> None:
+def test_consumption_counts_start_offset_plus_delivery_complete_count() -> None:
     # 10 s apart: start offset 100 -> 120 and delivery-complete count 5 -> 15: 30 records.
     samples = [Sample(0, 50, 100, 5), Sample(10, 40, 120, 15)]
-    assert drain_rate(samples) == pytest.approx(3.0)
+    assert consumption_rate(samples) == pytest.approx(3.0)
 
 
-def test_drain_rate_uses_the_start_offset_alone_where_the_count_is_unknown() -> None:
+def test_consumption_uses_the_start_offset_alone_where_the_count_is_unknown() -> None:
     # The count becomes known on the second step; counting it would invent 40 records.
     samples = [Sample(0, 9, 100, None), Sample(10, 9, 110, None), Sample(20, 9, 120, 40)]
-    assert drain_rate(samples) == pytest.approx(20 / 20)
+    assert consumption_rate(samples) == pytest.approx(20 / 20)
 
 
-def test_an_offset_reset_is_no_negative_drain() -> None:
+def test_an_offset_reset_is_no_negative_consumption() -> None:
     samples = [Sample(0, 1, 500, 0), Sample(10, 90, 10, 0), Sample(20, 80, 30, 0)]
-    assert drain_rate(samples) == pytest.approx(20 / 20)
+    assert consumption_rate(samples) == pytest.approx(20 / 20)
 
 
-def test_drain_rate_is_unknown_without_two_samples_or_time_between_them() -> None:
-    assert drain_rate([]) is None
-    assert drain_rate([Sample(0, 1, 5, 0)]) is None
-    assert drain_rate([Sample(3, 1, 5, 0), Sample(3, 1, 9, 0)]) is None
+def test_rates_are_unknown_without_two_samples_or_time_between_them() -> None:
+    for rate in (consumption_rate, arrival_rate, net_drain_rate):
+        assert rate([]) is None
+        assert rate([Sample(0, 1, 5, 0, 6)]) is None
+        assert rate([Sample(3, 1, 5, 0, 6), Sample(3, 1, 9, 0, 10)]) is None
 
 
-def test_a_series_without_start_offsets_drains_by_its_net_lag_decrease() -> None:
-    # A group total from the listing: 90 -> 60 in 10 s is 3/s; growth is 0, never negative.
-    assert drain_rate([Sample(0, 90), Sample(10, 60)]) == pytest.approx(3.0)
-    assert drain_rate([Sample(0, 60), Sample(10, 90)]) == 0.0
+def test_a_series_without_offsets_has_a_net_drain_but_no_consumption_or_arrivals() -> None:
+    # A group total from the listing: 90 -> 60 in 10 s is a net drain of 3/s.
+    listing = [Sample(0, 90), Sample(10, 60)]
+    assert net_drain_rate(listing) == pytest.approx(3.0)
+    assert consumption_rate(listing) is None and arrival_rate(listing) is None
+    # Growth is a negative net drain, not 0: the lag rose 3/s.
+    assert net_drain_rate([Sample(0, 60), Sample(10, 90)]) == pytest.approx(-3.0)
+
+
+def test_lag_rising_while_records_are_consumed_never_empties() -> None:
+    """The issue's case: 10/s consumed, 14/s arriving: lag +4/s, so "never", not lag / 10."""
+    samples = [Sample(0, 100, 0, 0, 100), Sample(10, 140, 100, 0, 240)]
+    figures = flow(samples)
+    assert figures == Flow(lag=140, consumed_per_s=10.0, arriving_per_s=14.0, net_drain_per_s=-4.0)
+    assert figures.time_to_empty == math.inf
+
+
+def test_net_drain_is_consumed_minus_arriving_and_sets_the_time_to_empty() -> None:
+    # 20/s consumed, 15/s arriving: the lag of 300 shrinks 5/s and is gone in 60 s.
+    samples = [Sample(0, 350, 0, 0, 350), Sample(10, 300, 200, 0, 500)]
+    figures = flow(samples)
+    assert figures.consumed_per_s == pytest.approx(20.0)
+    assert figures.arriving_per_s == pytest.approx(15.0)
+    assert figures.net_drain_per_s == pytest.approx(5.0)
+    assert figures.time_to_empty == pytest.approx(60.0)
+
+
+def test_arrivals_count_log_end_offset_growth_only_where_it_is_known() -> None:
+    samples = [Sample(0, 0, 0, 0, None), Sample(10, 0, 0, 0, 50), Sample(20, 0, 0, 0, 80)]
+    assert arrival_rate(samples) == pytest.approx(30 / 10)
 
 
 def test_time_to_empty() -> None:
     assert time_to_empty(30, 3.0) == pytest.approx(10.0)
     assert time_to_empty(0, None) == 0.0
-    assert time_to_empty(30, 0.0) == math.inf
+    assert time_to_empty(0, -5.0) == 0.0
+    assert time_to_empty(30, 0.0) == math.inf  # standing still: never
+    assert time_to_empty(30, -4.0) == math.inf  # growing: never
     assert time_to_empty(30, None) is None
     assert time_to_empty(None, 3.0) is None
 
@@ -122,8 +155,9 @@ def test_history_figures_come_from_the_module_functions() -> None:
     for at, lag, start in ((0, 40, 0), (10, 30, 10), (20, 20, 20)):
         history.add(Sample(at, lag, start, 0))
     assert history.trend() is Trend.DOWN
-    assert history.drain_rate() == pytest.approx(1.0)
-    assert history.time_to_empty() == pytest.approx(20.0)
+    assert history.flow() == flow(history.samples)
+    assert history.flow().consumed_per_s == pytest.approx(1.0)
+    assert history.flow().time_to_empty == pytest.approx(20.0)
     assert history.lags() == (40, 30, 20)
 
 
@@ -154,7 +188,7 @@ def test_sparkline_scales_from_zero_to_the_highest_value() -> None:
         max_size=30,
     )
 )
-def test_drain_rate_of_steady_progress_is_the_total_over_the_span(
+def test_consumption_of_steady_progress_is_the_total_over_the_span(
     steps: list[tuple[int, int]],
 ) -> None:
     """Whatever the step sizes, monotone progress drains at (last - first) / span."""
@@ -165,5 +199,5 @@ def test_drain_rate_of_steady_progress_is_the_total_over_the_span(
         at += seconds + 1
         start += completed
         samples.append(Sample(at, 0, start, 0))
-    rate = drain_rate(samples, window_s=math.inf)
+    rate = consumption_rate(samples, window_s=math.inf)
     assert rate == pytest.approx(start / at)
