@@ -28,7 +28,7 @@ from kio.index import load_response_schema
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
 from kshare_cli.sandbox.security import ILLEGAL_SASL_STATE, PLAINTEXT, ListenerSecurity
 from kshare_cli.sandbox.server import Connection, FrameServer
-from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS
+from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, SHARE_STATE_TOPIC
 from kshare_cli.wire.build import build, has_field
 from kshare_cli.wire.framing import Request, UnsupportedVersion, encode_response
 
@@ -103,7 +103,13 @@ class Listener:
 
 
 class Broker:
-    """State and lifecycle of the sandbox node; handlers read and change it."""
+    """State and lifecycle of the sandbox node; handlers read and change it.
+
+    ``auto_create_topics`` and ``default_partitions`` are Kafka's
+    ``auto.create.topics.enable`` (default true) and ``num.partitions`` (default
+    1): a Metadata request that allows it creates an unknown topic, as a
+    producer's first record to a new topic does on Kafka.
+    """
 
     def __init__(
         self,
@@ -371,16 +377,18 @@ async def metadata(broker: Broker, request: Request, connection: Connection) -> 
             if name is None:
                 continue
             found = broker.topic(name)
-            if found is None and allow_create and broker.auto_create_topics:
-                if is_valid_topic_name(name):
-                    found = broker.create_topic(name, broker.default_partitions)
-            if found is None:
-                code = UNKNOWN_TOPIC_OR_PARTITION
-                if not is_valid_topic_name(name):
-                    code = INVALID_TOPIC_EXCEPTION
-                topics.append(_unknown_topic(name, None, code))
-            else:
+            if found is not None:
                 topics.append(broker.metadata_topic(found))
+            elif not is_valid_topic_name(name):
+                topics.append(_unknown_topic(name, None, INVALID_TOPIC_EXCEPTION))
+            else:
+                if allow_create and broker.auto_create_topics:
+                    # auto.create.topics.enable: Kafka 4.2 hands the creation to its
+                    # controller and answers this request before the topic exists
+                    # (AutoTopicCreationManager.sendCreateTopicRequest), so the client
+                    # asks again; here the topic is there by its next Metadata request.
+                    broker.create_topic(name, broker.default_partitions)
+                topics.append(_unknown_topic(name, None, UNKNOWN_TOPIC_OR_PARTITION))
     return build(
         response_type(request),
         {
@@ -395,12 +403,16 @@ async def metadata(broker: Broker, request: Request, connection: Connection) -> 
     )
 
 
+#: Kafka's ``Topic.INTERNAL_TOPICS``: flagged internal even in an error answer.
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state", SHARE_STATE_TOPIC})
+
+
 def _unknown_topic(name: str | None, topic_id: uuid.UUID | None, code: int) -> dict[str, Any]:
     return {
         "error_code": code,
         "name": name,
         "topic_id": topic_id or uuid.UUID(int=0),
-        "is_internal": False,
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
         "topic_authorized_operations": -2147483648,
     }

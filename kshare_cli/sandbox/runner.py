@@ -26,10 +26,17 @@ T = TypeVar("T")
 
 
 def new_broker(
-    data_dir: Path | None = None, *, share_groups: bool = True, **options: Any
+    data_dir: Path | None = None,
+    *,
+    share_groups: bool = True,
+    auto_create_topics: bool = True,
+    default_partitions: int = 1,
+    **options: Any,
 ) -> Broker:
     """A broker with every part of the emulator installed.
 
+    ``auto_create_topics`` and ``default_partitions`` are Kafka's
+    ``auto.create.topics.enable`` and ``num.partitions``, with Kafka's defaults.
     ``options`` configure the share groups (``settings``, ``updates_per_snapshot``);
     with ``share_groups=False`` there are none to configure.
     """
@@ -37,7 +44,12 @@ def new_broker(
 
     if not share_groups and options:
         raise TypeError(f"share-group options {sorted(options)} given with share_groups=False")
-    broker = Broker(data_dir=data_dir, share_groups=share_groups)
+    broker = Broker(
+        data_dir=data_dir,
+        share_groups=share_groups,
+        auto_create_topics=auto_create_topics,
+        default_partitions=default_partitions,
+    )
     if share_groups:
         install_share_groups(broker, **options)
     return broker

@@ -30,8 +30,9 @@ from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from typer.testing import CliRunner
 
 from kshare_cli.cli.app import app
-from tests.cli.conftest import Kshare
+from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line
 from tests.support.raw import call
+from tests.support.sandbox import Cluster
 
 KSHARE = [sys.executable, "-m", "kshare_cli"]
 
@@ -291,3 +292,21 @@ def test_unreadable_group_configs_in_data_dir_is_one_line_and_exit_2(tmp_path: P
         f"kshare: cannot use --data-dir {tmp_path}: {tmp_path / 'group-configs.json'} "
         "is not a kshare sandbox group-config file"
     ]
+
+
+def test_kshare_never_creates_a_topic_it_is_asked_about(
+    kshare: Kshare, cluster: Cluster, share_groups: ShareGroups
+) -> None:
+    """The sandbox auto-creates topics as Kafka does; kshare's Metadata requests must not."""
+    unknown = f"kshare-never-created-{share_groups.suffix}"
+    inflight = kshare.run("inflight", share_groups.drained, "-t", unknown)
+    reset = kshare.run(
+        "reset-offsets", f"new-{share_groups.suffix}", "-t", unknown, "--to-earliest",
+        "--allow-new-group",
+    )  # fmt: skip
+    consume = kshare.run("consume", "-g", share_groups.drained, "-t", unknown, "--timeout", "10s")
+    for result in (inflight, reset, consume):
+        assert result.exit_code == 5
+        assert_one_error_line(result.stderr, f"kshare: error: topic '{unknown}' does not exist")
+    topics = AdminClient(cluster.config()).list_topics(timeout=30).topics
+    assert unknown not in topics
