@@ -57,6 +57,7 @@ __all__ = [
     "ALTER_SHARE_GROUP_OFFSETS",
     "Clamp",
     "PlannedOffset",
+    "RefusalReason",
     "ResetPlan",
     "Scenario",
     "Selection",
@@ -71,6 +72,9 @@ GROUP_ID_NOT_FOUND: Final = 69
 
 ScenarioKind = Literal["earliest", "latest", "timestamp", "offset", "shift", "current", "file"]
 Clamp = Literal["log-start", "log-end"]
+#: Why a reset is refused: ``not_empty``, the group has members (Kafka resets only an
+#: Empty or Dead group, and so does the broker).
+RefusalReason = Literal["not_empty"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +147,9 @@ class ResetPlan:
     """A reset of one share group, planned and, once executed, with its results.
 
     ``state`` is the group's state when planned (None: the group does not exist
-    yet and the reset would create it); ``members`` its members then, which make
-    ``--execute`` refuse. ``warnings`` are the clamps and fallbacks, one line each.
+    yet and the reset would create it); ``members`` its members then (or, when the
+    broker refused the reset, when it refused), which make ``--execute`` refuse.
+    ``warnings`` are the clamps and fallbacks, one line each.
     """
 
     group_id: str
@@ -192,6 +197,17 @@ class ResetPlan:
 
     def ok(self) -> bool:
         return self.group_error is None and not self.errors()
+
+    @property
+    def refusal(self) -> RefusalReason | None:
+        """Why the reset is (dry run) or was refused, else None: members when planned,
+        or the broker's NON_EMPTY_GROUP (a consumer joined after the plan). A refused
+        reset changes nothing, so every partition's result is the refusal."""
+        if self.members:
+            return "not_empty"
+        if self.group_error is not None and self.group_error.code == NON_EMPTY_GROUP:
+            return "not_empty"
+        return None
 
 
 # --------------------------------------------------------------------------- pure planning

@@ -1,9 +1,12 @@
 """``kshare reset-offsets``: move a share group's start offsets, safely.
 
 A dry run unless ``--execute``. With ``--execute`` the command refuses a group
-with members (naming them), asks on a terminal unless ``--yes``, saves the
-previous start offsets as a rollback plan (restored with ``--from-file``)
-before changing anything, and reports each partition's result.
+with members (naming them on stderr; the plan is still printed, each partition
+``refused``, exit 1), asks on a terminal unless ``--yes``, saves the previous
+start offsets as a rollback plan (restored with ``--from-file``) before changing
+anything, and reports each partition's result. A rollback plan is never
+overwritten: an existing ``--rollback-file`` is refused before anything is
+asked of the cluster, and the default file's name is made unique.
 
 Plan files are CSV as Kafka 4.4's tool reads and writes them:
 ``topic,partition,offset`` or ``group,topic,partition,offset``, no header.
@@ -134,19 +137,58 @@ def read_plan_file(path: Path, group_id: str) -> tuple[dict[tuple[str, int], int
     return ours, others
 
 
+def _rollback_stamp() -> str:
+    """The UTC time in a default rollback file's name, to the millisecond (tests pin it)."""
+    import pendulum
+
+    return pendulum.now("UTC").format("YYYYMMDD[T]HHmmssSSS[Z]")
+
+
 def default_rollback_path(group_id: str) -> Path:
     """``$XDG_STATE_HOME/kshare/rollback/<group>-<UTC time>.csv``; XDG's default state
     directory is ``~/.local/state``."""
-    import pendulum
-
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", group_id)[:100] or "group"
-    stamp = pendulum.now("UTC").format("YYYYMMDD[T]HHmmssSSS[Z]")
-    return Path(base) / "kshare" / "rollback" / f"{safe}-{stamp}.csv"
+    return Path(base) / "kshare" / "rollback" / f"{safe}-{_rollback_stamp()}.csv"
 
 
-def write_rollback(plan: ResetPlan, path: Path) -> None:
-    """Save the start offsets the reset replaces, durably, before anything changes."""
+def rollback_file_taken(path: Path) -> UsageError:
+    """The refusal of a ``--rollback-file`` that exists: it may hold the only record of
+    some group's earlier offsets, so kshare never replaces it."""
+    return UsageError(
+        f"--rollback-file {path}: the file exists, and a rollback plan is never "
+        "overwritten; choose another path; nothing changed"
+    )
+
+
+def check_rollback_file(path: Path) -> None:
+    """Refuse an existing ``--rollback-file`` before anything is asked of the cluster."""
+    if os.path.lexists(path):
+        raise rollback_file_taken(path)
+
+
+def _write_new_file(path: Path, text: str) -> None:
+    """Create ``path`` (FileExistsError if it exists: no run can overwrite another's
+    plan, however close together) and make its content durable."""
+    with open(path, "x", encoding="utf-8") as handle:
+        try:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        except BaseException:
+            handle.close()
+            path.unlink(missing_ok=True)  # ours, and incomplete
+            raise
+
+
+def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Path:
+    """Save the start offsets the reset replaces, durably, before anything changes.
+
+    The file is created, never replaced. A taken ``--rollback-file`` is a usage error;
+    with ``numbered`` (the default path, whose name has the time to the millisecond)
+    a name another run took in the same millisecond becomes ``NAME-2.csv``,
+    ``NAME-3.csv``... Returns where the plan was saved.
+    """
     from kshare_cli.admin.plans import PlanEntry, write_plan
 
     entries = [
@@ -154,17 +196,23 @@ def write_rollback(plan: ResetPlan, path: Path) -> None:
         for tp, offset in sorted(plan.previous_offsets().items())
     ]
     text = write_plan(entries, with_group=True)
+    candidate, number = path, 1
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        while True:
+            try:
+                _write_new_file(candidate, text)
+            except FileExistsError:
+                if not numbered:
+                    raise rollback_file_taken(path) from None
+                number += 1
+                candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
+            else:
+                return candidate
     except OSError as error:
         raise UsageError(
-            f"cannot save the rollback plan to {path}: {error.strerror or error}; nothing changed"
+            f"cannot save the rollback plan to {candidate}: {error.strerror or error}; "
+            "nothing changed"
         ) from None
 
 
@@ -308,8 +356,8 @@ def reset_offsets(
         typer.Option(
             "--rollback-file",
             metavar="FILE",
-            help="Where --execute saves the previous offsets "
-            "(default: $XDG_STATE_HOME/kshare/rollback/GROUP-TIME.csv).",
+            help="A new file where --execute saves the previous offsets; an existing "
+            "one is refused (default: $XDG_STATE_HOME/kshare/rollback/GROUP-TIME.csv).",
         ),
     ] = None,
     allow_new_group: Annotated[
@@ -344,6 +392,8 @@ def reset_offsets(
             raise UsageError("the group id cannot be empty")
         if dry_run and execute:
             raise UsageError("--dry-run and --execute are mutually exclusive")
+        if execute and rollback_file is not None:
+            check_rollback_file(rollback_file)
         chosen = [
             name
             for name, on in (
@@ -396,7 +446,6 @@ def reset_offsets(
         )
 
     from kshare_cli.cli import reset_service
-    from kshare_cli.render import render
 
     plan = common.run(
         lambda: reset_service.plan_reset(
@@ -414,24 +463,28 @@ def reset_offsets(
     if plan.state is None:
         common.warn(f"share group '{group}' does not exist yet; --execute creates it")
 
-    if not execute:
+    if not execute or plan.members:
+        # A refused reset is a result like any other: on stdout as data, and its
+        # reason in one stderr line.
         _show(plan, output, export, invocation)
         if plan.members:
-            refuse_members(group, plan.members, executing=False)
+            refuse_members(group, plan.members, executing=execute)
         return
 
-    if plan.members:
-        refuse_members(group, plan.members, executing=True)
     if not plan.partitions:
         common.fail("nothing to reset", ExitCode.PARTIAL)
     if not yes and sys.stdin.isatty():
-        typer.echo(render(plan, "table"), err=True, nl=False)
+        from kshare_cli.render.reset import render_reset
+
+        typer.echo(render_reset(plan, "table", confirming=True), err=True, nl=False)
         if not typer.confirm(
             f"Reset {len(plan.partitions)} share-partition(s) of '{group}'?", err=True
         ):
             common.fail("not confirmed; nothing changed", ExitCode.PARTIAL)
-    path = rollback_file or default_rollback_path(group)
-    common.usage_guard(lambda: write_rollback(plan, path), invocation)
+    wanted = rollback_file or default_rollback_path(group)
+    path = common.usage_guard(
+        lambda: write_rollback(plan, wanted, numbered=rollback_file is None), invocation
+    )
     typer.echo(
         f"kshare: rollback plan saved to {path} "
         f"(undo with: kshare reset-offsets {group} --from-file {path} --execute)",
@@ -445,6 +498,9 @@ def reset_offsets(
 
     done = replace(done, rollback_file=str(path))
     if done.group_error is not None:
+        if described is not None and described.members:
+            done = replace(done, members=described.members)
+        _show(done, output, export, invocation)
         _refused(done, described)
     _show(done, output, export, invocation)
     for failure in done.errors():

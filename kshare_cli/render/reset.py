@@ -6,6 +6,11 @@ and partition where Kafka prints them in hash order. The table adds what an
 operator needs to judge a reset before running it: the current start offset,
 the log start and end offsets, how many records the move skips or delivers
 again, and after ``--execute`` each partition's result.
+
+A reset refused because the group has members (by kshare's check, or by the
+broker when a consumer joined after the plan) is data like any result: every
+partition reads ``refused`` and the document's ``reason`` says why. Only
+``plain`` is then empty, as Kafka's tool says it on stderr alone.
 """
 
 from __future__ import annotations
@@ -47,11 +52,15 @@ CSV_HEADER = (
 )
 
 
-def render_reset(plan: ResetPlan, fmt: OutputFormat | str, *, width: int | None = None) -> str:
+def render_reset(
+    plan: ResetPlan, fmt: OutputFormat | str, *, width: int | None = None, confirming: bool = False
+) -> str:
+    """``plan`` in ``fmt``. ``confirming``: the table shown above ``--execute``'s question,
+    which is about to change things, so it has no dry-run footer."""
     return dispatch(
         fmt,
         plain=lambda: _plain(plan),
-        table=lambda: _table(plan, width),
+        table=lambda: _table(plan, width, confirming=confirming),
         document=lambda: reset_document(plan),
         rows=lambda: reset_rows(plan),
         csv_header=CSV_HEADER,
@@ -60,7 +69,10 @@ def render_reset(plan: ResetPlan, fmt: OutputFormat | str, *, width: int | None 
 
 
 def result_text(plan: ResetPlan, offset: PlannedOffset) -> str:
-    """``planned`` (dry run), ``reset``, or the error that kept it from being reset."""
+    """``planned`` (dry run), ``reset``, ``refused`` (the group has members), or the error
+    that kept it from being reset."""
+    if plan.refusal is not None:
+        return "refused"
     if not plan.executed:
         return "planned"
     if plan.group_error is not None:
@@ -84,6 +96,8 @@ def _change(offset: PlannedOffset) -> str:
 
 
 def _plain(plan: ResetPlan) -> str:
+    if plan.refusal is not None:
+        return ""  # Kafka's tool refuses a group with members on stderr alone
     if not plan.partitions:
         return "\n"
     group_width = max(_MIN_ID_WIDTH, len(plan.group_id))
@@ -100,7 +114,7 @@ def _plain(plan: ResetPlan) -> str:
 # --------------------------------------------------------------------------- table
 
 
-def _table(plan: ResetPlan, width: int | None) -> str:
+def _table(plan: ResetPlan, width: int | None, *, confirming: bool) -> str:
     columns = [
         "GROUP",
         "TOPIC",
@@ -139,7 +153,9 @@ def _table(plan: ResetPlan, width: int | None) -> str:
             f"{'Reset' if plan.executed else 'Plan'} ({plan.scenario}): skips {plan.skipped} "
             f"record(s), re-delivers {plan.redelivered}."
         )
-    if not plan.executed:
+    if plan.refusal is not None:
+        notes.append("Refused: the group is not empty (stop its consumers first); nothing changed.")
+    elif not plan.executed and not confirming:
         notes.append("Dry run: nothing changed. Add --execute to reset.")
     return table_text(table, width, notes)
 
@@ -160,7 +176,9 @@ def _partition_document(plan: ResetPlan, offset: PlannedOffset) -> dict[str, Any
         "skipped": offset.skipped,
         "redelivered": offset.redelivered,
         "clamped": offset.clamped,
-        "result": result_text(plan, offset) if error is None else "error",
+        "result": (
+            result_text(plan, offset) if error is None or plan.refusal is not None else "error"
+        ),
         "error": error_document(error) if plan.executed else None,
     }
 
@@ -175,6 +193,7 @@ def reset_document(plan: ResetPlan) -> dict[str, Any]:
         "members": [member.member_id for member in plan.members],
         "rollback_file": plan.rollback_file,
         "error": error_document(plan.group_error),
+        "reason": plan.refusal,
         "warnings": list(plan.warnings),
         "skipped": plan.skipped,
         "redelivered": plan.redelivered,

@@ -11,6 +11,8 @@ start.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import uuid
@@ -19,12 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kshare_cli.admin.reset import ALTER_SHARE_GROUP_OFFSETS, NON_EMPTY_GROUP
+from kshare_cli.sandbox.broker import Broker, response_type
+from kshare_cli.sandbox.server import Connection
+from kshare_cli.wire.build import build
+from kshare_cli.wire.framing import Request
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
 from tests.support.golden import GOLDEN, wait_for
 from tests.support.sandbox import Cluster
+from tests.wire.conftest import Handler, replaced_handler
 
 BASE_TIMESTAMP = 1767225600000  # 2026-01-01T00:00:00Z, scenario A's first record
 
@@ -85,9 +94,9 @@ def make_group(kshare: Kshare, tmp_path: Path, topic: str, offsets: Mapping[int,
 
 
 def reset(kshare: Kshare, tmp_path: Path, group: str, *args: str) -> Any:
-    return kshare.run(
-        "reset-offsets", group, *args, "--rollback-file", str(tmp_path / f"{group}-rollback.csv")
-    )
+    """``reset-offsets`` with a new rollback file each run (an existing one is refused)."""
+    rollback = tmp_path / f"{group}-rollback-{uuid.uuid4().hex[:6]}.csv"
+    return kshare.run("reset-offsets", group, *args, "--rollback-file", str(rollback))
 
 
 # --------------------------------------------------------------------------- golden 15-19
@@ -353,14 +362,165 @@ def test_a_group_with_members_is_refused_naming_them(
     assert executed.exit_code == 1
     line = assert_one_error_line(executed.stderr, f"share group '{live}' is not empty")
     assert share_groups.live_client_id in line and "nothing changed" in line
-    assert executed.stdout == ""
-    assert not (tmp_path / f"{live}-rollback.csv").exists()
+    assert re.search(rf"{live}\s+{topic}\s+0\s.*\srefused$", executed.stdout, re.MULTILINE)
+    assert not list(tmp_path.glob(f"{live}-rollback*.csv"))
     dry = reset(kshare, tmp_path, live, "--topic", topic, "--to-earliest")
     assert dry.exit_code == 1
-    assert "--execute would be refused" in dry.stderr
-    assert "planned" in dry.stdout  # the plan is still shown
+    assert_one_error_line(dry.stderr, "--execute would be refused")
+    assert "refused" in dry.stdout and "Dry run" not in dry.stdout  # the plan is still shown
     after = start_offsets(kshare, live)
     assert all(offset is None or offset > 0 for offset in after.values()), after
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml", "jsonl", "csv"])
+def test_a_refused_reset_is_data_in_every_format_as_delete_gives_it(
+    kshare: Kshare, share_groups: ShareGroups, tmp_path: Path, fmt: str
+) -> None:
+    live, topic = share_groups.live, share_groups.topic
+    before = start_offsets(kshare, live)
+    result = reset(
+        kshare, tmp_path, live, "--topic", topic, "--to-earliest", "--execute", "--yes", "-o", fmt
+    )
+    assert result.exit_code == 1
+    assert_one_error_line(result.stderr, f"share group '{live}' is not empty", "nothing changed")
+    if fmt in ("json", "yaml"):
+        document = json.loads(result.stdout) if fmt == "json" else yaml.safe_load(result.stdout)
+        validate(document, "reset.schema.json")
+        assert (document["executed"], document["reason"]) == (False, "not_empty")
+        assert document["members"] and document["rollback_file"] is None
+        rows = document["partitions"]
+    elif fmt == "jsonl":
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        for row in rows:
+            validate(row, "reset-row.schema.json")
+    else:
+        rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [int(row["partition"]) for row in rows] == [0, 1]
+    assert {row["result"] for row in rows} == {"refused"}
+    assert not list(tmp_path.glob(f"{live}-rollback*.csv"))
+    assert start_offsets(kshare, live) == before
+
+
+def _refusing_alter(original: Handler) -> Handler:
+    """AlterShareGroupOffsets answered NON_EMPTY_GROUP, changing nothing: what Kafka answers
+    when a consumer joined the group between the plan and the reset."""
+    del original
+
+    async def refuse(broker: Broker, request: Request, connection: Connection) -> Any:
+        body = {
+            "throttle_time": 0,
+            "error_code": NON_EMPTY_GROUP,
+            "error_message": "The group is not empty.",
+            "responses": [],
+        }
+        return build(response_type(request), body)
+
+    return refuse
+
+
+def test_a_reset_the_broker_refuses_is_data_too(
+    kshare: Kshare, cluster: Cluster, tmp_path: Path, topic: str
+) -> None:
+    if cluster.sandbox is None:
+        pytest.skip("on a real cluster: a consumer joining mid-reset is injected into the sandbox")
+    group = make_group(kshare, tmp_path, topic, {0: 4, 1: 9})
+    with replaced_handler(cluster.sandbox, ALTER_SHARE_GROUP_OFFSETS, _refusing_alter):
+        result = reset(
+            kshare, tmp_path, group, "--topic", topic, "--to-earliest", "--execute", "-o", "json"
+        )
+    assert result.exit_code == 1
+    assert_one_error_line(result.stderr.split("\n", 1)[1], "refused the reset", "nothing changed")
+    document = json.loads(result.stdout)
+    validate(document, "reset.schema.json")
+    assert (document["executed"], document["reason"]) == (True, "not_empty")
+    assert document["error"]["name"] == "NON_EMPTY_GROUP"
+    assert {p["result"] for p in document["partitions"]} == {"refused"}
+    assert start_offsets(kshare, group) == {0: 4, 1: 9}
+
+
+def test_a_refused_reset_in_plain_is_kafkas_run_12(
+    kshare: Kshare, share_groups: ShareGroups, tmp_path: Path
+) -> None:
+    # Kafka's tool refuses a group with members on stderr alone, dry run or not.
+    live, topic = share_groups.live, share_groups.topic
+    recorded = golden_path() / "12-reset-offsets-earliest-dry-run-while-active"
+    for mode in ("--dry-run", "--execute"):
+        result = reset(
+            kshare, tmp_path, live, "--topic", topic, "--to-earliest", mode, "-o", "plain"
+        )
+        assert result.exit_code == int(recorded.with_suffix(".rc").read_text())
+        assert result.stdout == recorded.with_suffix(".out").read_text() == ""
+        assert_one_error_line(result.stderr, f"share group '{live}' is not empty")
+
+
+def test_an_existing_rollback_file_is_refused_before_anything_changes(
+    kshare: Kshare, tmp_path: Path, topic: str
+) -> None:
+    group = make_group(kshare, tmp_path, topic, {0: 4, 1: 9})
+    rollback = tmp_path / "undo.csv"
+    args = ["--topic", topic, "--execute", "--rollback-file", str(rollback)]
+    first = kshare.run("reset-offsets", group, "--to-latest", *args)
+    assert first.exit_code == 0, first.stderr
+    original = f"{group},{topic},0,4\n{group},{topic},1,9\n"
+    assert rollback.read_text() == original
+
+    second = kshare.run("reset-offsets", group, "--to-earliest", *args)
+    assert second.exit_code == 2
+    assert second.stdout == ""
+    assert_one_error_line(second.stderr, f"--rollback-file {rollback}", "exists", "nothing changed")
+    assert rollback.read_text() == original  # the first plan is not lost
+    assert start_offsets(kshare, group) == {0: 15, 1: 15}
+
+
+def test_the_rollback_write_never_replaces_a_file_that_appeared_meanwhile(tmp_path: Path) -> None:
+    # A file made between the check and the write (another run's plan) stays as it was.
+    from kshare_cli.admin.models import TopicPartition
+    from kshare_cli.admin.reset import PlannedOffset, ResetPlan
+    from kshare_cli.cli import reset_cmd
+    from kshare_cli.errors import UsageError
+
+    plan = ResetPlan("g", "--to-earliest", (PlannedOffset("t", 0, 4, 0, 0, 0, 15),), "Empty")
+    assert plan.previous_offsets() == {TopicPartition("t", 0): 4}
+    taken = tmp_path / "taken.csv"
+    taken.write_text("other,t,0,7\n")
+    with pytest.raises(UsageError, match="the file exists"):
+        reset_cmd.write_rollback(plan, taken)
+    assert taken.read_text() == "other,t,0,7\n"
+    assert reset_cmd.write_rollback(plan, taken, numbered=True) == tmp_path / "taken-2.csv"
+    assert (tmp_path / "taken-2.csv").read_text() == "g,t,0,4\n"
+    assert taken.read_text() == "other,t,0,7\n"
+
+
+def test_two_executes_in_the_same_millisecond_keep_both_default_rollback_files(
+    kshare: Kshare, tmp_path: Path, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kshare_cli.cli import reset_cmd
+
+    stamp = "20261124T031500123Z"
+    monkeypatch.setattr(reset_cmd, "_rollback_stamp", lambda: stamp)
+    group = make_group(kshare, tmp_path, topic, {0: 4, 1: 9})
+    state = tmp_path / "state"
+    saved = []
+    for offset in ("1", "2"):
+        result = kshare.run(
+            "reset-offsets",
+            group,
+            "--topic",
+            topic,
+            "--to-offset",
+            offset,
+            "--execute",
+            env={"XDG_STATE_HOME": str(state)},
+        )
+        assert result.exit_code == 0, result.stderr
+        (line,) = result.stderr.splitlines()
+        saved.append(line.split("rollback plan saved to ", 1)[1].split(" (undo", 1)[0])
+    folder = state / "kshare" / "rollback"
+    first, second = folder / f"{group}-{stamp}.csv", folder / f"{group}-{stamp}-2.csv"
+    assert saved == [str(first), str(second)]
+    assert sorted(folder.iterdir()) == sorted([first, second])
+    assert first.read_text() == f"{group},{topic},0,4\n{group},{topic},1,9\n"
+    assert second.read_text() == f"{group},{topic},0,1\n{group},{topic},1,1\n"
 
 
 @pytest.mark.parametrize(
@@ -533,3 +693,26 @@ def test_execute_on_a_terminal_asks_first(kshare: Kshare, tmp_path: Path, topic:
     code, screen = _run_on_terminal(kshare, argv, "y")
     assert code == 0, screen
     assert start_offsets(kshare, group) == {0: 15, 1: 15}
+
+
+def test_the_confirmation_shows_the_plan_without_a_dry_run_footer(
+    kshare: Kshare, tmp_path: Path, topic: str
+) -> None:
+    group = make_group(kshare, tmp_path, topic, {0: 4, 1: 9})
+    argv = [
+        "reset-offsets",
+        group,
+        "--topic",
+        topic,
+        "--to-offset",
+        "6",
+        "--execute",
+        "--rollback-file",
+        str(tmp_path / "asked.csv"),
+    ]
+    code, screen = _run_on_terminal(kshare, argv, "n")
+    assert code == 1, screen
+    plan, question = screen.split(f"Reset 2 share-partition(s) of '{group}'?", 1)
+    assert "Plan (--to-offset 6): skips 2 record(s), re-delivers 3." in plan
+    assert "Dry run" not in screen and "Add --execute" not in screen
+    assert "not confirmed; nothing changed" in question
