@@ -64,6 +64,7 @@ def complete_group_ids(ctx: typer.Context, incomplete: str) -> list[str]:
             params.get("bootstrap_server"),
             Path(command_config) if command_config else None,
             params.get("profile"),
+            quiet=True,
         )
         from kshare_cli.cli.service import list_group_ids
 
@@ -148,14 +149,27 @@ def parse_timeout(text: str) -> float:
 
 
 def resolve(
-    bootstrap_server: str | None, command_config: Path | None, profile: str | None
+    bootstrap_server: str | None,
+    command_config: Path | None,
+    profile: str | None,
+    *,
+    quiet: bool = False,
 ) -> ConnectionSettings:
-    """One settings object from flags, environment and profiles (see connect/)."""
+    """One settings object from flags, environment and profiles (see connect/).
+
+    Its warnings (a misspelt key, a file with no properties) go to stderr here, so a
+    typo in ``--command-config`` is named before it surfaces as an unrelated
+    connection error. ``quiet`` is for shell completion, which must never print.
+    """
     from kshare_cli.connect.settings import resolve_settings
 
-    return resolve_settings(
+    settings = resolve_settings(
         bootstrap=bootstrap_server, command_config=command_config, profile=profile
     )
+    if not quiet:
+        for warning in settings.warnings:
+            warn(warning)
+    return settings
 
 
 @dataclass(frozen=True, slots=True)

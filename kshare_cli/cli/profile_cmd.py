@@ -116,22 +116,26 @@ def add(
     command connects.
     """
     from kshare_cli.connect.profiles import Profile, check_profile_name
-    from kshare_cli.connect.properties import load_properties, settings_from_properties
+    from kshare_cli.connect.properties import PropertySources, settings_from_properties
     from kshare_cli.connect.settings import parse_bootstrap
 
     try:
         check_profile_name(name)
         servers = parse_bootstrap(bootstrap_server)
         inline = _parse_properties(properties or [])
-        merged: dict[str, str] = {}
-        origins: dict[str, str] = {}
+        # Merged exactly as a command using the profile merges them (connect/), so what is
+        # checked and warned about here is what later commands will run with.
+        sources = PropertySources()
         if command_config is not None:
             command_config = command_config.expanduser().resolve()
-            merged.update(load_properties(command_config))
-            origins.update(dict.fromkeys(merged, str(command_config)))
-        merged.update(inline)
-        origins.update(dict.fromkeys(dict(inline), "--property"))
-        settings = settings_from_properties(merged, bootstrap_servers=servers, origins=origins)
+            sources.add_file(command_config)
+        sources.add(dict(inline), "--property")
+        settings = settings_from_properties(
+            sources.properties,
+            bootstrap_servers=servers,
+            origins=sources.origins,
+            notes=sources.notes,
+        )
         profile = Profile(name, servers, command_config, inline)
         store = _store()
         current = store.add(profile, use=use, replace=replace)
@@ -236,7 +240,11 @@ def show(
     warnings: tuple[str, ...] = ()
     try:
         settings = resolve_settings(
-            bootstrap=None, command_config=None, profile=name, profiles_path=store.path
+            bootstrap=None,
+            command_config=None,
+            profile=name,
+            profiles_path=store.path,
+            profile_warnings=True,
         )
         resolved, warnings = settings.redacted(), settings.warnings
     except KshareError as error:

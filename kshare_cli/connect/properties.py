@@ -15,13 +15,15 @@ Error messages never quote a value: a property's value may be a password.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kshare_cli.connect.client_keys import is_client_key
 from kshare_cli.connect.settings import (
     DEFAULT_CLIENT_ID,
     DEFAULT_REQUEST_TIMEOUT_MS,
@@ -178,13 +180,27 @@ def _split_key_value(line: str) -> tuple[str, str]:
     return line[:key_length], line[value_start:]
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # not blanks, not line ends
+
+
 def parse_properties(text: str) -> dict[str, str]:
     """Parse ``.properties`` text as ``java.util.Properties.load`` does; the last duplicate wins.
 
-    Raises UsageError (naming the line, never the value) on a malformed ``\\uXXXX``.
+    Raises UsageError (naming the line, never the value) on a malformed ``\\uXXXX``, and,
+    unlike Java, on a line holding control characters: that is a binary file (a keystore,
+    say) given by mistake, which Java would read as keys of junk. Anything else Java
+    accepts is accepted (a line without a separator is a key with an empty value); the
+    settings parser then warns about names that are not client settings.
     """
     properties: dict[str, str] = {}
     for line_number, line in _logical_lines(text):
+        if _CONTROL.search(line):
+            # Java would load it (as a key of binary junk); no client setting looks like this,
+            # so it is a keystore or some other file passed by mistake.
+            raise UsageError(
+                f"line {line_number} is not a property: it holds binary or control characters "
+                "(is this the right file?)"
+            )
         raw_key, raw_value = _split_key_value(line)
         key = _unescape(raw_key, line_number)
         value = _unescape(raw_value, line_number)
@@ -554,6 +570,85 @@ _KNOWN_KEYS = frozenset(
         "ssl.key.pem",
     }
 )
+# One setting said in more than one way (two spellings, or Java's and librdkafka's
+# vocabularies): when a later source says it one way, the earlier sources' other ways are
+# dropped, so a profile's --property overriding its file's librdkafka spelling replaces it
+# instead of leaving it behind to be reported as "not used".
+_ALTERNATIVES: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("sasl.mechanism",), ("sasl.mechanisms",)),
+    (
+        ("sasl.jaas.config",),
+        (
+            "sasl.username",
+            "sasl.password",
+            "sasl.oauthbearer.config",
+            "enable.sasl.oauthbearer.unsecure.jwt",
+        ),
+    ),
+    (("kshare.oauthbearer.token",), ("kshare.oauthbearer.token.file",)),
+    (
+        ("ssl.truststore.location", "ssl.truststore.password"),
+        ("ssl.truststore.certificates",),
+        ("ssl.ca.location",),
+        ("ssl.ca.pem",),
+    ),
+    (
+        ("ssl.keystore.location", "ssl.keystore.password"),
+        ("ssl.keystore.key", "ssl.keystore.certificate.chain"),
+        ("ssl.certificate.location", "ssl.key.location"),
+        ("ssl.certificate.pem", "ssl.key.pem"),
+    ),
+)
+_SETTING_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+")
+
+
+class PropertySources:
+    """Client properties gathered from files, a profile and flags, later sources winning.
+
+    The one place sources are merged (commands and ``kshare profile add`` alike), so a
+    profile means the same thing when it is saved as when it is used. ``origins``
+    names each key's source for error messages; ``notes`` are warnings about the
+    sources themselves (an empty file).
+    """
+
+    def __init__(self) -> None:
+        self.properties: dict[str, str] = {}
+        self.origins: dict[str, str] = {}
+        self.notes: list[str] = []
+
+    def add(self, values: Mapping[str, str], origin: str) -> None:
+        for ways in _ALTERNATIVES:
+            said = [way for way in ways if any(key in values for key in way)]
+            for way in ways:
+                if said and way not in said:
+                    for key in way:
+                        self.properties.pop(key, None)
+                        self.origins.pop(key, None)
+        for key, value in values.items():
+            self.properties[key] = value
+            self.origins[key] = origin
+
+    def add_file(self, path: Path, *, label: str = "--command-config") -> None:
+        values = load_properties(path, label=label)
+        if not values:
+            self.notes.append(f"{label} {path} has no properties")
+        self.add(values, str(path))
+
+
+def _unknown_key_warning(key: str, origin: str | None) -> str:
+    """One line for a name no client defines, with the nearest name kshare reads.
+
+    The name is repeated only when it looks like a setting's name: a lone word on a
+    line of its own could be a password pasted without its key.
+    """
+    where = f"{origin}: " if origin else ""
+    if not _SETTING_NAME.fullmatch(key):
+        return f"{where}ignored a line that is not a client setting (its text is not shown)"
+    close = difflib.get_close_matches(key, sorted(_KNOWN_KEYS), n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{where}unknown property {key}{hint}; ignored"
+
+
 _LOGIN_MODULE_MECHANISMS = {
     "PlainLoginModule": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
     "ScramLoginModule": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
@@ -963,16 +1058,22 @@ def settings_from_properties(
     *,
     bootstrap_servers: tuple[str, ...],
     origins: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
+    quiet_origins: Collection[str] = (),
 ) -> ConnectionSettings:
     """Map Java or librdkafka client properties onto :class:`ConnectionSettings`.
 
     ``origins`` names where each key came from (a file, a profile, ``--property``),
-    so an error can say which file to fix. Unknown keys are listed in
-    ``warnings``, not refused: a file written for Kafka's tools may carry consumer
-    or producer settings that mean nothing to kshare.
+    so an error can say which file to fix. Keys kshare does not read become
+    ``warnings``, not refusals: a file written for Kafka's tools may carry consumer
+    or producer settings that mean nothing to kshare (listed together), while a
+    name no Kafka client defines is most likely a typo (one warning each, with the
+    nearest name kshare reads). ``notes`` come first; keys whose origin is in
+    ``quiet_origins`` (a saved profile, warned about when it was saved) get none.
     """
-    reader = _Reader(properties, origins or {})
-    warnings: list[str] = []
+    origins = origins or {}
+    reader = _Reader(properties, origins)
+    warnings: list[str] = list(notes)
     protocol = _protocol(reader)
     tls = _tls_settings(reader) if protocol in ("SSL", "SASL_SSL") else None
     sasl = _sasl_settings(reader, warnings) if protocol.startswith("SASL_") else None
@@ -985,7 +1086,8 @@ def settings_from_properties(
         timeout = int(timeout_text)
     reader.get("bootstrap.servers")
 
-    unused = sorted(key for key in properties if key in _KNOWN_KEYS and key not in reader.used)
+    loud = sorted(key for key in properties if origins.get(key) not in quiet_origins)
+    unused = [key for key in loud if key in _KNOWN_KEYS and key not in reader.used]
     off_plane = [
         key
         for key in unused
@@ -995,9 +1097,14 @@ def settings_from_properties(
         warnings.append(f"ignored as security.protocol is {protocol}: {', '.join(off_plane)}")
     if rest := [key for key in unused if key not in off_plane]:
         warnings.append(f"ignored as not used with these settings: {', '.join(rest)}")
-    unknown = sorted(key for key in properties if key not in _KNOWN_KEYS)
-    if unknown:
-        warnings.append(f"ignored properties kshare does not use: {', '.join(unknown)}")
+    foreign = [key for key in loud if key not in _KNOWN_KEYS and is_client_key(key)]
+    if foreign:
+        warnings.append(f"ignored properties kshare does not use: {', '.join(foreign)}")
+    warnings.extend(
+        _unknown_key_warning(key, origins.get(key))
+        for key in loud
+        if key not in _KNOWN_KEYS and not is_client_key(key)
+    )
     return ConnectionSettings(
         bootstrap_servers=bootstrap_servers,
         security_protocol=protocol,

@@ -794,6 +794,7 @@ def resolve_settings(
     environ: Mapping[str, str] = os.environ,
     profiles_path: Path | None = None,
     overrides: Mapping[str, str] | None = None,
+    profile_warnings: bool = False,
 ) -> ConnectionSettings:
     """The settings a command runs with: flags, then environment, then the profile.
 
@@ -804,6 +805,9 @@ def resolve_settings(
       the current profile's. A profile's properties are its ``command_config`` file
       plus its inline ``properties`` (which win).
     - ``overrides`` (``--property``-style) win over every file.
+    - Warnings about a profile's own properties (unused, unknown) were given when it
+      was saved (``kshare profile add``); a command using it does not repeat them on
+      every run. ``profile_warnings`` asks for them (``kshare profile show``).
 
     An explicit ``--profile`` is a flag, so it outranks the environment. The
     *current* profile is only consulted when neither a flag nor the environment
@@ -812,7 +816,7 @@ def resolve_settings(
     """
     # Imported here: properties.py builds settings objects, so it imports this module.
     from kshare_cli.connect.profiles import Profile, ProfileStore, default_profiles_path
-    from kshare_cli.connect.properties import load_properties, settings_from_properties
+    from kshare_cli.connect.properties import PropertySources, settings_from_properties
 
     if bootstrap is not None and not bootstrap.strip():
         # An empty flag is a mistake (an unset shell variable: -b "$BROKERS"); falling back
@@ -835,29 +839,26 @@ def resolve_settings(
         chosen = store().get_current()
         chosen_label = f"current profile '{chosen.name}'" if chosen else ""
 
-    properties: dict[str, str] = {}
-    origins: dict[str, str] = {}
-
-    def merge(values: Mapping[str, str], origin: str) -> None:
-        for key, value in values.items():
-            properties[key] = value
-            origins[key] = origin
+    sources = PropertySources()
+    quiet: set[str] = set()  # the origins of a saved profile's properties
 
     def merge_profile(chosen: Profile) -> None:
         if chosen.command_config is not None:
-            label = f"{chosen_label} command_config"
-            merge(load_properties(chosen.command_config, label=label), str(chosen.command_config))
-        merge(chosen.property_map(), chosen_label)
+            sources.add_file(chosen.command_config, label=f"{chosen_label} command_config")
+            quiet.add(str(chosen.command_config))
+        sources.add(chosen.property_map(), chosen_label)
+        quiet.add(chosen_label)
 
     if command_config is not None:
-        merge(load_properties(command_config), str(command_config))
+        sources.add_file(command_config)
     elif profile is not None and chosen is not None:
         merge_profile(chosen)
     elif env_config is not None:
-        merge(load_properties(env_config, label=COMMAND_CONFIG_ENV), str(env_config))
+        sources.add_file(env_config, label=COMMAND_CONFIG_ENV)
     elif chosen is not None:
         merge_profile(chosen)
-    merge(overrides or {}, "--property")
+    sources.add(overrides or {}, "--property")
+    properties, origins = sources.properties, sources.origins
 
     if bootstrap is not None:
         servers = parse_bootstrap(bootstrap)
@@ -873,7 +874,13 @@ def resolve_settings(
         )
     else:
         raise UsageError(NO_BOOTSTRAP)
-    return settings_from_properties(properties, bootstrap_servers=servers, origins=origins)
+    return settings_from_properties(
+        properties,
+        bootstrap_servers=servers,
+        origins=origins,
+        notes=sources.notes,
+        quiet_origins=() if profile_warnings else quiet,
+    )
 
 
 def _parse_bootstrap_from(value: str, origin: str) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import pytest
 
 from kshare_cli.connect.properties import (
     JaasSyntaxError,
+    PropertySources,
     load_properties,
     parse_jaas,
     parse_jaas_entries,
@@ -239,3 +240,52 @@ def test_librdkafka_oauthbearer_config() -> None:
         parse_oauthbearer_config("principal=alice colour=blue")
     with pytest.raises(UsageError, match="empty 'principal='"):
         parse_oauthbearer_config("principal=")
+
+
+@pytest.mark.parametrize("junk", ["\x00", "\x1b[0m", "\x7f", "\x0b"])
+def test_control_characters_make_a_line_not_a_property(junk: str) -> None:
+    """Java would load a keystore given by mistake as keys of junk; kshare refuses it."""
+    with pytest.raises(UsageError, match=r"^line 2 is not a property: it holds binary"):
+        parse_properties(f"a=1\nkey{junk}=value\n")
+
+
+def test_blanks_and_escapes_are_not_control_characters() -> None:
+    assert parse_properties("a\t=\fb\\u0000\r\nc") == {"a": "b\x00", "c": ""}
+
+
+def test_a_later_source_replaces_the_earlier_sources_other_ways_of_saying_it() -> None:
+    sources = PropertySources()
+    sources.add(
+        {
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "pw",
+            "ssl.ca.location": "/ca.pem",
+            "client.id": "file",
+        },
+        "file",
+    )
+    sources.add({"sasl.mechanism": "SCRAM-SHA-256", "sasl.jaas.config": "x"}, "profile")
+    sources.add({"ssl.truststore.location": "/t.p12", "sasl.password": "pw2"}, "--property")
+    assert sources.properties == {
+        "client.id": "file",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "ssl.truststore.location": "/t.p12",
+        "sasl.password": "pw2",
+    }
+    assert sources.origins == {
+        "client.id": "file",
+        "sasl.mechanism": "profile",
+        "ssl.truststore.location": "--property",
+        "sasl.password": "--property",
+    }
+
+
+def test_one_source_may_say_a_setting_both_ways(tmp_path: Path) -> None:
+    path = tmp_path / "empty.properties"
+    path.write_text("# nothing\n")
+    sources = PropertySources()
+    sources.add_file(path)
+    sources.add({"sasl.mechanism": "PLAIN", "sasl.mechanisms": "PLAIN"}, "file")
+    assert set(sources.properties) == {"sasl.mechanism", "sasl.mechanisms"}
+    assert sources.notes == [f"--command-config {path} has no properties"]

@@ -526,6 +526,45 @@ def test_unknown_and_unused_properties_become_warnings_not_output(
     assert PASSWORD not in " ".join(result.warnings)
 
 
+def test_names_no_kafka_client_defines_get_one_warning_each_with_the_nearest_name() -> None:
+    result = settings_from_properties(
+        {
+            "securty.protocol": "SSL",
+            "ssl.truststore.locaton": "/t.p12",
+            "client.dns.lookup": "use_all_dns_ips",
+            "log_level": "7",
+            "zzz.unrelated": "1",
+            PASSWORD: "",
+        },
+        bootstrap_servers=("k:1",),
+        origins=dict.fromkeys(["securty.protocol", "client.dns.lookup", PASSWORD], "a.properties"),
+    )
+    assert result.warnings == (
+        "ignored properties kshare does not use: client.dns.lookup, log_level",
+        "a.properties: ignored a line that is not a client setting (its text is not shown)",
+        "a.properties: unknown property securty.protocol (did you mean security.protocol?); "
+        "ignored",
+        "unknown property ssl.truststore.locaton (did you mean ssl.truststore.location?); ignored",
+        "unknown property zzz.unrelated; ignored",
+    )
+
+
+def test_quiet_origins_get_no_warnings_and_notes_come_first() -> None:
+    properties = {"group.id": "g", "typo.key": "1", "ssl.ca.location": "/ca"}
+    origins = {"group.id": "profile 'p'", "typo.key": "/p.properties", "ssl.ca.location": "x"}
+    result = settings_from_properties(
+        properties,
+        bootstrap_servers=("k:1",),
+        origins=origins,
+        notes=("a note",),
+        quiet_origins={"profile 'p'", "/p.properties"},
+    )
+    assert result.warnings == (
+        "a note",
+        "ignored as security.protocol is PLAINTEXT: ssl.ca.location",
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "servers"),
     [
