@@ -1,0 +1,197 @@
+"""Describing the offsets of many groups costs one group's wait, not one per group.
+
+Why: Kafka 4.2 serves the groups of one DescribeShareGroupOffsets one after the
+other (112 groups: 2.40 s) and one-group requests at once (DESIGN.md, measured
+facts), so ``list_share_partition_offsets`` sends one group per request,
+concurrently. The sandbox models Kafka's wait per further group of a request
+(``summary_read_wait_s``); here it is 200 ms, large enough that ten groups in one
+request (nine waits, 1.8 s) cannot be mistaken for ten one-group requests (no
+wait). The requests are counted at the broker, and the answers are compared with
+the old one-request-per-coordinator batching, which must give the same offsets.
+
+The groups are made through the protocol: a ShareGroupHeartbeat join and leave
+leaves each group Empty, then AlterShareGroupOffsets gives it a start offset on
+every partition. These tests set the sandbox's pacing and watch its requests, so
+they are skipped on a real cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kshare_cli.admin.models import GroupFailure, GroupOffsets
+from kshare_cli.admin.share_groups import ShareGroupAdmin
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.runner import SandboxThread
+from kshare_cli.sandbox.server import Connection
+from kshare_cli.wire.client import KafkaClient
+from kshare_cli.wire.framing import Request
+from tests.wire.conftest import Handler, replaced_handler
+
+CREATE_TOPICS = 19
+SHARE_GROUP_HEARTBEAT = 76
+DESCRIBE_SHARE_GROUP_OFFSETS = 90
+ALTER_SHARE_GROUP_OFFSETS = 91
+GROUP_AUTHORIZATION_FAILED = 30
+WAIT_S = 0.2
+GROUPS = 10
+PARTITIONS = 3
+START_OFFSET = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Bed:
+    sandbox: SandboxThread
+    settings: ConnectionSettings
+    groups: list[str]
+
+
+async def _make_groups(client: KafkaClient, topic: str, groups: list[str]) -> None:
+    _, created = await client.request(
+        CREATE_TOPICS,
+        {
+            "topics": [
+                {
+                    "name": topic,
+                    "num_partitions": PARTITIONS,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            "timeout": 30_000,
+            "validate_only": False,
+        },
+    )
+    assert [int(t.error_code) for t in created.topics] == [0]
+    client.forget_metadata()
+    for group_id in groups:
+        member = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        for epoch, subscribed in ((0, [topic]), (-1, None)):
+            _, beat = await client.request(
+                SHARE_GROUP_HEARTBEAT,
+                {
+                    "group_id": group_id,
+                    "member_id": member,
+                    "member_epoch": epoch,
+                    "rack_id": None,
+                    "subscribed_topic_names": subscribed,
+                },
+            )
+            assert int(beat.error_code) == 0, beat
+        _, altered = await client.request(
+            ALTER_SHARE_GROUP_OFFSETS,
+            {
+                "group_id": group_id,
+                "topics": [
+                    {
+                        "topic_name": topic,
+                        "partitions": [
+                            {"partition_index": p, "start_offset": START_OFFSET}
+                            for p in range(PARTITIONS)
+                        ],
+                    }
+                ],
+            },
+        )
+        assert int(altered.error_code) == 0, altered
+
+
+@pytest.fixture(scope="module")
+def bed() -> Iterator[Bed]:
+    if os.environ.get("KSHARE_TEST_BOOTSTRAP"):
+        pytest.skip("the sandbox's per-group wait is set and its requests watched here")
+    suffix = uuid.uuid4().hex[:8]
+    groups = [f"scale-{suffix}-{index:02d}" for index in range(GROUPS)]
+    with SandboxThread(summary_read_wait_s=WAIT_S) as sandbox:
+        settings = ConnectionSettings(bootstrap_servers=(sandbox.bootstrap,))
+
+        async def setup() -> None:
+            async with await KafkaClient.connect(settings, timeout_s=30) as client:
+                await _make_groups(client, f"scale-{suffix}", groups)
+
+        asyncio.run(setup())
+        yield Bed(sandbox, settings, groups)
+
+
+def _recording(seen: list[list[str]]) -> Any:
+    """Wrap the broker's DescribeShareGroupOffsets handler to note each request's groups."""
+
+    def make(original: Handler) -> Handler:
+        async def handler(broker: Broker, request: Request, connection: Connection) -> Any:
+            seen.append([str(group.group_id) for group in request.payload.groups])
+            return await original(broker, request, connection)
+
+        return handler
+
+    return make
+
+
+def _offsets(bed: Bed, **options: Any) -> tuple[Any, float]:
+    """The offsets of every group, and the seconds the offsets call took (connect excluded)."""
+
+    async def ask() -> tuple[Any, float]:
+        async with await KafkaClient.connect(bed.settings, timeout_s=30) as client:
+            admin = ShareGroupAdmin(client)
+            started = time.perf_counter()
+            result = await admin.list_share_partition_offsets(bed.groups, **options)
+            return result, time.perf_counter() - started
+
+    return asyncio.run(ask())
+
+
+def test_ten_groups_cost_one_wait_and_answer_as_one_batched_request_did(bed: Bed) -> None:
+    per_group: list[list[str]] = []
+    with replaced_handler(bed.sandbox, DESCRIBE_SHARE_GROUP_OFFSETS, _recording(per_group)):
+        offsets, took_s = _offsets(bed)
+    batched: list[list[str]] = []
+    with replaced_handler(bed.sandbox, DESCRIBE_SHARE_GROUP_OFFSETS, _recording(batched)):
+        baseline, baseline_s = _offsets(bed, groups_per_request=None)
+
+    assert sorted(per_group) == [[group] for group in bed.groups]
+    assert batched == [bed.groups]
+    # Nine waits of 200 ms for the batched request; none for one-group requests.
+    assert baseline_s >= (GROUPS - 1) * WAIT_S
+    assert took_s < 5 * WAIT_S, f"{took_s:.2f} s for {GROUPS} groups"
+    assert offsets == baseline
+    assert offsets.ok() and not offsets.partition_errors()
+    assert [group.group_id for group in offsets.succeeded()] == bed.groups
+    for group in offsets.succeeded():
+        assert [p.start_offset for p in group.partitions] == [START_OFFSET] * PARTITIONS
+
+
+def test_a_group_whose_request_failed_is_a_failure_of_that_group_only(bed: Bed) -> None:
+    refused = bed.groups[3]
+
+    def refusing(original: Handler) -> Handler:
+        async def handler(broker: Broker, request: Request, connection: Connection) -> Any:
+            response = await original(broker, request, connection)
+            groups = tuple(
+                dataclasses.replace(group, error_code=ErrorCode(GROUP_AUTHORIZATION_FAILED))
+                if group.group_id == refused
+                else group
+                for group in response.groups
+            )
+            return dataclasses.replace(response, groups=groups)
+
+        return handler
+
+    with replaced_handler(bed.sandbox, DESCRIBE_SHARE_GROUP_OFFSETS, refusing):
+        offsets, _ = _offsets(bed)
+    failure = offsets.get(refused)
+    assert isinstance(failure, GroupFailure)
+    assert failure.error.code == GROUP_AUTHORIZATION_FAILED
+    others = [group for group in bed.groups if group != refused]
+    assert [group.group_id for group in offsets.succeeded()] == others
+    assert all(isinstance(offsets.get(group), GroupOffsets) for group in others)
