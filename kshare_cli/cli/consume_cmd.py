@@ -20,6 +20,9 @@ Where it parts from Kafka's tool, on purpose:
   ``Processed a total of N messages`` printed, as Kafka prints it.
 - The cluster and the topics are checked before joining: an unknown topic is
   exit 5 instead of a consumer waiting forever in a new group.
+- ``--command-property auto.offset.reset`` (which Kafka's tool ignores and
+  librdkafka refuses) is exit 2 with the ``kshare config set GROUP
+  share.auto.offset.reset=...`` that does what was meant.
 - A record that cannot be deserialized (without ``--reject-on-error``) stops
   the run with one error line and exit 1, released, not left to its lock.
 - ``--timeout-ms`` reached is a normal end (exit 0, no error; Kafka logs an
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import enum
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -124,6 +128,44 @@ def split_consumer_properties(properties: Mapping[str, str]) -> ConsumerProperti
         else:
             consumer[key] = value
     return ConsumerProperties(connection, consumer)
+
+
+#: librdkafka's spellings of auto.offset.reset values, as share.auto.offset.reset takes them.
+_RESET_VALUES: Final = {
+    "earliest": "earliest",
+    "smallest": "earliest",
+    "beginning": "earliest",
+    "latest": "latest",
+    "largest": "latest",
+    "end": "latest",
+}
+
+
+def refuse_offset_reset(consumer: Mapping[str, str], group_id: str) -> None:
+    """``auto.offset.reset`` means nothing to a share consumer: point to the group config.
+
+    librdkafka refuses the property with "not applicable for share consumer", which
+    leaves a new user with no way forward; where a share group starts reading is
+    the group's ``share.auto.offset.reset``, set with ``kshare config set``.
+    """
+    for name in ("auto.offset.reset", "share.auto.offset.reset"):
+        if name not in consumer:
+            continue
+        given = consumer[name].strip().lower()
+        value = _RESET_VALUES.get(given, given if given.startswith("by_duration:") else "earliest")
+        command = (
+            f"kshare config set {shlex.quote(group_id)} "
+            f"{shlex.quote(f'share.auto.offset.reset={value}')}"
+        )
+        what = (
+            "share consumers have no auto.offset.reset"
+            if name == "auto.offset.reset"
+            else "that is a group config, not a consumer property"
+        )
+        raise UsageError(
+            f"--command-property {name}: {what}; where share group {group_id!r} starts "
+            f"reading is its group config share.auto.offset.reset: {command}"
+        )
 
 
 def choose_group(group: str | None, *others: tuple[str, str | None]) -> str:
@@ -571,6 +613,9 @@ def consume(
             ("--command-config", file_group),
         ),
         invocation,
+    )
+    common.usage_guard(
+        lambda: refuse_offset_reset(consumer_properties.consumer, group_id), invocation
     )
     properties = common.usage_guard(
         lambda: _formatter_properties(formatter_config, formatter_property or []), invocation

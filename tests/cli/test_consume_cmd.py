@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import signal
 import subprocess
 import time
@@ -151,6 +152,68 @@ def test_bad_options_are_refused_before_connecting(
     line = assert_one_error_line(result.stderr, fragment)
     assert line.startswith("kshare: error: ")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (
+            ["-g", "jobs", "--command-property", "auto.offset.reset=earliest"],
+            "kshare config set jobs share.auto.offset.reset=earliest",
+        ),
+        (
+            [
+                "--consumer-property",
+                "group.id=feed",
+                "--consumer-property",
+                "auto.offset.reset=latest",
+            ],
+            "kshare config set feed share.auto.offset.reset=latest",
+        ),
+        (
+            ["--command-property", "share.auto.offset.reset=earliest"],
+            "kshare config set console-share-consumer share.auto.offset.reset=earliest",
+        ),
+    ],
+    ids=["group-option", "group-property", "share-spelling"],
+)
+def test_auto_offset_reset_is_refused_pointing_to_the_group_config(
+    kshare: Kshare, args: list[str], command: str
+) -> None:
+    result = kshare.run("consume", "-t", "t", *args, "-b", NOWHERE, connect=False)
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    line = assert_one_error_line(result.stderr, "share.auto.offset.reset")
+    assert line.startswith("kshare: error: --command-property ")
+    assert line.endswith(f": {command}"), line
+
+
+def test_the_suggested_offset_reset_command_sets_the_group_config(
+    kshare: Kshare, unique: str
+) -> None:
+    group = f"cli-reset-hint-{unique}"
+    refused = kshare.run(
+        "consume",
+        "-t",
+        "t",
+        "-g",
+        group,
+        "--command-property",
+        "auto.offset.reset=earliest",
+        "-b",
+        NOWHERE,
+        connect=False,
+    )
+    assert refused.exit_code == 2
+    suggested = shlex.split(refused.stderr.strip().rpartition(": ")[2])
+    assert suggested[:3] == ["kshare", "config", "set"]
+    applied = kshare.run(*suggested[1:])
+    assert applied.exit_code == 0, applied.stderr
+    shown = kshare.run("config", "get", group, "-o", "json")
+    assert shown.exit_code == 0, shown.stderr
+    configs = {entry["name"]: entry for entry in json.loads(shown.stdout)["configs"]}
+    reset = configs["share.auto.offset.reset"]
+    assert (reset["value"], reset["source"]) == ("earliest", "DYNAMIC_GROUP_CONFIG")
 
 
 def test_the_group_in_the_command_config_must_match(kshare: Kshare, tmp_path: Path) -> None:
