@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from kshare_cli.cli.common import fail
 from kshare_cli.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -97,8 +98,7 @@ def sandbox(
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            typer.echo(f"kshare: cannot use --data-dir {data_dir}: {error.strerror}", err=True)
-            raise typer.Exit(ExitCode.USAGE) from None
+            fail(f"cannot use --data-dir {data_dir}: {error.strerror}", ExitCode.USAGE)
     security, certificate = _listener_security(host, tls_dir, sasl_users, sasl_mechanisms)
     import asyncio
 
@@ -107,11 +107,9 @@ def sandbox(
     try:
         interrupted = asyncio.run(_serve(host, port, data_dir, demo, security, certificate))
     except DataDirError as error:
-        typer.echo(f"kshare: cannot use --data-dir {data_dir}: {error}", err=True)
-        raise typer.Exit(ExitCode.USAGE) from None
+        fail(f"cannot use --data-dir {data_dir}: {error}", ExitCode.USAGE)
     except OSError as error:
-        typer.echo(f"kshare: cannot listen on {host}:{port}: {error.strerror or error}", err=True)
-        raise typer.Exit(ExitCode.CONNECTION) from None
+        fail(f"cannot listen on {host}:{port}: {error.strerror or error}", ExitCode.CONNECTION)
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     if interrupted:
@@ -132,9 +130,8 @@ def _listener_security(
         server_ssl_context,
     )
 
-    def usage(message: str) -> typer.Exit:
-        typer.echo(f"kshare: {message}", err=True)
-        return typer.Exit(ExitCode.USAGE)
+    def usage(message: str) -> NoReturn:
+        fail(message, ExitCode.USAGE)
 
     certificate = None
     context = None
@@ -143,7 +140,7 @@ def _listener_security(
             certificate = server_certificate(tls_dir, [host])
             context = server_ssl_context(certificate.cert_file, certificate.key_file)
         except (OSError, ValueError) as error:  # ssl.SSLError is an OSError
-            raise usage(f"cannot use --tls-dir {tls_dir}: {error}") from None
+            usage(f"cannot use --tls-dir {tls_dir}: {error}")
     users: dict[str, str] = {}
     mechanisms: tuple[str, ...] = ()
     if sasl_users is not None:
@@ -151,11 +148,11 @@ def _listener_security(
             users = parse_users(sasl_users)
             mechanisms = check_mechanisms(sasl_mechanisms.split(","))
         except ValueError as error:
-            raise usage(f"--sasl-users/--sasl-mechanisms: {error}") from None
+            usage(f"--sasl-users/--sasl-mechanisms: {error}")
         if not users:
-            raise usage("--sasl-users: name at least one USER:PASSWORD")
+            usage("--sasl-users: name at least one USER:PASSWORD")
         if not mechanisms:
-            raise usage("--sasl-mechanisms: name at least one mechanism")
+            usage("--sasl-mechanisms: name at least one mechanism")
     protocol = {
         (True, True): "SASL_SSL",
         (True, False): "SSL",

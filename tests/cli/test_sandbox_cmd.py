@@ -211,7 +211,7 @@ def test_port_in_use_is_one_line_and_exit_3() -> None:
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith(f"kshare: cannot listen on 127.0.0.1:{port}: ")
+    assert lines[0].startswith(f"kshare: error: cannot listen on 127.0.0.1:{port}: ")
     assert "in use" in result.stderr
 
 
@@ -289,7 +289,7 @@ def test_unreadable_group_configs_in_data_dir_is_one_line_and_exit_2(tmp_path: P
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        f"kshare: cannot use --data-dir {tmp_path}: {tmp_path / 'group-configs.json'} "
+        f"kshare: error: cannot use --data-dir {tmp_path}: {tmp_path / 'group-configs.json'} "
         "is not a kshare sandbox group-config file"
     ]
 
