@@ -10,10 +10,12 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
@@ -27,7 +29,7 @@ from kio.schema.describe_share_group_offsets.v1.request import (
     DescribeShareGroupOffsetsRequestGroup,
 )
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from kshare_cli.cli.app import app
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line
@@ -310,3 +312,28 @@ def test_kshare_never_creates_a_topic_it_is_asked_about(
         assert_one_error_line(result.stderr, f"kshare: error: topic '{unknown}' does not exist")
     topics = AdminClient(cluster.config()).list_topics(timeout=30).topics
     assert unknown not in topics
+
+
+def _produce(kshare: Kshare, *args: str, stdin: bytes) -> Result:
+    argv = ["produce", *args, *kshare.connection_args()]
+    return CliRunner().invoke(app, argv, input=stdin, env=kshare.environment())
+
+
+def test_kshare_produce_may_create_a_topic_on_the_sandbox(kshare: Kshare, cluster: Cluster) -> None:
+    """A first topic: kshare produce refuses a missing topic unless asked to create it."""
+    if cluster.sandbox is None:
+        pytest.skip("whether a real cluster creates topics is its auto.create.topics.enable")
+    sandbox = cluster.sandbox
+    topic = f"first-topic-{uuid.uuid4().hex[:8]}"
+    refused = _produce(kshare, "-t", topic, stdin=b"x\n")
+    assert refused.exit_code == 5
+    assert_one_error_line(refused.stderr, f"kshare: error: topic '{topic}' does not exist")
+    assert sandbox.call(lambda broker: broker.topic(topic)) is None
+
+    created = _produce(
+        kshare, "-t", topic, "--command-property", "allow.auto.create.topics=true",
+        stdin=b"one\ntwo\nthree\n",
+    )  # fmt: skip
+    assert created.exit_code == 0, created.stderr
+    assert created.stderr.splitlines() == ["Produced a total of 3 messages"]
+    assert sandbox.call(lambda broker: broker.partition_log(topic, 0).log_end_offset) == 3  # type: ignore[union-attr]
