@@ -44,6 +44,7 @@ from typer.core import TyperCommand
 
 from kshare_cli.cli import common
 from kshare_cli.errors import KshareError, UsageError
+from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -286,10 +287,9 @@ def check_args(
     if not group.strip():
         raise UsageError("--group: a group id cannot be empty")
     for topic in topics:
-        if not topic.strip():
-            raise UsageError("--topic: a topic name cannot be empty")
-    if dlq_topic is not None and not dlq_topic.strip():
-        raise UsageError("--dlq-topic: a topic name cannot be empty")
+        check_topic_name(topic)
+    if dlq_topic is not None:
+        check_topic_name(dlq_topic, "--dlq-topic")
     if output_dir is not None and dlq_topic is not None:
         raise UsageError("--output-dir and --dlq-topic cannot be used together: choose one")
     if not _MASTER.match(master):

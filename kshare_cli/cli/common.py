@@ -202,10 +202,25 @@ def secrets_of(settings: object) -> tuple[str, ...]:
     return tuple(found)
 
 
+#: Secrets shorter than this are replaced only where they stand alone: a one-letter test
+#: password replaced everywhere turned "bootstrap" into "***ootstrap" in error lines.
+_SHORT_SECRET = 8
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret replaced by ``***``.
+
+    A long secret is replaced wherever it occurs. A short one only where no letter or
+    digit touches it, so ordinary words survive while ``password='b'`` is still hidden.
+    """
     for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
+        if not secret:
+            continue
+        if len(secret) >= _SHORT_SECRET:
             text = text.replace(secret, "***")
+        else:
+            alone = rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])"
+            text = re.sub(alone, "***", text)
     return text
 
 

@@ -58,6 +58,7 @@ import typer
 
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
+from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
     from kshare_cli.consumer.formatting import Formatter
@@ -207,8 +208,6 @@ def check_counts(max_messages: int | None, timeout_ms: int | None) -> None:
 
 
 def check_topics(topics: list[str]) -> tuple[str, ...]:
-    from kshare_cli.consumer.produce import check_topic_name
-
     if not topics:
         raise UsageError("name the topic to consume with --topic")
     for topic in topics:

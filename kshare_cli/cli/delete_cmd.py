@@ -22,6 +22,7 @@ import typer
 
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
+from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
     from kshare_cli.admin.deletion import Deletions
@@ -80,13 +81,12 @@ def check_delete_offsets_args(group: str, topics: list[str]) -> None:
     if not topics:
         raise UsageError("name at least one topic with --topic")
     for topic in topics:
-        if not topic.strip():
-            raise UsageError("--topic: a topic name cannot be empty")
         if ":" in topic:
             raise UsageError(
                 f"--topic {topic!r}: delete-offsets deletes a topic's offsets on every "
                 "partition; give the topic name alone"
             )
+        check_topic_name(topic)
 
 
 def _confirm(question: str) -> None:

@@ -20,6 +20,7 @@ import typer
 
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
+from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
     from kshare_cli.admin.inflight import GroupInflight
@@ -69,8 +70,7 @@ def check_args(group: str, topics: list[str], width: int, output: common.OutputF
     if not group.strip():
         raise UsageError("a group id cannot be empty")
     for topic in topics:
-        if not topic.strip():
-            raise UsageError("--topic: a topic name cannot be empty")
+        check_topic_name(topic)
     if not MIN_WIDTH <= width <= MAX_WIDTH:
         raise UsageError(
             f"--width must be between {MIN_WIDTH} and {MAX_WIDTH} characters, not {width}"

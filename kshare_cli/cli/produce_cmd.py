@@ -219,7 +219,8 @@ def produce(
     --key-separator stops the run with one line saying how many were produced.
     """
     invocation = common.Invocation(debug=debug)
-    from kshare_cli.consumer.produce import check_topic_name, parse_headers, parse_key_separator
+    from kshare_cli.consumer.produce import parse_headers, parse_key_separator
+    from kshare_cli.topic_names import check_topic_name
 
     common.usage_guard(lambda: check_topic_name(topic), invocation)
     separator = (

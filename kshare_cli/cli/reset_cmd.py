@@ -24,6 +24,7 @@ import typer
 
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
+from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
     from kshare_cli.admin.models import GroupDescription, MemberDescription
@@ -48,6 +49,7 @@ def parse_topic_specs(specs: list[str]) -> tuple[tuple[str, ...], tuple[tuple[st
         topic, sep, rest = spec.partition(":")
         if not topic.strip():
             raise UsageError(f"--topic {spec!r}: the topic name is empty")
+        check_topic_name(topic)
         if not sep:
             whole.append(topic)
             continue

@@ -180,7 +180,7 @@ def make_formatter(
         raise UsageError(f"unknown format {kind!r}: choose one of {', '.join(FORMAT_KINDS)}")
     if properties:
         names = ", ".join(sorted(properties))
-        raise UsageError(f"formatter properties ({names}) apply to --format text only, not {kind}")
+        raise UsageError(f"formatter properties ({names}) apply to -o text only, not {kind}")
     if kind == "jsonl":
         return JsonLinesFormatter(key_deserializer, value_deserializer)
     return RawFormatter()

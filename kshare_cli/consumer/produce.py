@@ -42,7 +42,6 @@ __all__ = [
     "MalformedLine",
     "ProduceResult",
     "TokenBucket",
-    "check_topic_name",
     "parse_headers",
     "parse_key_separator",
     "produce_lines",
@@ -54,10 +53,6 @@ DEFAULT_PRODUCER_CONFIG: Final[Mapping[str, str]] = {
     "partitioner": "murmur2_random",
 }
 
-_MAX_TOPIC_NAME = 249
-_TOPIC_CHARACTERS: Final = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
-)
 _SHOWN_LINE_BYTES = 60
 _POLL_INTERVAL_S = 0.1
 _POLL_EVERY = 1000
@@ -180,22 +175,6 @@ def parse_headers(pairs: Iterable[str]) -> tuple[tuple[str, bytes], ...]:
             raise UsageError(f"--header {pair!r}: the header key cannot be empty")
         headers.append((key, value.encode("utf-8")))
     return tuple(headers)
-
-
-def check_topic_name(topic: str) -> None:
-    """Kafka's topic-name rules (``Topic.validate``), checked before connecting."""
-    if not topic:
-        raise UsageError("--topic cannot be empty")
-    if topic in (".", ".."):
-        raise UsageError(f"--topic {topic!r} is not a valid topic name")
-    if len(topic) > _MAX_TOPIC_NAME:
-        raise UsageError(f"--topic is longer than {_MAX_TOPIC_NAME} characters")
-    bad = sorted(set(topic) - _TOPIC_CHARACTERS)
-    if bad:
-        raise UsageError(
-            f"--topic {topic!r} contains {''.join(bad)!r}: topic names use "
-            "ASCII letters, digits, '.', '_' and '-'"
-        )
 
 
 class _Deliveries:

@@ -357,7 +357,7 @@ def test_unknown_format_is_a_usage_error() -> None:
 
 @pytest.mark.parametrize("kind", ["jsonl", "raw"])
 def test_formatter_properties_are_for_text_only(kind: str) -> None:
-    with pytest.raises(UsageError, match="apply to --format text only"):
+    with pytest.raises(UsageError, match="apply to -o text only"):
         make_formatter(kind, {"print.key": "true"}, BYTES, BYTES)  # type: ignore[arg-type]
 
 

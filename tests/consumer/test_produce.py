@@ -22,7 +22,6 @@ from kshare_cli.consumer.produce import (
     DeliveryFailure,
     MalformedLine,
     TokenBucket,
-    check_topic_name,
     parse_headers,
     parse_key_separator,
     produce_lines,
@@ -284,9 +283,6 @@ def test_key_separator_escapes(text: str, separator: bytes) -> None:
         (parse_key_separator, "", "--key-separator cannot be empty"),
         (parse_headers, ["novalue"], "expected KEY=VALUE"),
         (parse_headers, ["=v"], "header key cannot be empty"),
-        (check_topic_name, "a b", "contains ' '"),
-        (check_topic_name, "..", "not a valid topic name"),
-        (check_topic_name, "x" * 250, "longer than 249"),
     ],
 )
 def test_bad_options_are_usage_errors(function: object, argument: object, message: str) -> None:

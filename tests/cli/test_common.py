@@ -1,0 +1,47 @@
+"""The command edge: what reaches stderr when a command fails with secrets configured."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from kshare_cli.cli.common import redact
+
+KSHARE = Path(sys.executable).with_name("kshare")
+
+
+def test_a_one_letter_password_does_not_garble_the_error_line(tmp_path: Path) -> None:
+    """A short password is hidden where it stands alone, never inside ordinary words.
+
+    Replacing the secret ``b`` everywhere once printed "cannot connect to any
+    ***ootstrap server".
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+        'required username="alice" password="b";\n'
+    )
+    done = subprocess.run(
+        [str(KSHARE), "list", "-b", f"127.0.0.1:{port}", "--command-config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("kshare: error: cannot connect to any bootstrap server ")
+    assert "***" not in done.stderr
+
+
+def test_short_secrets_are_hidden_where_they_stand_alone_long_ones_everywhere() -> None:
+    text = "bootstrap failed: password='b' token=abcdefghij tail abcdefghijk"
+    assert redact(text, ["b", "abcdefghij"]) == (
+        "bootstrap failed: password='***' token=*** tail ***k"
+    )
