@@ -136,7 +136,7 @@ def test_help_offers_every_option_of_kafkas_tool(kshare: Kshare) -> None:
         (["-t", "t", "--property", "print.key"], "KEY=VALUE"),
         (["-t", "t", "--value-deserializer", "yaml"], "yaml"),
         (["-t", "t", "--value-deserializer", "avro"], "schema registry"),
-        (["-t", "t", "--format", "jsonl", "--property", "print.key=true"], "--format text"),
+        (["-t", "t", "--format", "jsonl", "--property", "print.key=true"], "-o text"),
         (["-t", "t", "-g", "a", "--command-property", "group.id=b"], "do not match"),
         (["-t", "t", "--command-property", "share.acknowledgement.mode=implicit"], "explicitly"),
         (["-t", "t", "--command-property", "no.such.property=1"], "no.such.property"),
