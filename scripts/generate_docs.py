@@ -26,7 +26,11 @@ EXIT_STATUS = [
     ("0", "Success."),
     ("1", "Partial failure: some groups or partitions failed, or a change was refused."),
     ("2", "Usage error: bad option, value or file; nothing was changed."),
-    ("3", "Connection, TLS or SASL failure, or a broker without share-group support."),
+    (
+        "3",
+        "Connection, TLS or SASL failure, a broker without share-group support, or a port "
+        "that does not answer as a Kafka broker (including no answer to ApiVersions within 5 s).",
+    ),
     ("4", "Timed out (--timeout)."),
     ("5", "Not found: an unknown group, topic or partition."),
     ("130", "Interrupted."),
