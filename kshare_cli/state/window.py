@@ -219,6 +219,39 @@ class InFlightWindow:
         persisted.sort(key=lambda run: (-run.delivery_count, run.first_offset))
         return tuple(persisted[: max(limit, 0)])
 
+    def done_between(self, first_offset: int, end_offset: int) -> int:
+        """Offsets in [first_offset, end_offset) that are done: below the start offset, or
+        Acknowledged or Archived in the window.
+
+        Everything below a share-partition's start offset is done by definition, and the
+        terminal states are the records an offset reset (AlterShareGroupOffsets, which
+        clears the stored batches) delivers again when it moves the start at or below
+        them. UNRECORDED offsets are not done: they were acquired or never delivered.
+        """
+        if end_offset <= first_offset:
+            return 0
+        done = 0
+        if self.start_offset >= 0:
+            done += max(0, min(end_offset, self.start_offset) - first_offset)
+        for run in self.runs:
+            if run.state is WindowState.ACKNOWLEDGED or run.state is WindowState.ARCHIVED:
+                low = max(run.first_offset, first_offset)
+                high = min(run.last_offset + 1, end_offset)
+                if high > low:
+                    done += high - low
+        return done
+
+    def first_not_done(self) -> int:
+        """The first offset at or after the start offset that is neither Acknowledged nor
+        Archived: where the group really resumes, as the stored start offset trails the
+        acknowledgements (Kafka moves it after the state write completes, and the
+        delivery-complete count covers the rest). The window's end when all are done;
+        the start offset (-1 when uninitialised) when nothing is persisted."""
+        for run in self.runs:
+            if run.state is not WindowState.ACKNOWLEDGED and run.state is not WindowState.ARCHIVED:
+                return run.first_offset
+        return self.end_offset
+
     def queued(self, log_end_offset: int) -> int:
         """Offsets past the window and below the log end offset: produced, never delivered."""
         lower = max(self.end_offset, self.start_offset)

@@ -534,3 +534,23 @@ def test_window_counts_are_the_windows_figures(state: SharePartitionState) -> No
         window.unrecorded,
         window.max_delivery_count,
     )
+
+
+def test_done_between_counts_below_the_start_and_terminal_runs_only() -> None:
+    # start 4; 4-5 acknowledged, 6 available, 7 archived, 8 a gap (unrecorded), 9 acknowledged.
+    window = _window(4, (4, 5, 2, 1), (6, 6, 0, 1), (7, 7, 4, 1), (9, 9, 2, 1))
+    assert window.done_between(0, 20) == 4 + 2 + 1 + 1
+    assert window.done_between(2, 6) == 2 + 2
+    assert window.done_between(6, 9) == 1
+    assert window.done_between(10, 20) == 0
+    assert window.done_between(5, 5) == 0
+    assert InFlightWindow.empty().done_between(0, 10) == 0
+
+
+def test_first_not_done_is_where_the_group_resumes() -> None:
+    assert _window(4, (4, 5, 2, 1), (6, 6, 0, 1), (7, 7, 4, 1)).first_not_done() == 6
+    # A gap (acquired or never delivered) is not done either.
+    assert _window(4, (4, 5, 2, 1), (7, 7, 4, 1)).first_not_done() == 6
+    assert _window(4, (4, 5, 2, 1), (6, 8, 4, 1)).first_not_done() == 9
+    assert _window(13).first_not_done() == 13
+    assert InFlightWindow.empty().first_not_done() == -1
