@@ -110,7 +110,7 @@ def describe(
     from kshare_cli.render import notices, render
 
     common.stdout_write(render(report, output.value, view=view.value, verbose=verbose))
-    for line in notices(report):
+    for line in notices(report, output.value):
         typer.echo(line, err=True)
     failures = report.errors()
     for failure in failures:

@@ -56,14 +56,16 @@ def render(
     return render_members(model, fmt, verbose=verbose, width=width)
 
 
-def notices(model: Model) -> tuple[str, ...]:
-    """Informational lines for stderr that Kafka's tool prints beside ``model``.
+def notices(model: Model, fmt: OutputFormat | str | None = None) -> tuple[str, ...]:
+    """Informational notices for stderr that Kafka's tool prints beside ``model``.
 
-    Errors are not among them: they are ``model.errors()`` (and, for offsets,
-    ``partition_errors()``), which a command reports as it sees fit.
+    A command writes each followed by a newline. In ``plain`` they carry Kafka's
+    own blank lines, so stderr is Kafka's byte for byte; in the other formats each
+    is one line. Errors are not among them: they are ``model.errors()`` (and, for
+    offsets, ``partition_errors()``), which a command reports as it sees fit.
     """
     if isinstance(model, GroupDescriptions):
         from kshare_cli.render.descriptions import description_notices
 
-        return description_notices(model)
+        return description_notices(model, plain=str(fmt) == OutputFormat.plain.value)
     return ()

@@ -4,8 +4,11 @@
 byte for byte (printMembers and printStates in Kafka 4.2's ShareGroupCommand):
 Kafka's column widths, its "does not exist" line for a Dead group, and nothing
 for a group without members in the members view. What Kafka prints on stderr
-("has no active members") is returned by ``description_notices``. The table adds
-rack, subscriptions and the assignor.
+("has no active members") is returned by ``description_notices``: for ``plain``
+with Kafka's leading blank line (``maybePrintEmptyGroupState`` prints
+``"\nShare group ..."``), so stderr too is Kafka's byte for byte; the other
+formats keep kshare's one line per diagnostic. The table adds rack,
+subscriptions and the assignor.
 
 JSON and YAML give the whole description whichever view is asked for; JSONL and
 CSV give one row per member (members view) or per group (state view).
@@ -111,10 +114,17 @@ def render_states(
     )
 
 
-def description_notices(descriptions: GroupDescriptions) -> tuple[str, ...]:
-    """What Kafka's tool says on stderr for these groups (one line each, no errors)."""
+def description_notices(
+    descriptions: GroupDescriptions, *, plain: bool = False
+) -> tuple[str, ...]:
+    """What Kafka's tool says on stderr for these groups (one notice each, no errors).
+
+    ``plain`` starts each notice with Kafka's blank line, so that writing each one
+    with a newline gives Kafka's stderr bytes; without it, each is one line.
+    """
+    blank = "\n" if plain else ""
     return tuple(
-        f"Share group '{group.group_id}' has no active members."
+        f"{blank}Share group '{group.group_id}' has no active members."
         for group in descriptions.succeeded()
         if group.state == "Empty"
     )

@@ -199,10 +199,19 @@ def test_members_json_and_rows_match_the_schemas(kshare: Kshare, share_groups: S
 def test_members_of_an_empty_group_say_so_on_stderr(
     kshare: Kshare, share_groups: ShareGroups
 ) -> None:
+    # Kafka's maybePrintEmptyGroupState: "\nShare group '...' has no active members." on
+    # stderr (golden 13); -o plain reproduces it with its blank line, in both views.
+    notice = f"\nShare group '{share_groups.drained}' has no active members.\n"
     result = kshare.run("describe", share_groups.drained, "--members", "-o", "plain")
     assert result.exit_code == 0
-    assert result.stderr == f"Share group '{share_groups.drained}' has no active members.\n"
-    assert share_groups.drained not in result.stdout
+    assert result.stderr == notice
+    assert result.stdout == ""
+    state = kshare.run("describe", share_groups.drained, "--state", "-o", "plain")
+    assert state.exit_code == 0 and state.stderr == notice
+    assert state.stdout.startswith(f"\nGROUP ") and "Empty" in state.stdout
+    # kshare's own formats: one line.
+    table = kshare.run("describe", share_groups.drained, "--members")
+    assert table.stderr == notice.lstrip("\n")
 
 
 # --------------------------------------------------------------------------- state

@@ -87,10 +87,15 @@ def test_describe_state_is_byte_identical(run: str, verbose: bool) -> None:
 
 
 def test_empty_group_notice_is_what_kafka_printed_on_stderr() -> None:
-    # 13's stderr is "\nShare group 'golden-g' has no active members.\n".
-    notices = description_notices(golden.descriptions("13"))
-    assert [f"\n{line}\n".encode() for line in notices] == [golden.tool_output("13", "err")]
-    assert description_notices(golden.descriptions("08")) == ()
+    # 13's stderr is "\nShare group 'golden-g' has no active members.\n": the command
+    # writes each plain notice and a newline, which must give those bytes.
+    notices = description_notices(golden.descriptions("13"), plain=True)
+    assert [f"{line}\n".encode() for line in notices] == [golden.tool_output("13", "err")]
+    assert description_notices(golden.descriptions("08"), plain=True) == ()
+    # Other formats: one line, kshare's way with diagnostics.
+    assert description_notices(golden.descriptions("13")) == (
+        "Share group 'golden-g' has no active members.",
+    )
 
 
 def test_members_of_an_empty_group_print_nothing() -> None:
@@ -122,5 +127,9 @@ def test_dispatcher_picks_the_view() -> None:
 
 def test_notices_dispatch() -> None:
     assert notices(golden.descriptions("13")) == ("Share group 'golden-g' has no active members.",)
+    assert notices(golden.descriptions("13"), "plain") == (
+        "\nShare group 'golden-g' has no active members.",
+    )
+    assert notices(golden.descriptions("13"), "json") == notices(golden.descriptions("13"))
     assert notices(golden.offsets("14")) == ()
     assert notices(golden.listing("01-list")) == ()
