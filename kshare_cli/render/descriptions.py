@@ -114,9 +114,7 @@ def render_states(
     )
 
 
-def description_notices(
-    descriptions: GroupDescriptions, *, plain: bool = False
-) -> tuple[str, ...]:
+def description_notices(descriptions: GroupDescriptions, *, plain: bool = False) -> tuple[str, ...]:
     """What Kafka's tool says on stderr for these groups (one notice each, no errors).
 
     ``plain`` starts each notice with Kafka's blank line, so that writing each one

@@ -208,7 +208,7 @@ def test_members_of_an_empty_group_say_so_on_stderr(
     assert result.stdout == ""
     state = kshare.run("describe", share_groups.drained, "--state", "-o", "plain")
     assert state.exit_code == 0 and state.stderr == notice
-    assert state.stdout.startswith(f"\nGROUP ") and "Empty" in state.stdout
+    assert state.stdout.startswith("\nGROUP ") and "Empty" in state.stdout
     # kshare's own formats: one line.
     table = kshare.run("describe", share_groups.drained, "--members")
     assert table.stderr == notice.lstrip("\n")
