@@ -239,13 +239,15 @@ class ShareGroupAdmin:
                 _split_groups,
                 batch_size=groups_per_request,
             )
+        # Every share-partition answered without error, initialised or not: the log end
+        # offset is known even where the start offset is not (Kafka's "-").
         partitions = {
             TopicPartition(topic.topic_name, int(partition.partition_index))
             for answer in answers.values()
             if not isinstance(answer, KafkaError)
             for topic in answer.topics
             for partition in topic.partitions
-            if int(partition.error_code) == 0 and int(partition.start_offset) >= 0
+            if int(partition.error_code) == 0
         }
         ends = await self.log_end_offsets(partitions) if end_offsets and partitions else None
         results: list[GroupOffsets | GroupFailure] = list(failures.values())

@@ -9,16 +9,23 @@ known client id, assigned both partitions. Structured output is validated agains
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import csv
 import io
 import json
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.wire.client import KafkaClient
+from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import (
     Kshare,
     ShareGroups,
@@ -26,7 +33,10 @@ from tests.cli.conftest import (
     validate,
     write_properties,
 )
+from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+
+SHARE_GROUP_HEARTBEAT = 76
 
 
 def table_rows(stdout: str, group_id: str) -> list[list[str]]:
@@ -129,6 +139,98 @@ def test_offsets_json_jsonl_csv_yaml(
 
     as_yaml = kshare.run("describe", share_groups.drained, "-o", "yaml")
     assert yaml.safe_load(as_yaml.stdout) == document
+
+
+@pytest.fixture
+def settings(
+    cluster: Cluster, cluster_command_config: Path | None, tmp_path: Path
+) -> ConnectionSettings:
+    return resolve_settings(
+        bootstrap=cluster.bootstrap,
+        command_config=cluster_command_config,
+        profile=None,
+        environ={},
+        profiles_path=tmp_path / "profiles.toml",
+    )
+
+
+def _join_and_leave(settings: ConnectionSettings, group: str, topic: str) -> None:
+    """A member joins ``group`` on ``topic`` and leaves before fetching anything.
+
+    The coordinator initialises the assigned share-partitions with start offset -1
+    (InitializeShareGroupState, as Kafka's golden state topic shows), and nothing
+    moves it: describe answers the share-partitions with an unknown start offset.
+    """
+
+    async def beat() -> None:
+        async with await KafkaClient.connect(settings, timeout_s=15) as client:
+            coordinator = (await client.find_coordinators([group]))[group]
+            assert isinstance(coordinator, BrokerNode), coordinator
+            member = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            epoch = 0
+            for _ in range(50):  # until the member is assigned both partitions
+                _, answer = await client.request(
+                    SHARE_GROUP_HEARTBEAT,
+                    {
+                        "group_id": group,
+                        "member_id": member,
+                        "member_epoch": epoch,
+                        "rack_id": None,
+                        "subscribed_topic_names": [topic] if epoch == 0 else None,
+                    },
+                    node=coordinator.node_id,
+                )
+                assert int(answer.error_code) == 0, answer
+                epoch = int(answer.member_epoch)
+                assignment = answer.assignment
+                if assignment is not None and sum(
+                    len(t.partitions) for t in assignment.topic_partitions
+                ):
+                    break
+                await asyncio.sleep(0.1)
+            _, left = await client.request(
+                SHARE_GROUP_HEARTBEAT,
+                {
+                    "group_id": group,
+                    "member_id": member,
+                    "member_epoch": -1,
+                    "rack_id": None,
+                    "subscribed_topic_names": None,
+                },
+                node=coordinator.node_id,
+            )
+            assert int(left.error_code) == 0, left
+
+    asyncio.run(beat())
+
+
+def test_end_offset_is_shown_where_the_start_offset_is_unknown(
+    kshare: Kshare, share_groups: ShareGroups, settings: ConnectionSettings
+) -> None:
+    group = f"kshare-cli-unstarted-{share_groups.suffix}"
+    _join_and_leave(settings, group, share_groups.topic)
+
+    def partitions() -> list[dict[str, Any]]:
+        result = kshare.run("describe", group, "-o", "json")
+        assert result.exit_code == 0, result.stderr
+        found: list[dict[str, Any]] = group_of(json.loads(result.stdout), group)["partitions"]
+        return found
+
+    wait_for(lambda: len(partitions()) == 2, timeout=30, interval=0.1, what="share-partitions")
+    document = json.loads(kshare.run("describe", group, "-o", "json").stdout)
+    validate(document, "offsets.schema.json")
+    rows = group_of(document, group)["partitions"]
+    # Kafka's "-" start offset; the log end offset is still known and shown.
+    assert [(p["partition"], p["start_offset"], p["end_offset"]) for p in rows] == [
+        (0, None, ShareGroups.DRAINED_END[0]),
+        (1, None, ShareGroups.DRAINED_END[1]),
+    ]
+    table = kshare.run("describe", group)
+    by_partition = {row[2]: row for row in table_rows(table.stdout, group) if row[1] != "TOTAL"}
+    assert [row[3:5] for _, row in sorted(by_partition.items())] == [
+        ["-", str(ShareGroups.DRAINED_END[0])],
+        ["-", str(ShareGroups.DRAINED_END[1])],
+    ]
 
 
 def test_console_script_describes_offsets_as_json(
