@@ -223,9 +223,15 @@ class Broker:
         }
 
     def unsupported_api_versions(self, correlation_id: int) -> bytes:
-        """ApiVersions v0 with UNSUPPORTED_VERSION: what Kafka sends for a version it lacks."""
-        body = build(load_response_schema(18, 0), self.api_versions_body(UNSUPPORTED_VERSION))
-        return encode_response(body, correlation_id)
+        """ApiVersions v0 with UNSUPPORTED_VERSION: what Kafka sends for a version it lacks.
+
+        Only ApiVersions' own range, not the whole table (KIP-511; Kafka 4.2
+        ``ApiVersionsRequest.getErrorResponse``, called by ``KafkaApis.handleApiVersionsRequest``):
+        the client retries with a version from it and gets the table then.
+        """
+        body = self.api_versions_body(UNSUPPORTED_VERSION)
+        body["api_keys"] = [key for key in body["api_keys"] if key["api_key"] == 18]
+        return encode_response(build(load_response_schema(18, 0), body), correlation_id)
 
     # -- topics ----------------------------------------------------------------
 
