@@ -16,6 +16,25 @@ import pytest
 
 from kshare_cli.sandbox.runner import SandboxThread
 
+#: Topic configs for a test that produces records with fixed, old CreateTimes (the golden
+#: corpus's January 2026). A real broker's time-based retention (``log.retention.hours``
+#: 168, checked every ``log.retention.check.interval.ms``, 5 min) deletes a segment whose
+#: largest timestamp is older than that, the active segment included (Kafka 4.2
+#: ``UnifiedLog.deleteRetentionMsBreachedSegments`` and ``deleteOldSegments``, which rolls
+#: first): without this, such records vanish at the broker's next check.
+KEEP_OLD_RECORDS: dict[str, str] = {"retention.ms": "-1"}
+
+
+def on_real_cluster() -> bool:
+    """Whether the tests run against the cluster ``KSHARE_TEST_BOOTSTRAP`` names."""
+    return bool(os.environ.get("KSHARE_TEST_BOOTSTRAP"))
+
+
+def skip_on_real_cluster(reason: str) -> None:
+    """Skip a test that needs something only the sandbox gives, saying what, on a real cluster."""
+    if on_real_cluster():
+        pytest.skip(f"on a real cluster: {reason}")
+
 
 def _read_properties(path: str) -> dict[str, str]:
     properties: dict[str, str] = {}
