@@ -7,6 +7,10 @@ operator must never mistake it for a Kafka cluster.
 ``--tls-dir`` and ``--sasl-users`` make the listener SSL, SASL_PLAINTEXT or
 SASL_SSL, so TLS and SASL client settings can be tried without a real cluster;
 the client properties that fit go to stderr.
+
+``--config KEY=VALUE`` sets broker configs by Kafka's names -- the share
+coordinator's snapshot and prune intervals, topic auto-creation -- checked
+before anything listens, so a bad one is a usage error that changed nothing.
 """
 
 from __future__ import annotations
@@ -87,6 +91,18 @@ def sandbox(
             "unsecured JWTs (alg none) with a sub and an unexpired exp.",
         ),
     ] = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+    config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config",
+            metavar="KEY=VALUE",
+            help="A broker config by Kafka's name (repeatable): "
+            "share.coordinator.snapshot.update.records.per.snapshot (500), "
+            "share.coordinator.cold.partition.snapshot.interval.ms (300000), "
+            "share.coordinator.state.topic.prune.interval.ms (300000), "
+            "auto.create.topics.enable (true), num.partitions (1).",
+        ),
+    ] = None,
 ) -> None:
     """Run a share-group broker EMULATOR for tests and demos. It is not Apache Kafka.
 
@@ -94,6 +110,7 @@ def sandbox(
     CreateTopics, share groups, the share-group admin RPCs) on one node, and writes
     share-partition state to __share_group_state as Kafka 4.2 does.
     """
+    broker_configs = _broker_configs(config or [])
     if data_dir is not None:
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -105,7 +122,9 @@ def sandbox(
     from kshare_cli.sandbox.group_config_file import DataDirError
 
     try:
-        interrupted = asyncio.run(_serve(host, port, data_dir, demo, security, certificate))
+        interrupted = asyncio.run(
+            _serve(host, port, data_dir, demo, security, certificate, broker_configs)
+        )
     except DataDirError as error:
         fail(f"cannot use --data-dir {data_dir}: {error}", ExitCode.USAGE)
     except OSError as error:
@@ -114,6 +133,22 @@ def sandbox(
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     if interrupted:
         raise typer.Exit(ExitCode.INTERRUPTED)
+
+
+def _broker_configs(pairs: list[str]) -> dict[str, str]:
+    """The ``--config`` pairs, checked now (as Kafka checks at start-up): bad ones exit 2."""
+    from kshare_cli.sandbox.broker_config import (
+        BrokerConfigError,
+        broker_config,
+        parse_config_pairs,
+    )
+
+    try:
+        configs = parse_config_pairs(pairs)
+        broker_config(configs)
+    except BrokerConfigError as error:
+        fail(f"--config: {error}", ExitCode.USAGE)
+    return configs
 
 
 def _listener_security(
@@ -192,6 +227,7 @@ async def _serve(
     demo: bool,
     security: ListenerSecurity | None = None,
     certificate: ServerCertificate | None = None,
+    config: dict[str, str] | None = None,
 ) -> bool:
     """Serve until SIGINT or SIGTERM; True when it was SIGINT (exit 130, as documented)."""
     import asyncio
@@ -200,7 +236,7 @@ async def _serve(
 
     from kshare_cli.sandbox.runner import new_broker
 
-    broker = new_broker(data_dir)
+    broker = new_broker(data_dir, config=config)
     bound = await broker.start(host, port, security=security)
     print(f"{broker.advertised.host}:{bound}", flush=True)
     print(BANNER, file=sys.stderr, flush=True)

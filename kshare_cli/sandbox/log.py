@@ -5,6 +5,15 @@ is rewritten), so what a consumer fetches is byte for byte what was produced --
 compressed batches included. With a data directory each partition's batches
 are appended to a file as they arrive and read back on start, which is all a
 restart needs to keep both the topics and the ``__share_group_state`` records.
+
+A partition's log start offset moves only forward, as Kafka's DeleteRecords
+moves it (``UnifiedLog.maybeIncrementLogStartOffset``): records before it are
+gone for Fetch (OFFSET_OUT_OF_RANGE) and ListOffsets earliest answers it. The
+share coordinator's pruning of ``__share_group_state`` is what moves it here.
+On disk it is kept beside the log, in ``<id>-<partition>.log-start`` (Kafka's
+``log-start-offset-checkpoint``), written before the log file is rewritten
+without the deleted batches, so a crash between the two loses nothing and
+resurrects nothing.
 """
 
 from __future__ import annotations
@@ -75,9 +84,46 @@ class PartitionLog:
                 file.flush()
                 os.fsync(file.fileno())
 
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (never back, never past the end).
+
+        What Kafka's DeleteRecords does to a partition: batches that end before
+        the new start are dropped; a batch straddling it stays whole, as Kafka
+        keeps whole batches (a reader skips the records before the start).
+        Returns the log start offset after the call.
+        """
+        offset = min(offset, self.log_end_offset)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        self.log_start_offset = offset
+        kept = self.batch_index(offset)
+        del self.batches[:kept]
+        del self._last_offsets[:kept]
+        if self.path is not None:
+            checkpoint = self._start_path()
+            assert checkpoint is not None
+            _replace(checkpoint, str(offset).encode())
+            _replace(self.path, b"".join(batch.data for batch in self.batches))
+        return offset
+
+    def _start_path(self) -> Path | None:
+        return None if self.path is None else self.path.with_suffix(".log-start")
+
+    def remove_files(self) -> None:
+        """Delete this partition's files (its topic was deleted)."""
+        for path in (self.path, self._start_path()):
+            if path is not None and path.exists():
+                path.unlink()
+
     def load(self) -> None:
         """Read the batches back from disk (a torn last batch from a crash is dropped)."""
-        if self.path is None or not self.path.exists():
+        if self.path is None:
+            return
+        checkpoint = self._start_path()
+        if checkpoint is not None and checkpoint.exists():
+            # Before the batches: an empty log still starts (and ends) there.
+            self.log_start_offset = self.log_end_offset = int(checkpoint.read_text())
+        if not self.path.exists():
             return
         data = self.path.read_bytes()
         headers = read_batch_headers(data)
@@ -86,13 +132,15 @@ class PartitionLog:
             with self.path.open("r+b") as file:
                 file.truncate(good)
         for header in headers:
+            if header.last_offset < self.log_start_offset:
+                continue  # deleted, but the rewrite after the checkpoint did not happen
             raw = data[header.position : header.position + header.size]
             stored = StoredBatch(header.base_offset, header.last_offset, header.max_timestamp, raw)
             self.batches.append(stored)
             self._last_offsets.append(stored.last_offset)
             self.log_end_offset = stored.last_offset + 1
         if self.batches:
-            self.log_start_offset = self.batches[0].base_offset
+            self.log_start_offset = max(self.log_start_offset, self.batches[0].base_offset)
 
     def batch_index(self, offset: int) -> int:
         """Index of the first batch whose last offset is at or after ``offset``."""
@@ -142,6 +190,16 @@ class PartitionLog:
             if best is None or batch.max_timestamp > best[1]:
                 best = (batch.last_offset, batch.max_timestamp)
         return best
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: readers see the old file or the new, whole."""
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    temporary.replace(path)
 
 
 @dataclass(slots=True)
@@ -248,8 +306,7 @@ class LogStore:
         topic = self.topics.pop(name)
         del self.by_id[topic.topic_id]
         for log in topic.partitions:
-            if log.path is not None and log.path.exists():
-                log.path.unlink()
+            log.remove_files()
         self._save()
         return topic
 

@@ -6,7 +6,9 @@ runs a function on that loop to inspect or change broker state safely.
 
 ``security`` makes the listener SSL, SASL_PLAINTEXT or SASL_SSL (see
 ``security.ListenerSecurity``); ``share_groups=False`` gives a broker without
-share groups, as a Kafka 3.x cluster would be.
+share groups, as a Kafka 3.x cluster would be. ``config`` takes broker configs
+by Kafka's names, as ``kshare sandbox --config`` does (``broker_config``), so a
+test can shorten the share coordinator's five-minute snapshot and prune timers.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.broker_config import broker_config
 from kshare_cli.sandbox.security import ListenerSecurity
 
 T = TypeVar("T")
@@ -29,29 +32,37 @@ def new_broker(
     data_dir: Path | None = None,
     *,
     share_groups: bool = True,
-    auto_create_topics: bool = True,
-    default_partitions: int = 1,
+    auto_create_topics: bool | None = None,
+    default_partitions: int | None = None,
+    config: Mapping[str, str] | None = None,
     **options: Any,
 ) -> Broker:
     """A broker with every part of the emulator installed.
 
-    ``auto_create_topics`` and ``default_partitions`` are Kafka's
-    ``auto.create.topics.enable`` and ``num.partitions``, with Kafka's defaults.
-    ``options`` configure the share groups (``settings``, ``updates_per_snapshot``);
-    with ``share_groups=False`` there are none to configure.
+    ``config`` holds broker configs by Kafka's names (``--config``), checked as
+    ``broker_config.broker_config`` checks them (BrokerConfigError when Kafka
+    would refuse one). ``auto_create_topics`` and ``default_partitions``, when
+    given, override its ``auto.create.topics.enable`` and ``num.partitions``.
+    ``options`` configure the share groups (``settings``); with
+    ``share_groups=False`` there are none to configure.
     """
     from kshare_cli.sandbox.share import install_share_groups
 
     if not share_groups and options:
         raise TypeError(f"share-group options {sorted(options)} given with share_groups=False")
+    configured = broker_config(config or {})
     broker = Broker(
         data_dir=data_dir,
         share_groups=share_groups,
-        auto_create_topics=auto_create_topics,
-        default_partitions=default_partitions,
+        auto_create_topics=(
+            configured.auto_create_topics if auto_create_topics is None else auto_create_topics
+        ),
+        default_partitions=(
+            configured.num_partitions if default_partitions is None else default_partitions
+        ),
     )
     if share_groups:
-        install_share_groups(broker, **options)
+        install_share_groups(broker, coordinator=configured.share_coordinator, **options)
     return broker
 
 

@@ -30,6 +30,7 @@ from kshare_cli.sandbox.broker import (
     now_ms,
     response_type,
 )
+from kshare_cli.sandbox.broker_config import ShareCoordinatorConfig
 from kshare_cli.sandbox.group_config_file import load_group_configs, save_group_configs
 from kshare_cli.sandbox.group_configs import (
     BrokerGroupSettings,
@@ -40,6 +41,7 @@ from kshare_cli.sandbox.group_configs import (
 from kshare_cli.sandbox.group_coordinator import ShareGroupCoordinator, ShareInitialization
 from kshare_cli.sandbox.log import Topic
 from kshare_cli.sandbox.server import Connection
+from kshare_cli.sandbox.share_coordinator import SnapshotOffsets, cold_snapshots
 from kshare_cli.sandbox.share_partition import (
     AcknowledgementBatch,
     SharePartition,
@@ -93,7 +95,7 @@ class ShareGroups(BrokerExtension):
         broker: Broker,
         *,
         settings: BrokerGroupSettings | None = None,
-        updates_per_snapshot: int | None = None,
+        coordinator: ShareCoordinatorConfig | None = None,
         summary_read_wait_s: float = KAFKA_SUMMARY_READ_WAIT_S,
     ) -> None:
         self.broker = broker
@@ -108,10 +110,16 @@ class ShareGroups(BrokerExtension):
             self.configs.restore(load_group_configs(data_dir))
             self.configs.on_change = lambda: save_group_configs(data_dir, self.configs.snapshot())
         self.groups = ShareGroupCoordinator(self.configs)
-        kwargs: dict[str, Any] = {"clock": now_ms}
-        if updates_per_snapshot is not None:
-            kwargs["updates_per_snapshot"] = updates_per_snapshot
-        self.state = ShareCoordinatorState(**kwargs)
+        #: The share coordinator's ``share.coordinator.*`` settings (``--config``).
+        self.coordinator = coordinator or ShareCoordinatorConfig()
+        self.state = ShareCoordinatorState(
+            updates_per_snapshot=self.coordinator.snapshot_update_records_per_snapshot,
+            clock=now_ms,
+        )
+        #: Per state-topic partition: where each share-partition's latest snapshot is, and
+        #: the offset the last prune deleted up to (Kafka's ``lastPrunedOffsets``).
+        self.snapshot_offsets = [SnapshotOffsets() for _ in range(SHARE_STATE_PARTITIONS)]
+        self.pruned_to: dict[int, int] = {}
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
@@ -122,6 +130,10 @@ class ShareGroups(BrokerExtension):
             broker.create_topic(SHARE_STATE_TOPIC, SHARE_STATE_PARTITIONS, internal=True)
         self._replay_state_topic()
         broker.spawn(self._timers())
+        broker.spawn(
+            self._every(self.coordinator.cold_partition_snapshot_interval_ms, self.snapshot_cold)
+        )
+        broker.spawn(self._every(self.coordinator.state_topic_prune_interval_ms, self.prune))
 
     def _replay_state_topic(self) -> None:
         from kio.records.readers import read_batch
@@ -129,12 +141,15 @@ class ShareGroups(BrokerExtension):
         topic = self.broker.topic(SHARE_STATE_TOPIC)
         assert topic is not None
         for partition_log in topic.partitions:
+            snapshot_offsets = self.snapshot_offsets[partition_log.partition]
             for stored in partition_log.batches:
                 decoded, _ = read_batch(stored.data, 0)
                 for record in decoded.records:
-                    if record.key is None:
+                    if record.key is None or record.offset < partition_log.log_start_offset:
                         continue
-                    self.state.apply(decode_record(bytes(record.key), _bytes(record.value)))
+                    state_record = decode_record(bytes(record.key), _bytes(record.value))
+                    self.state.apply(state_record)
+                    snapshot_offsets.replayed(state_record, int(record.offset))
         # Kafka keeps share groups themselves in __consumer_offsets; the sandbox has no
         # such log, so a restart re-creates each group that still has share-partition
         # state, empty, with its partitions marked initialised.
@@ -152,6 +167,48 @@ class ShareGroups(BrokerExtension):
                 self.tick(now_ms())
             except Exception:
                 log.exception("share-group timers failed")
+
+    async def _every(self, interval_ms: int, job: Any) -> None:
+        """Run ``job`` every ``interval_ms`` on the loop's clock, re-armed after each run.
+
+        Kafka's share coordinator re-adds its TimerTask when a pass has finished,
+        failure or not; so does this.
+        """
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                job()
+            except Exception:
+                log.exception("share coordinator job %s failed", getattr(job, "__name__", job))
+
+    def snapshot_cold(self) -> None:
+        """One cold-partition pass over every state-topic partition (see ``cold_snapshots``)."""
+        by_partition: dict[int, list[SharePartitionKey]] = {}
+        for key in self.state.states():
+            by_partition.setdefault(state_partition_for(key, SHARE_STATE_PARTITIONS), []).append(
+                key
+            )
+        now = now_ms()
+        interval_ms = self.coordinator.cold_partition_snapshot_interval_ms
+        for partition, keys in sorted(by_partition.items()):
+            records = cold_snapshots(self.state, keys, now=now, interval_ms=interval_ms)
+            if records:
+                self._append_state_records(partition, records)
+
+    def prune(self) -> None:
+        """One prune pass: DeleteRecords up to each state-topic partition's last redundant offset.
+
+        ``ShareCoordinatorService.performRecordPruning``: skipped where the offset
+        is unknown or the previous pass already deleted up to it.
+        """
+        for partition, snapshot_offsets in enumerate(self.snapshot_offsets):
+            offset = snapshot_offsets.last_redundant_offset()
+            if offset is None or self.pruned_to.get(partition) == offset:
+                continue
+            log_ = self.broker.partition_log(SHARE_STATE_TOPIC, partition)
+            assert log_ is not None
+            log_.delete_records_before(offset)
+            self.pruned_to[partition] = offset
 
     def tick(self, now: int) -> None:
         """Expire acquisition locks and member sessions: what Kafka's timers do."""
@@ -173,14 +230,18 @@ class ShareGroups(BrokerExtension):
     # -- durable state -------------------------------------------------------
 
     def _append_state(self, key: SharePartitionKey, record: StateRecord) -> None:
-        record_key, record_value = encode_record(record)
-        log_ = self.broker.partition_log(
-            SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)
-        )
+        self._append_state_records(state_partition_for(key, SHARE_STATE_PARTITIONS), [record])
+
+    def _append_state_records(self, partition: int, records: list[StateRecord]) -> None:
+        """Append records to one state-topic partition as one batch, then replay them."""
+        log_ = self.broker.partition_log(SHARE_STATE_TOPIC, partition)
         assert log_ is not None
         now = now_ms()
-        log_.append(encode_batch([(record_key, record_value)], now), now)
-        self.state.apply(record)
+        base_offset = log_.append(encode_batch([encode_record(r) for r in records], now), now)
+        snapshot_offsets = self.snapshot_offsets[partition]
+        for index, record in enumerate(records):
+            self.state.apply(record)
+            snapshot_offsets.replayed(record, base_offset + index)
 
     def _persist(self, key: SharePartitionKey, write: StateWrite) -> None:
         record = self.state.write(
