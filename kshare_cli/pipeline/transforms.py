@@ -33,7 +33,7 @@ import base64
 import bisect
 import struct
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -63,7 +63,13 @@ from kshare_cli.state.records import (
     decode_key,
     decode_record,
 )
-from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, ShareStateReplayer
+from kshare_cli.state.replay import (
+    SharePartitionKey,
+    SharePartitionState,
+    ShareStateReplayer,
+    opens_history,
+    same_state,
+)
 from kshare_cli.state.window import window_counts
 
 if TYPE_CHECKING:
@@ -75,6 +81,9 @@ __all__ = [
     "ARCHIVED_SCHEMA",
     "DECODED_SCHEMA",
     "DELIVERIES_SCHEMA",
+    "HISTORY_GAP",
+    "HISTORY_PRUNED",
+    "HISTORY_SCHEMA",
     "KAFKA_HEADERS_TYPE",
     "LAG_FROM_END_OFFSETS",
     "LAG_FROM_RECORD_TIMESTAMPS",
@@ -91,6 +100,7 @@ __all__ = [
     "deliveries",
     "replay_states",
     "share_partition_records",
+    "state_history",
     "state_records_of",
     "timeline",
     "with_topic_names",
@@ -166,6 +176,7 @@ REPLAYED_SCHEMA: Final = StructType(
         StructField("unrecorded", LongType(), True),
         StructField("max_delivery_count", IntegerType(), True),
         StructField("corrupt_records", LongType(), False),
+        StructField("restated", BooleanType(), False),
     ]
 )
 """One row per state-topic record of a share-partition: its state after that record.
@@ -175,7 +186,9 @@ columns are null then. The counts are InFlightWindow's, from start_offset to
 end_offset (one past the last persisted batch); acquired records are not
 persisted, so they are among `unrecorded`. A corrupt record leaves the state
 as it was, carries its error and adds one to corrupt_records (a running count
-per share-partition).
+per share-partition). restated marks a snapshot whose state equals the state
+before it (`replay.same_state`): Kafka force-snapshots a cold share-partition
+every few minutes, and such a row says nothing new.
 """
 
 REPLAYED_WITH_BATCHES_SCHEMA: Final = StructType(
@@ -390,6 +403,7 @@ _ARROW_SCALARS: Final = {
     "unrecorded": pa.int64(),
     "max_delivery_count": pa.int32(),
     "corrupt_records": pa.int64(),
+    "restated": pa.bool_(),
     "first_offset": pa.int64(),
     "last_offset": pa.int64(),
     "final_state": pa.string(),
@@ -596,6 +610,7 @@ def _replayed_table(table: Any, schema: StructType, *, with_batches: bool) -> An
     out["error"] = errors
     tombstones = out["tombstone"]
     corrupt_records = out["corrupt_records"]
+    restated = out["restated"]
     has_state = out["has_state"]
     state_outputs = [out[name] for name in _STATE_OUTPUTS]
     state_batches: list[list[_BatchTuple] | None] = []
@@ -606,10 +621,17 @@ def _replayed_table(table: Any, schema: StructType, *, with_batches: bool) -> An
         if record is None:
             corrupt += 1
             tombstones.append(None)
+            restated.append(False)
         else:
             tombstones.append(record.value is None)
+            before = state
             apply(record)
             state = current(share_partition)
+            restated.append(
+                before is not None
+                and record.key.kind is StateRecordKind.SNAPSHOT
+                and same_state(before, state)
+            )
         corrupt_records.append(corrupt)
         has_state.append(state is not None)
         values = no_state if state is None else _state_summary(state)
@@ -690,6 +712,7 @@ def deliveries(
     topic_ids: Collection[str] | None = None,
     since_ms: int | None = None,
     corrupt: Accumulator[int] | None = None,
+    gaps: Mapping[int, int] | None = None,
 ) -> DataFrame:
     """Per share-partition and offset range: highest delivery count and final state.
 
@@ -703,11 +726,19 @@ def deliveries(
     code does not know yet must not silently shorten an audit. (An
     accumulator counts once per successful task; the caller persists the
     result so that its tasks run once.)
+
+    What a share-partition's earliest record read says is dated only when
+    that record opens its history (`replay.opens_history`); otherwise the
+    outcomes it restates were reached before it, at a time the topic no
+    longer holds, and last_changed is null. gaps (state-topic partition ->
+    the first offset read after records that could not be read) treats the
+    first record after a gap the same way.
     """
     since_us = None if since_ms is None else since_ms * 1000
+    gap_after = dict(gaps or {})
 
     def ranges(key: tuple[Any, ...], table: Any) -> Any:
-        result, skipped = _share_partition_deliveries(table, since_us)
+        result, skipped = _share_partition_deliveries(table, since_us, gap_after)
         if corrupt is not None and skipped:
             corrupt.add(skipped)
         return result
@@ -720,7 +751,7 @@ class _OffsetHistory:
     """Disjoint, sorted offset segments with what the records said about them so far.
 
     Each segment is [first, last, max_delivery_count, final_state, final_delivery_count,
-    changed_at]. Neighbours that end up with the same outcome are joined, so a
+    changed_at] (changed_at None: unknown). Neighbours that end up with the same outcome are joined, so a
     share-partition that acknowledged a million offsets in order holds one segment, not
     a million; unless `precise`, when neighbours must also have changed at the same time
     (so that what changed since a given time can be told apart), a joined segment keeps
@@ -729,7 +760,7 @@ class _OffsetHistory:
 
     def __init__(self, *, precise: bool = False) -> None:
         self.firsts: list[int] = []
-        self.segments: list[list[int]] = []
+        self.segments: list[list[Any]] = []
         self._width = 6 if precise else 5
 
     def _split_at(self, offset: int) -> None:
@@ -744,7 +775,7 @@ class _OffsetHistory:
             self.segments.insert(index + 1, tail)
             self.firsts.insert(index + 1, offset)
 
-    def record(self, first: int, last: int, state: int, count: int, at: int) -> None:
+    def record(self, first: int, last: int, state: int, count: int, at: int | None) -> None:
         """A record written at `at` said offsets first..last are in state with count."""
         segments = self.segments
         if segments and first > segments[-1][1]:
@@ -755,7 +786,7 @@ class _OffsetHistory:
         self._split_at(last + 1)
         start = bisect.bisect_left(self.firsts, first)
         stop = start
-        replacement: list[list[int]] = []
+        replacement: list[list[Any]] = []
         cursor = first
         while stop < len(segments) and segments[stop][0] <= last:
             segment = segments[stop]
@@ -783,7 +814,7 @@ class _OffsetHistory:
         if stop < len(segments):
             replacement.append(segments[stop])
             stop += 1
-        joined: list[list[int]] = []
+        joined: list[list[Any]] = []
         for segment in replacement:
             if joined and self._joinable(joined[-1], segment):
                 _join(joined[-1], segment)
@@ -792,7 +823,7 @@ class _OffsetHistory:
         segments[start:stop] = joined
         self.firsts[start:stop] = [segment[0] for segment in joined]
 
-    def _append(self, segment: list[int]) -> None:
+    def _append(self, segment: list[Any]) -> None:
         segments = self.segments
         if segments and self._joinable(segments[-1], segment):
             _join(segments[-1], segment)
@@ -800,12 +831,17 @@ class _OffsetHistory:
         segments.append(segment)
         self.firsts.append(segment[0])
 
-    def _joinable(self, left: list[int], right: list[int]) -> bool:
+    def _joinable(self, left: list[Any], right: list[Any]) -> bool:
         width = self._width
-        return left[1] + 1 == right[0] and left[2:width] == right[2:width]
+        return (
+            left[1] + 1 == right[0]
+            and left[2:width] == right[2:width]
+            # An outcome of unknown time never borrows its neighbour's time.
+            and (left[5] is None) == (right[5] is None)
+        )
 
 
-def _join(left: list[int], right: list[int]) -> None:
+def _join(left: list[Any], right: list[Any]) -> None:
     left[1] = right[1]
     if right[5] is not None and (left[5] is None or right[5] > left[5]):
         left[5] = right[5]
@@ -824,21 +860,41 @@ _UNCHANGED_START_OFFSET: Final = -1
 """An update's start offset -1 leaves the start offset as it was (the record's own rule)."""
 
 
-def _share_partition_deliveries(table: Any, since_us: int | None) -> tuple[Any, int]:
+def _share_partition_deliveries(
+    table: Any, since_us: int | None, gaps: Mapping[int, int]
+) -> tuple[Any, int]:
     """The share-partition's ranges, and how many of its records did not decode."""
     timestamp_type = table.schema.field("state_timestamp").type
     share_partition, table, records, errors, _ = _decoded_in_order(table)
     skipped = sum(1 for error in errors if error is not None)
     if share_partition is None:
         return pa.Table.from_batches([], schema=_arrow_schema(DELIVERIES_SCHEMA, table)), skipped
-    written = table.column("state_timestamp").cast(pa.int64()).to_pylist()
+    written: list[int | None] = table.column("state_timestamp").cast(pa.int64()).to_pylist()
+    state_partitions = table.column("state_partition").to_pylist()
+    state_offsets = table.column("state_offset").to_pylist()
 
     history = _OffsetHistory(precise=since_us is not None)
     record_batch = history.record
     final_start_offset = _UNCHANGED_START_OFFSET
-    for record, at in zip(records, written, strict=True):
+    opening = True
+    previous_offset: int | None = None
+    for record, at, state_partition, state_offset in zip(
+        records, written, state_partitions, state_offsets, strict=True
+    ):
+        gap = gaps.get(state_partition)
+        if (
+            gap is not None
+            and state_offset >= gap
+            and (previous_offset is None or previous_offset < gap)
+        ):
+            opening = True
+        previous_offset = state_offset
         if record is None:
             continue
+        if opening:
+            opening = False
+            if not opens_history(record):
+                at = None
         value = record.value
         if value is None:
             continue
@@ -866,7 +922,12 @@ def _share_partition_deliveries(table: Any, since_us: int | None) -> tuple[Any, 
             complete = piece_last < final_start_offset
             outcome = [max_count, _state_name(delivery_state), count, complete]
             previous = ranges[-1] if ranges else None
-            if previous is not None and previous[1] + 1 == piece_first and previous[2:6] == outcome:
+            if (
+                previous is not None
+                and previous[1] + 1 == piece_first
+                and previous[2:6] == outcome
+                and (previous[6] is None) == (at is None)
+            ):
                 previous[1] = piece_last
                 if at is not None and (previous[6] is None or at > previous[6]):
                     previous[6] = at
@@ -887,6 +948,109 @@ def _share_partition_deliveries(table: Any, since_us: int | None) -> tuple[Any, 
         else:
             arrays.append(pa.array(values, _ARROW_SCALARS[field.name]))
     return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames()), skipped
+
+
+# --------------------------------------------------------------------------- history
+
+HISTORY_PRUNED: Final = "pruned"
+HISTORY_GAP: Final = "gap"
+
+HISTORY_SCHEMA: Final = StructType(
+    [
+        *_SHARE_PARTITION,
+        StructField("state_partition", IntegerType(), True),
+        StructField("first_state_offset", LongType(), True),
+        StructField("history_from", TimestampType(), True),
+        StructField("history_complete", BooleanType(), False),
+        StructField("history_missing", StringType(), True),
+    ]
+)
+"""Per share-partition: how much of its history the records read hold.
+
+history_from is the state-topic timestamp of the earliest record read
+(first_state_offset in state_partition). history_complete says nothing
+before or among the records read is missing; otherwise history_missing says
+why: "pruned" (the earliest record does not open the history,
+`replay.opens_history`: the share coordinator deleted what came before) or
+"gap" (a state-topic partition's records between the captured ones and the
+live log were deleted before anyone read them).
+"""
+
+
+def state_history(
+    records: DataFrame,
+    *,
+    group_ids: Collection[str] | None = None,
+    topic_ids: Collection[str] | None = None,
+    gaps: Mapping[int, int] | None = None,
+) -> DataFrame:
+    """HISTORY_SCHEMA rows, one per share-partition the records name.
+
+    Only each share-partition's earliest record is decoded: Spark finds it
+    by its state-topic position. gaps is as `deliveries` takes it: a
+    share-partition whose first record lies before a gap lost what the gap
+    held; one that starts after it is judged by its first record alone.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    gap_after = dict(gaps or {})
+    first = (
+        share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
+        .groupBy("share_partition")
+        .agg(F.min(F.struct(*_RAW_COLUMNS)).alias("_first"))
+        .select("_first.*")
+    )
+
+    def judge(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            yield _history_batch(batch, gap_after)
+
+    return first.mapInArrow(judge, HISTORY_SCHEMA)
+
+
+def _history_batch(batch: Any, gaps: Mapping[int, int]) -> Any:
+    columns = {name: batch.column(name) for name in _RAW_COLUMNS}
+    state_partitions = columns["state_partition"].to_pylist()
+    state_offsets = columns["state_offset"].to_pylist()
+    group_ids: list[str | None] = []
+    topic_ids: list[str | None] = []
+    partitions: list[int | None] = []
+    complete: list[bool] = []
+    missing: list[str | None] = []
+    for index, (key_bytes, value_bytes) in enumerate(
+        zip(columns["key"].to_pylist(), columns["value"].to_pylist(), strict=True)
+    ):
+        record: StateRecord | None = None
+        key: ShareStateKey | None = None
+        try:
+            key = decode_key(key_bytes)
+            record = decode_record(key_bytes, value_bytes)
+        except StateRecordError:
+            pass  # an undecodable first record cannot open the history: "pruned" below
+        group_ids.append(None if key is None else key.group_id)
+        topic_ids.append(None if key is None else kafka_uuid(key.topic_id))
+        partitions.append(None if key is None else key.partition)
+        gap = gaps.get(state_partitions[index])
+        if gap is not None and state_offsets[index] < gap:
+            complete.append(False)
+            missing.append(HISTORY_GAP)
+        elif record is None or not opens_history(record):
+            complete.append(False)
+            missing.append(HISTORY_PRUNED)
+        else:
+            complete.append(True)
+            missing.append(None)
+    arrays = [
+        pa.array(group_ids, pa.string()),
+        pa.array(topic_ids, pa.string()),
+        pa.array(partitions, pa.int32()),
+        columns["state_partition"],
+        columns["state_offset"],
+        columns["state_timestamp"],
+        pa.array(complete, pa.bool_()),
+        pa.array(missing, pa.string()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, names=HISTORY_SCHEMA.fieldNames())
 
 
 # --------------------------------------------------------------------------- topic names
@@ -955,7 +1119,8 @@ TIMELINE_SCHEMA: Final = StructType(
         StructField("lag_basis", StringType(), True),
     ]
 )
-"""A share-partition over time: one row per state record, its state after it.
+"""A share-partition over time: one row per state record, its state after it, except
+snapshots that restate the state before them (REPLAYED_SCHEMA's restated).
 
 time is the state record's timestamp (when the share coordinator wrote it);
 record is "snapshot", "update", "tombstone" or "corrupt" (a record that did
@@ -1002,7 +1167,9 @@ def timeline(
     from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
 
-    rows = with_topic_names(replayed, topic_names)
+    # A restated snapshot is no point: an idle share-partition would gain one every
+    # cold-snapshot interval, and the previous row already is its state since then.
+    rows = with_topic_names(replayed.filter(~F.col("restated")), topic_names)
     newest_first = Window.partitionBy(*SHARE_PARTITION_COLUMNS).orderBy(
         F.col("state_partition").desc(), F.col("state_offset").desc()
     )

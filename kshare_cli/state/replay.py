@@ -54,6 +54,8 @@ __all__ = [
     "ShareStateReplayer",
     "ShareStateWriteError",
     "UninitializedSharePartitionError",
+    "opens_history",
+    "same_state",
 ]
 
 DEFAULT_UPDATES_PER_SNAPSHOT: Final = 500
@@ -148,6 +150,40 @@ class SharePartitionState:
             self.write_timestamp,
             combine_state_batches(self.state_batches, value.state_batches, start_offset),
         )
+
+
+def opens_history(record: StateRecord) -> bool:
+    """Whether a share-partition's history can begin with this record.
+
+    Kafka's share coordinator writes snapshot epoch 0 only in the snapshot of
+    an InitializeShareGroupState for a share-partition it holds no state for;
+    every later snapshot (after `records.per.snapshot` updates, a cold
+    share-partition's forced snapshot, an offset reset) carries the previous
+    epoch + 1, and updates carry their snapshot's. So a share-partition whose
+    earliest readable record is anything else had records before it that the
+    coordinator pruned (or that a reader never saw).
+    """
+    value = record.value
+    return type(value) is ShareSnapshotValue and value.snapshot_epoch == 0
+
+
+def same_state(before: SharePartitionState | None, after: SharePartitionState | None) -> bool:
+    """Whether two states say the same about the share-partition.
+
+    The snapshot epoch and timestamps are left out: a cold share-partition's
+    forced snapshot (every `cold.partition.snapshot.interval.ms`) and an
+    update-count snapshot restate the state with a new epoch and write time,
+    and nothing happened to a record.
+    """
+    if before is None or after is None:
+        return before is after
+    return (
+        before.state_epoch == after.state_epoch
+        and before.leader_epoch == after.leader_epoch
+        and before.start_offset == after.start_offset
+        and before.delivery_complete_count == after.delivery_complete_count
+        and before.state_batches == after.state_batches
+    )
 
 
 class _Slot:

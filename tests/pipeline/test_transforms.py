@@ -31,6 +31,7 @@ from kshare_cli.pipeline.transforms import (
     deliveries,
     replay_states,
     share_partition_records,
+    state_history,
     state_records_of,
     timeline,
 )
@@ -782,6 +783,158 @@ def test_timeline_without_the_source_has_only_todays_lag(spark: SparkSession) ->
     assert [row[5:] for row in _timeline_rows(result) if row[0] == 0] == [
         (None, None, None)
     ] * 5 + [(9, 4, "end_offsets")]
+
+
+def test_timeline_leaves_out_snapshots_that_restate_the_state(spark: SparkSession) -> None:
+    """An idle share-partition is force-snapshotted every cold-snapshot interval (snapshot
+    epoch + 1, a new write time, the same state): those rows are no points; a snapshot
+    that changes something is one."""
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(2, (0, 1, ACKNOWLEDGED, 1))),
+            StateRecord(snapshot_key("g", 0), snapshot(2, snapshot_epoch=1)),
+            StateRecord(snapshot_key("g", 0), snapshot(2, snapshot_epoch=2)),
+            StateRecord(snapshot_key("g", 0), snapshot(2, (2, 2, ARCHIVED, 5), snapshot_epoch=3)),
+            StateRecord(snapshot_key("g", 0), snapshot(2, (2, 2, ARCHIVED, 5), snapshot_epoch=4)),
+        ),
+        state_partition=0,
+    )
+    offsets = spark.createDataFrame([("orders", 0, 3, None)], SOURCE_OFFSETS_SCHEMA)
+    replayed = replay_states(frame(spark, rows))
+
+    result = timeline(replayed, _topic_names(spark), source_offsets=offsets)
+
+    assert [
+        row["state_offset"]
+        for row in sorted(replayed.collect(), key=lambda row: row[1])
+        if row["restated"]
+    ] == [2, 3, 5]
+    assert [(row[1], row[2], row[3], row[5], row[6], row[7]) for row in _timeline_rows(result)] == [
+        (0, "snapshot", 0, None, None, None),
+        (1, "update", 2, None, None, None),
+        # The last point is the state now, dated when it last changed, with today's lag.
+        (4, "snapshot", 2, 3, 1, "end_offsets"),
+    ]
+
+
+# --------------------------------------------------------------------------- history
+
+
+def _history(result: DataFrame) -> list[tuple[object, ...]]:
+    return sorted(
+        (
+            row["partition"],
+            row["state_partition"],
+            row["first_state_offset"],
+            row["history_from"],
+            row["history_complete"],
+            row["history_missing"],
+        )
+        for row in result.collect()
+    )
+
+
+def test_state_history_says_which_share_partitions_lost_their_beginning(
+    spark: SparkSession,
+) -> None:
+    rows = [
+        # 0: from its first snapshot (epoch 0, InitializeShareGroupState) on: complete.
+        *kafka_rows(
+            encoded(
+                StateRecord(snapshot_key("g", 0), snapshot(0)),
+                StateRecord(update_key("g", 0), update(-1, (0, 0, ARCHIVED, 5))),
+            ),
+            state_partition=1,
+            first_offset=10,
+        ),
+        # 1: the earliest record left is a cold snapshot (epoch 4): pruned before it.
+        *kafka_rows(
+            encoded(StateRecord(snapshot_key("g", 1), snapshot(3, snapshot_epoch=4))),
+            state_partition=2,
+            first_offset=30,
+        ),
+        # 2: an update first: its snapshot is gone.
+        *kafka_rows(
+            encoded(StateRecord(update_key("g", 2), update(-1, (0, 0, AVAILABLE, 1)))),
+            state_partition=3,
+        ),
+        # 3 and 4 share state-topic partition 5, whose records 42..49 were never read:
+        # 3 began before the gap, 4 after it (an epoch-0 snapshot: nothing of it was lost).
+        *kafka_rows(encoded(StateRecord(snapshot_key("g", 3), snapshot(0))), 5, 40),
+        *kafka_rows(encoded(StateRecord(snapshot_key("g", 4), snapshot(0))), 5, 50),
+        # Another group's pruned history is not this audit's.
+        *kafka_rows(encoded(StateRecord(snapshot_key("h", 9), snapshot(0, snapshot_epoch=7))), 6),
+    ]
+
+    result = state_history(frame(spark, rows), group_ids=("g",), gaps={5: 50})
+
+    assert _history(result) == [
+        (0, 1, 10, _at(0), True, None),
+        (1, 2, 30, _at(0), False, "pruned"),
+        (2, 3, 0, _at(0), False, "pruned"),
+        (3, 5, 40, _at(0), False, "gap"),
+        (4, 5, 50, _at(0), True, None),
+    ]
+    assert {row["topic_id"] for row in result.collect()} == {kafka_uuid(TOPIC)}
+
+
+def test_deliveries_leave_the_time_of_a_pruned_history_unknown(spark: SparkSession) -> None:
+    """The first record left is a cold snapshot: offsets 0-1 were archived before it, at a
+    time the topic no longer holds -- never the snapshot's time. Offset 2, archived
+    afterwards with the same count, keeps its own time and is not joined to them."""
+    rows = kafka_rows(
+        encoded(
+            StateRecord(
+                snapshot_key("g", 0),
+                snapshot(0, (0, 1, ARCHIVED, 5), (2, 2, AVAILABLE, 4), snapshot_epoch=3),
+            ),
+            StateRecord(update_key("g", 0), update(-1, (2, 2, ARCHIVED, 5))),
+            # The next cold snapshot restates all three.
+            StateRecord(snapshot_key("g", 0), snapshot(0, (0, 2, ARCHIVED, 5), snapshot_epoch=4)),
+        ),
+        state_partition=0,
+    )
+
+    result = deliveries(frame(spark, rows))
+
+    assert _ranges(result) == [
+        (0, 0, 1, 5, "archived", 5, False, None),
+        (0, 2, 2, 5, "archived", 5, False, _at(1)),
+    ]
+
+
+def test_deliveries_after_a_gap_do_not_date_what_the_gap_held(spark: SparkSession) -> None:
+    """State-topic records 2..9 were lost between a capture and the live log: what the
+    first record after them says anew happened in the gap, at an unknown time."""
+    rows = [
+        *kafka_rows(
+            encoded(
+                StateRecord(snapshot_key("g", 0), snapshot(0)),
+                StateRecord(update_key("g", 0), update(-1, (0, 0, ARCHIVED, 5))),
+            ),
+            state_partition=0,
+        ),
+        *kafka_rows(
+            encoded(
+                StateRecord(
+                    snapshot_key("g", 0),
+                    snapshot(0, (0, 0, ARCHIVED, 5), (1, 1, ARCHIVED, 5), snapshot_epoch=2),
+                ),
+                StateRecord(update_key("g", 0), update(-1, (2, 2, ARCHIVED, 5))),
+            ),
+            state_partition=0,
+            first_offset=10,
+        ),
+    ]
+
+    result = deliveries(frame(spark, rows), gaps={0: 10})
+
+    assert _ranges(result) == [
+        (0, 0, 0, 5, "archived", 5, False, _at(1)),
+        (0, 1, 1, 5, "archived", 5, False, None),
+        (0, 2, 2, 5, "archived", 5, False, _at(1)),
+    ]
 
 
 # --------------------------------------------------------------------------- archived
