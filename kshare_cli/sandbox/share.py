@@ -962,8 +962,13 @@ async def alter_share_group_offsets(
     group_id = payload.group_id
     error = _group_error(shares, group_id, must_be_empty=True)
     if error == GROUP_ID_NOT_FOUND:
-        # Kafka creates the (empty) share group when offsets are altered for a new group id.
-        shares.groups.ensure_group(group_id)
+        # Kafka 4.2 (GroupMetadataManager.alterShareGroupOffsets) makes a new ShareGroup but
+        # persists it only through the ShareGroupStatePartitionMetadata record, written when
+        # at least one requested topic is in its metadata image; replaying that record adds
+        # the group (getOrMaybeCreatePersistedShareGroup). With only unknown topics every
+        # partition answers UNKNOWN_TOPIC_OR_PARTITION and no group exists afterwards.
+        if any(broker.topic(wanted.topic_name) is not None for wanted in payload.topics):
+            shares.groups.ensure_group(group_id)
         error = NONE
     if error != NONE:
         return _group_refused(request, group_id, error)

@@ -51,10 +51,10 @@ from kshare_cli.wire.cluster import BrokerNode, ClusterMetadata
 from kshare_cli.wire.framing import response_schema
 from tests.support import golden_admin as golden
 from tests.support.sandbox import Cluster
+from tests.support.share_offsets import alter_share_group_offsets
 
 T = TypeVar("T")
 
-ALTER_SHARE_GROUP_OFFSETS = 91
 #: Scenario A's recorded DeleteShareGroupOffsets (run 20) and DeleteGroups (run 22).
 GOLDEN_DELETE_OFFSETS_LINE = 373
 GOLDEN_DELETE_GROUPS_LINE = 387
@@ -389,25 +389,7 @@ def _ask(
 
 
 async def _alter_offsets(admin: ShareGroupAdmin, group: str, topic: str, partitions: int) -> None:
-    client = admin.client
-    coordinator = (await client.find_coordinators([group]))[group]
-    assert isinstance(coordinator, BrokerNode), coordinator
-    _, response = await client.request(
-        ALTER_SHARE_GROUP_OFFSETS,
-        {
-            "group_id": group,
-            "topics": [
-                {
-                    "topic_name": topic,
-                    "partitions": [
-                        {"partition_index": p, "start_offset": 0} for p in range(partitions)
-                    ],
-                }
-            ],
-        },
-        node=coordinator.node_id,
-    )
-    assert int(response.error_code) == 0, response
+    await alter_share_group_offsets(admin.client, group, {topic: range(partitions)})
 
 
 def test_delete_offsets_then_the_group_on_a_broker(

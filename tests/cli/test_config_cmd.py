@@ -34,9 +34,13 @@ from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import SCHEMAS, Kshare, assert_one_error_line, validate
 from tests.support.golden import GOLDEN
 from tests.support.sandbox import Cluster
+from tests.support.share_offsets import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    alter_share_group_offsets,
+)
 
 CONFIGS_OUTPUT = GOLDEN / "tool-output" / "kafka-configs"
-ALTER_SHARE_GROUP_OFFSETS = 91
 
 
 def golden(name: str, group: str) -> str:
@@ -303,6 +307,34 @@ def test_an_existing_group_without_configs_has_none_of_its_own(
 
     async def make_group() -> None:
         async with await KafkaClient.connect(settings, timeout_s=15) as client:
+            await alter_share_group_offsets(client, group, {topic: [0]})
+
+    asyncio.run(make_group())
+    plain = kshare.run("config", "get", group, "-o", "plain")
+    assert (plain.exit_code, plain.stdout, plain.stderr) == (
+        0,
+        f"Dynamic configs for group {group} are:\n",
+        "",
+    )
+    table = kshare.run("config", "get", group)
+    assert (table.exit_code, table.stderr) == (0, "")
+
+
+def test_a_group_altered_only_on_unknown_topics_is_not_made(
+    kshare: Kshare, cluster: Cluster, unique: str
+) -> None:
+    """Kafka 4.2 persists the new group only with a known topic (alterShareGroupOffsets)."""
+    group, topic = f"kshare-cfg-none-{unique}", f"kshare-cfg-missing-{unique}"
+    config = os.environ.get("KSHARE_TEST_COMMAND_CONFIG") if cluster.sandbox is None else None
+    settings = resolve_settings(
+        bootstrap=cluster.bootstrap,
+        command_config=Path(config) if config else None,
+        profile=None,
+        environ={},
+    )
+
+    async def alter() -> list[int]:
+        async with await KafkaClient.connect(settings, timeout_s=15) as client:
             coordinator = (await client.find_coordinators([group]))[group]
             assert isinstance(coordinator, BrokerNode), coordinator
             body = {
@@ -315,16 +347,15 @@ def test_an_existing_group_without_configs_has_none_of_its_own(
                 ALTER_SHARE_GROUP_OFFSETS, body, node=coordinator.node_id
             )
             assert int(response.error_code) == 0, response
+            return [int(p.error_code) for t in response.responses for p in t.partitions]
 
-    asyncio.run(make_group())
+    assert asyncio.run(alter()) == [UNKNOWN_TOPIC_OR_PARTITION]
     plain = kshare.run("config", "get", group, "-o", "plain")
     assert (plain.exit_code, plain.stdout, plain.stderr) == (
         0,
-        f"Dynamic configs for group {group} are:\n",
+        f"The group '{group}' doesn't exist and doesn't have dynamic config.\n",
         "",
     )
-    table = kshare.run("config", "get", group)
-    assert (table.exit_code, table.stderr) == (0, "")
 
 
 # --------------------------------------------------------------------------- usage errors

@@ -25,12 +25,11 @@ from kshare_cli.cli.app import app
 from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.client import KafkaClient
-from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
 from tests.support import golden_admin as golden
 from tests.support.sandbox import Cluster
+from tests.support.share_offsets import alter_share_group_offsets
 
-ALTER_SHARE_GROUP_OFFSETS = 91
 DRY_RUN_NOTICE = delete_cmd.DRY_RUN_NOTICE
 
 
@@ -61,23 +60,7 @@ def _empty_group_with_offsets(
 
     async def alter() -> None:
         async with await KafkaClient.connect(settings, timeout_s=15) as client:
-            coordinator = (await client.find_coordinators([group]))[group]
-            assert isinstance(coordinator, BrokerNode), coordinator
-            body = {
-                "group_id": group,
-                "topics": [
-                    {
-                        "topic_name": topic,
-                        "partitions": [
-                            {"partition_index": p, "start_offset": 0} for p in range(partitions)
-                        ],
-                    }
-                ],
-            }
-            _, response = await client.request(
-                ALTER_SHARE_GROUP_OFFSETS, body, node=coordinator.node_id
-            )
-            assert int(response.error_code) == 0, response
+            await alter_share_group_offsets(client, group, {topic: range(partitions)})
 
     asyncio.run(alter())
 

@@ -1,0 +1,69 @@
+"""An empty share group with state, made as the tests make one: AlterShareGroupOffsets.
+
+Kafka 4.2 creates the group on an AlterShareGroupOffsets for a new group id, but only
+when a requested topic is in the group coordinator's metadata image
+(``GroupMetadataManager.alterShareGroupOffsets``: the group is persisted by its
+ShareGroupStatePartitionMetadata record). A topic created a moment before reaches that
+image when the broker has replayed the controller's log, a little after CreateTopics
+answered; until then each partition answers UNKNOWN_TOPIC_OR_PARTITION, the request as a
+whole answers 0, and no group exists. So the request is repeated until every partition
+is accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kshare_cli.wire.client import KafkaClient
+from kshare_cli.wire.cluster import BrokerNode
+
+ALTER_SHARE_GROUP_OFFSETS = 91
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+async def alter_share_group_offsets(
+    client: KafkaClient,
+    group: str,
+    partitions: Mapping[str, Sequence[int]],
+    *,
+    start_offset: int = 0,
+    wait_s: float = 30.0,
+) -> Any:
+    """Set ``group``'s start offsets on ``partitions`` (topic -> indexes); the response.
+
+    Fails the test when the group is refused or a partition is still unknown after
+    ``wait_s`` seconds.
+    """
+    body = {
+        "group_id": group,
+        "topics": [
+            {
+                "topic_name": topic,
+                "partitions": [
+                    {"partition_index": index, "start_offset": start_offset} for index in indexes
+                ],
+            }
+            for topic, indexes in partitions.items()
+        ],
+    }
+    deadline = time.monotonic() + wait_s
+    while True:
+        coordinator = (await client.find_coordinators([group]))[group]
+        assert isinstance(coordinator, BrokerNode), coordinator
+        _, response = await client.request(
+            ALTER_SHARE_GROUP_OFFSETS, body, node=coordinator.node_id
+        )
+        assert int(response.error_code) == 0, response
+        codes = [
+            int(partition.error_code)
+            for topic in response.responses
+            for partition in topic.partitions
+        ]
+        if all(code == 0 for code in codes):
+            return response
+        unknown = all(code in (0, UNKNOWN_TOPIC_OR_PARTITION) for code in codes)
+        assert unknown and time.monotonic() < deadline, response
+        await asyncio.sleep(0.2)
