@@ -23,8 +23,28 @@ group command uses since 4.3, and 4.2's ``ShareGroupCommand``):
   [log start, log end], with one warning per clamped partition.
 - ``--to-current`` keeps the current start offset, or takes the log end offset
   where the group has none.
-- ``--all-topics`` means the partitions the group has start offsets for.
+- ``--all-topics`` means every share-partition the broker lists for the group,
+  read or not: Kafka 4.2's ``ShareGroupCommand.getPartitionsToReset`` takes the
+  key set of ``Admin.listShareGroupOffsets`` with no partitions named, that is a
+  DescribeShareGroupOffsets with all topics, which the group coordinator answers
+  with every initialised share-partition
+  (``GroupCoordinatorService.describeShareGroupAllOffsets`` ->
+  ``initializedShareGroupPartitions``: all partitions of the subscribed topics,
+  initialised at the join with start offset -1), and ``ListShareGroupOffsetsHandler``
+  keeps those with no start offset (as null). A partition with no start offset
+  is planned (current ``-``) and reset.
 - A group is reset only when it has no members (Empty or Dead).
+
+What a reset does to records (measured on Kafka 4.2.0): the stored start offset
+trails the acknowledgements (the delivery-complete count covers the rest), and an
+AlterShareGroupOffsets replaces the stored state with a bare start offset
+(``GroupMetadataManager.alterShareGroupOffsets`` -> ``InitializeShareGroupState``),
+so every record at or above the new start is delivered again, acknowledged or
+archived ones included, and every record below it that was not yet acknowledged
+is never delivered. The plan therefore counts from the in-flight window that
+``kshare inflight`` reads from ``__share_group_state`` (``InflightService``,
+``InFlightWindow``); without READ on that topic the counts are lower bounds
+(``PlannedOffset.exact``), and say so.
 """
 
 from __future__ import annotations
@@ -34,6 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable, InflightService
 from kshare_cli.admin.models import (
     GroupDescription,
     GroupFailure,
@@ -42,15 +63,15 @@ from kshare_cli.admin.models import (
     TopicPartition,
 )
 from kshare_cli.admin.share_groups import (
-    DESCRIBE_SHARE_GROUP_OFFSETS,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    group_offsets_from,
 )
 from kshare_cli.errors import KshareError, NotFound, Refused, UsageError
+from kshare_cli.state.window import InFlightWindow
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
+    from kshare_cli.admin.inflight import StateSource
     from kshare_cli.admin.share_groups import ShareGroupAdmin
 
 __all__ = [
@@ -70,7 +91,16 @@ ALTER_SHARE_GROUP_OFFSETS: Final = 91
 NON_EMPTY_GROUP: Final = 68
 GROUP_ID_NOT_FOUND: Final = 69
 
-ScenarioKind = Literal["earliest", "latest", "timestamp", "offset", "shift", "current", "file"]
+ScenarioKind = Literal[
+    "earliest",
+    "latest",
+    "timestamp",
+    "offset",
+    "shift",
+    "current",
+    "first-unacknowledged",
+    "file",
+]
 Clamp = Literal["log-start", "log-end"]
 #: Why a reset is refused: ``not_empty``, the group has members (Kafka resets only an
 #: Empty or Dead group, and so does the broker).
@@ -95,8 +125,8 @@ class Scenario:
 @dataclass(frozen=True, slots=True)
 class Selection:
     """Which partitions: whole ``topics``, named ``partitions``, or ``all_topics``
-    (the partitions the group has start offsets for). A ``file`` scenario selects
-    its own partitions."""
+    (every share-partition the broker lists for the group, with a start offset or
+    not, as Kafka's tool). A ``file`` scenario selects its own partitions."""
 
     topics: tuple[str, ...] = ()
     partitions: tuple[TopicPartition, ...] = ()
@@ -108,7 +138,23 @@ class PlannedOffset:
     """One share-partition's move: from ``current_offset`` (None: the group has no
     start offset there) to ``new_offset``, which is ``requested_offset`` clamped to
     [``log_start_offset``, ``log_end_offset``]. After ``execute``, ``applied`` or
-    ``error`` says what the broker did."""
+    ``error`` says what the broker did.
+
+    ``redelivered`` counts the records the reset makes the group receive again:
+    acknowledged or archived ones at or above the new start (the reset clears
+    their states). ``skipped`` counts the records below the new start that the
+    group had not finished (available, acquired, or never delivered): it will
+    never receive them. Both come from the in-flight window; ``exact`` is False
+    when the window was not read, and then both are lower bounds.
+
+    ``resume_offset`` is where the group would have resumed without the reset:
+    the first offset at or after the stored start that is neither acknowledged nor
+    archived (None: the group has no start offset, which no reset can restore).
+    A rollback plan moves the start offset there; ``resume_redelivers`` is how many
+    records, acknowledged or archived before this reset, such a rollback delivers
+    again (None: unknown, the window was not read). ``fell_back``: a timestamp
+    scenario found no record at or after the time and took the log end offset.
+    """
 
     topic: str
     partition: int
@@ -120,26 +166,16 @@ class PlannedOffset:
     clamped: Clamp | None = None
     applied: bool = False
     error: KafkaError | None = None
+    skipped: int = 0
+    redelivered: int = 0
+    exact: bool = True
+    resume_offset: int | None = None
+    resume_redelivers: int | None = None
+    fell_back: bool = False
 
     @property
     def topic_partition(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
-
-    @property
-    def skipped(self) -> int | None:
-        """Records between the current and the new start offset that will never be
-        delivered (moving forward); None when the group had no start offset."""
-        if self.current_offset is None:
-            return None
-        return max(0, self.new_offset - self.current_offset)
-
-    @property
-    def redelivered(self) -> int | None:
-        """Records before the current start offset that will be delivered again
-        (moving back); None when the group had no start offset."""
-        if self.current_offset is None:
-            return None
-        return max(0, self.current_offset - self.new_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +197,8 @@ class ResetPlan:
     executed: bool = False
     rollback_file: str | None = None
     group_error: KafkaError | None = None
+    window_note: str | None = None
+    """Why the in-flight windows could not be read (then the counts are lower bounds)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -171,19 +209,46 @@ class ResetPlan:
 
     @property
     def skipped(self) -> int:
-        return sum(offset.skipped or 0 for offset in self.partitions)
+        return sum(offset.skipped for offset in self.partitions)
 
     @property
     def redelivered(self) -> int:
-        return sum(offset.redelivered or 0 for offset in self.partitions)
+        return sum(offset.redelivered for offset in self.partitions)
 
-    def previous_offsets(self) -> dict[TopicPartition, int]:
-        """The start offsets before the reset: what a rollback plan restores."""
+    @property
+    def exact(self) -> bool:
+        """False when any count is a lower bound (a window could not be read)."""
+        return all(offset.exact for offset in self.partitions)
+
+    def rollback_offsets(self) -> dict[TopicPartition, int]:
+        """What a rollback plan moves the start offsets back to: each partition's
+        resume point (the first offset not yet acknowledged or archived), not the
+        stored start offset, which trails the acknowledgements and would deliver
+        acknowledged records again. Partitions without a start offset are absent:
+        no AlterShareGroupOffsets can give that back."""
         return {
-            offset.topic_partition: offset.current_offset
+            offset.topic_partition: offset.resume_offset
             for offset in self.partitions
-            if offset.current_offset is not None
+            if offset.resume_offset is not None
         }
+
+    @property
+    def rollback_redelivers(self) -> int | None:
+        """Records acknowledged or archived before this reset that applying the rollback
+        plan delivers again (a reset clears per-record states); None when unknown."""
+        counts = [
+            offset.resume_redelivers
+            for offset in self.partitions
+            if offset.resume_offset is not None
+        ]
+        if any(count is None for count in counts):
+            return None
+        return sum(count for count in counts if count is not None)
+
+    @property
+    def without_start_offset(self) -> int:
+        """Share-partitions the group had no start offset on (a rollback leaves them)."""
+        return sum(1 for offset in self.partitions if offset.current_offset is None)
 
     def new_offsets(self) -> dict[TopicPartition, int]:
         return {offset.topic_partition: offset.new_offset for offset in self.partitions}
@@ -221,20 +286,27 @@ def compute_plan(
     log_start: Mapping[TopicPartition, int],
     log_end: Mapping[TopicPartition, int],
     at_timestamp: Mapping[TopicPartition, int] | None = None,
+    windows: Mapping[TopicPartition, InFlightWindow] | None = None,
 ) -> tuple[tuple[PlannedOffset, ...], tuple[str, ...]]:
-    """The new start offset of every partition, and the warnings, from known offsets.
+    """The new start offset of every partition, what the move delivers again and skips,
+    and the warnings, from known offsets and windows.
 
     ``current`` holds the group's start offsets (partitions without one are absent);
     ``at_timestamp`` the ListOffsets answers for a ``timestamp`` scenario (-1: no
-    record at or after it). Raises UsageError for a shift where the group has no
-    start offset, as Kafka's tool refuses it.
+    record at or after it). ``windows`` holds the persisted in-flight windows read
+    from the state topic (a partition absent: nothing persisted); None when the
+    state topic was not read, and then the counts of partitions with a start offset
+    are lower bounds. Raises UsageError for a shift where the group has no start
+    offset, as Kafka's tool refuses it.
     """
     planned: list[PlannedOffset] = []
     warnings: list[str] = []
     for tp in sorted(set(partitions)):
         start, end = log_start[tp], log_end[tp]
         now = current.get(tp)
+        window = _window_of(tp, now, windows)
         clampable = True
+        fell_back = False
         if scenario.kind == "earliest":
             requested = start
         elif scenario.kind == "latest":
@@ -246,7 +318,7 @@ def compute_plan(
                     f"{tp}: no record at or after {scenario.label or 'the time'}; "
                     f"using the log end offset {end}"
                 )
-                requested = end
+                requested, fell_back = end, True
             else:
                 requested = found
         elif scenario.kind == "offset":
@@ -261,6 +333,8 @@ def compute_plan(
         elif scenario.kind == "current":
             requested = end if now is None else now
             clampable = now is None
+        elif scenario.kind == "first-unacknowledged":
+            requested = _resume_offset(now, window, start)
         else:  # file
             requested = scenario.offsets[tp]
         new = requested
@@ -275,10 +349,84 @@ def compute_plan(
             warnings.append(
                 f"{tp}: new offset {requested} is below the log start offset; using {start}"
             )
+        redelivered, skipped, exact = _effect(now, new, window, start, end)
+        resume = None if now is None else _resume_offset(now, window, start)
+        resume_redelivers = None
+        if resume is not None and window is not None:
+            resume_redelivers = window.done_between(resume, end)
         planned.append(
-            PlannedOffset(tp.topic, tp.partition, now, requested, new, start, end, clamped)
+            PlannedOffset(
+                tp.topic,
+                tp.partition,
+                now,
+                requested,
+                new,
+                start,
+                end,
+                clamped,
+                skipped=skipped,
+                redelivered=redelivered,
+                exact=exact,
+                resume_offset=resume,
+                resume_redelivers=resume_redelivers,
+                fell_back=fell_back,
+            )
         )
     return tuple(planned), tuple(warnings)
+
+
+def _window_of(
+    tp: TopicPartition,
+    now: int | None,
+    windows: Mapping[TopicPartition, InFlightWindow] | None,
+) -> InFlightWindow | None:
+    """The partition's window when it says something about its records: persisted,
+    initialised (start offset >= 0), and the state of the start offset the broker
+    named (a window from before a later reset would count the wrong records)."""
+    if windows is None or now is None:
+        return None
+    window = windows.get(tp)
+    if window is None or window.start_offset < 0 or window.start_offset != now:
+        return None
+    return window
+
+
+def _resume_offset(now: int | None, window: InFlightWindow | None, log_start: int) -> int:
+    """Where the group resumes: the window's first offset neither acknowledged nor
+    archived (its end when all are); the start offset when no window says more; the
+    log start when the group has no start offset."""
+    if now is None:
+        return log_start
+    if window is None:
+        return now
+    return max(window.first_not_done(), now)
+
+
+def _effect(
+    now: int | None,
+    new: int,
+    window: InFlightWindow | None,
+    log_start: int,
+    log_end: int,
+) -> tuple[int, int, bool]:
+    """(delivered again, skipped, exact) for a move of the start offset to ``new``.
+
+    Everything below the stored start offset is done; in the window, Acknowledged
+    and Archived are done. A reset clears every state, so done records at or above
+    ``new`` come back, and records below ``new`` that were not done never arrive.
+    With no start offset nothing was ever finished. With a start offset but no
+    window, only what lies below the start offset is known to be done: the counts
+    are then lower bounds.
+    """
+    if now is None:
+        return 0, max(0, new - log_start), True
+    lowest = max(log_start, now)
+    if window is not None:
+        redelivered = window.done_between(new, log_end)
+        skipped = max(0, new - lowest) - window.done_between(lowest, new)
+        return redelivered, max(0, skipped), True
+    below_start = max(0, min(now, log_end) - max(new, log_start))
+    return below_start, 0, False
 
 
 def _value(scenario: Scenario) -> int:
@@ -308,10 +456,23 @@ def alter_results_from(
 
 
 class ShareGroupResetter:
-    """Plans and applies start-offset resets over a ``ShareGroupAdmin``."""
+    """Plans and applies start-offset resets over a ``ShareGroupAdmin``.
 
-    def __init__(self, admin: ShareGroupAdmin) -> None:
+    ``state`` reads the in-flight windows from ``__share_group_state`` (the reader
+    ``kshare inflight`` uses); None, or a state topic that cannot be read, leaves
+    the plan's counts as lower bounds, with ``ResetPlan.window_note`` saying why.
+    """
+
+    def __init__(
+        self,
+        admin: ShareGroupAdmin,
+        state: StateSource | None = None,
+        *,
+        state_timeout_s: float | None = None,
+    ) -> None:
         self._admin = admin
+        self._state = state
+        self._state_timeout_s = state_timeout_s
 
     async def plan(
         self,
@@ -326,14 +487,21 @@ class ShareGroupResetter:
         cluster will not describe. A group with members is planned (for a dry
         run) with its ``members`` set; the command refuses to execute it."""
         description = await self._describe(group_id, allow_new_group=allow_new_group)
-        current = await self._start_offsets(group_id) if description is not None else {}
+        listed: dict[TopicPartition, int | None] = {}
+        windows: dict[TopicPartition, InFlightWindow] | None = None
+        note: str | None = None
+        if description is not None:
+            listed, windows, note = await self._share_partitions(group_id)
+        elif self._state is not None:
+            windows = {}  # a group that does not exist has no state, hence exact counts
+        current = {tp: offset for tp, offset in listed.items() if offset is not None}
         if scenario.kind == "file":
             wanted: list[TopicPartition] = sorted(scenario.offsets)
         elif selection.all_topics:
-            wanted = sorted(current)
+            wanted = sorted(listed)
             if not wanted:
                 raise NotFound(
-                    f"share group '{group_id}' has no start offsets to reset; "
+                    f"share group '{group_id}' has no share-partitions to reset; "
                     "name the partitions with --topic"
                 )
         else:
@@ -347,7 +515,12 @@ class ShareGroupResetter:
             log_start=log_start,
             log_end=log_end,
             at_timestamp=at_timestamp,
+            windows=windows,
         )
+        if all(offset.exact for offset in partitions):
+            note = None
+        elif note is None:
+            note = "the state topic was not read"
         return ResetPlan(
             group_id,
             scenario.label or scenario.kind,
@@ -355,6 +528,7 @@ class ShareGroupResetter:
             None if description is None else description.state,
             () if description is None else description.members,
             warnings,
+            window_note=note,
         )
 
     async def execute(self, plan: ResetPlan) -> ResetPlan:
@@ -415,29 +589,39 @@ class ShareGroupResetter:
             raise KshareError(f"share group '{group_id}': the coordinator did not answer")
         return described
 
-    async def _start_offsets(self, group_id: str) -> dict[TopicPartition, int]:
-        answers = await self._admin.client.fan_out_to_coordinators(
-            DESCRIBE_SHARE_GROUP_OFFSETS,
-            [group_id],
-            lambda version, groups: {
-                "groups": [{"group_id": group, "topics": None} for group in groups]
-            },
-            lambda response: {
-                group.group_id: (int(group.error_code), group) for group in response.groups
-            },
-        )
-        answer = answers[group_id]
-        if isinstance(answer, KafkaError):
-            raise Refused(f"share group '{group_id}': start offsets: {answer}")
-        offsets = group_offsets_from(answer)
-        failures = offsets.errors()
-        if failures:
-            raise Refused(str(failures[0]))
-        return {
-            offset.topic_partition: offset.start_offset
-            for offset in offsets.partitions
-            if offset.start_offset is not None
+    async def _share_partitions(
+        self, group_id: str
+    ) -> tuple[
+        dict[TopicPartition, int | None], dict[TopicPartition, InFlightWindow] | None, str | None
+    ]:
+        """Every share-partition the broker lists for the group (DescribeShareGroupOffsets
+        with all topics, as Kafka's tool), its start offset (None: not initialised), and
+        the windows from the state topic (None when not read, with the reason)."""
+        service = InflightService(self._admin, self._state, state_timeout_s=self._state_timeout_s)
+        try:
+            inflight = await service.group(group_id)
+        except GroupNotFound:
+            raise NotFound(f"share group '{group_id}' not found") from None
+        except GroupUnavailable as unavailable:
+            raise Refused(f"share group '{group_id}': start offsets: {unavailable}") from None
+        for partition in inflight.partitions:
+            if partition.error is not None:
+                raise Refused(
+                    f"share group '{group_id}': {partition.topic}:{partition.partition}: "
+                    f"{partition.error}"
+                )
+        listed = {
+            TopicPartition(partition.topic, partition.partition): partition.start_offset
+            for partition in inflight.partitions
         }
+        if self._state is None or inflight.window_note is not None:
+            return listed, None, inflight.window_note
+        windows = {
+            TopicPartition(partition.topic, partition.partition): partition.window
+            for partition in inflight.partitions
+            if partition.window is not None
+        }
+        return listed, windows, None
 
     async def _check_partitions(
         self, partitions: Sequence[TopicPartition], whole_topics: Sequence[str]

@@ -2,9 +2,10 @@
 
 A dry run unless ``--execute``. With ``--execute`` the command refuses a group
 with members (naming them on stderr; the plan is still printed, each partition
-``refused``, exit 1), asks on a terminal unless ``--yes``, saves the previous
-start offsets as a rollback plan (restored with ``--from-file``) before changing
-anything, and reports each partition's result. A rollback plan is never
+``refused``, exit 1), asks on a terminal unless ``--yes``, saves a rollback plan
+(each partition's resume point, applied with ``--from-file``, with ``#`` lines
+saying what it can and cannot restore) before changing anything, and reports
+each partition's result. A rollback plan is never
 overwritten: an existing ``--rollback-file`` is refused before anything is
 asked of the cluster, and the default file's name is made unique.
 
@@ -38,6 +39,7 @@ _SCENARIOS = (
     "--to-offset",
     "--shift-by",
     "--to-current",
+    "--to-first-unacknowledged",
 )
 
 
@@ -74,6 +76,7 @@ def choose_scenario(
     shift_by: int | None,
     to_current: bool,
     from_file: bool,
+    to_first_unacknowledged: bool = False,
 ) -> Scenario:
     """Exactly one scenario (none with ``--from-file``, whose offsets are the scenario)."""
     from kshare_cli.admin.reset import Scenario
@@ -83,7 +86,16 @@ def choose_scenario(
         name
         for name, value in zip(
             _SCENARIOS,
-            (to_earliest, to_latest, to_datetime, by_duration, to_offset, shift_by, to_current),
+            (
+                to_earliest,
+                to_latest,
+                to_datetime,
+                by_duration,
+                to_offset,
+                shift_by,
+                to_current,
+                to_first_unacknowledged,
+            ),
             strict=True,
         )
         if value not in (None, False)
@@ -102,6 +114,8 @@ def choose_scenario(
         return Scenario("latest", label="--to-latest")
     if to_current:
         return Scenario("current", label="--to-current")
+    if to_first_unacknowledged:
+        return Scenario("first-unacknowledged", label="--to-first-unacknowledged")
     if to_datetime is not None:
         try:
             millis = parse_datetime(to_datetime)
@@ -183,21 +197,65 @@ def _write_new_file(path: Path, text: str) -> None:
             raise
 
 
-def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Path:
-    """Save the start offsets the reset replaces, durably, before anything changes.
+def _one_line(text: str) -> str:
+    """``text`` fit for a ``#`` line: a line break in a group id or a path would end it."""
+    return re.sub(r"[\r\n]", " ", text)
 
-    The file is created, never replaced. A taken ``--rollback-file`` is a usage error;
-    with ``numbered`` (the default path, whose name has the time to the millisecond)
-    a name another run took in the same millisecond becomes ``NAME-2.csv``,
-    ``NAME-3.csv``... Returns where the plan was saved.
+
+def rollback_note(plan: ResetPlan) -> str:
+    """What applying the rollback plan does, in one sentence that stays true.
+
+    A reset replaces the stored record states with a bare start offset, so no plan
+    can give back per-record acknowledgements: it can only move the start offset
+    again, and every record at or above it comes back, acknowledged or not. The
+    rollback plan therefore saves each partition's resume point (the first record
+    neither acknowledged nor archived), not the stored start offset, which trails
+    the acknowledgements; the note counts the records that still come back.
+    """
+    redelivers = plan.rollback_redelivers
+    if redelivers is None:
+        again = (
+            "an unknown number of records acknowledged or archived at or above those "
+            f"offsets (the in-flight windows could not be read: {plan.window_note})"
+        )
+    else:
+        again = f"{redelivers} record(s) acknowledged or archived before this reset"
+    text = (
+        "a rollback restores start offsets (each partition's first record not yet "
+        "acknowledged or archived), not per-record acknowledgements, and delivers again "
+        f"{again}"
+    )
+    if plan.without_start_offset:
+        text += (
+            f"; {plan.without_start_offset} share-partition(s) had no start offset, "
+            "which it cannot restore"
+        )
+    return text
+
+
+def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Path:
+    """Save the rollback plan, durably, before anything changes.
+
+    The offsets are each partition's resume point (``ResetPlan.rollback_offsets``),
+    preceded by ``#`` lines saying what applying them does (``rollback_note``), which
+    kshare's ``--from-file`` skips. The file is created, never replaced. A taken
+    ``--rollback-file`` is a usage error; with ``numbered`` (the default path, whose
+    name has the time to the millisecond) a name another run took in the same
+    millisecond becomes ``NAME-2.csv``, ``NAME-3.csv``... Returns where the plan was
+    saved.
     """
     from kshare_cli.admin.plans import PlanEntry, write_plan
 
     entries = [
         PlanEntry(plan.group_id, tp.topic, tp.partition, offset)
-        for tp, offset in sorted(plan.previous_offsets().items())
+        for tp, offset in sorted(plan.rollback_offsets().items())
     ]
-    text = write_plan(entries, with_group=True)
+    note = rollback_note(plan)
+    header = (
+        f"# kshare rollback plan for share group '{_one_line(plan.group_id)}', saved before "
+        f"reset-offsets {_one_line(plan.scenario)}.\n# Applying it (--from-file): {note}.\n"
+    )
+    text = header + write_plan(entries, with_group=True)
     candidate, number = path, 1
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,7 +336,7 @@ def reset_offsets(
         bool,
         typer.Option(
             "--all-topics",
-            help="Every partition the group has a start offset for.",
+            help="Every share-partition the broker lists for the group, read or not.",
             rich_help_panel="Partitions",
         ),
     ] = False,
@@ -338,6 +396,16 @@ def reset_offsets(
             rich_help_panel="Scenario",
         ),
     ] = False,
+    to_first_unacknowledged: Annotated[
+        bool,
+        typer.Option(
+            "--to-first-unacknowledged",
+            help="The first record neither acknowledged nor archived: resume without "
+            "delivering acknowledged records again (the log start where there is no "
+            "start offset).",
+            rich_help_panel="Scenario",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show the plan; change nothing (the default).")
     ] = False,
@@ -379,10 +447,12 @@ def reset_offsets(
     """Reset a share group's start offsets (a dry run unless --execute).
 
     The plan (sorted) shows each partition's current and new start offset and
-    how many records the move skips or delivers again; offsets are clamped to
-    the log start and end. --execute refuses a group with members, saves a
-    rollback plan first and reports each partition's result. -o plain
-    reproduces kafka-share-groups.sh --reset-offsets.
+    how many records the move skips or delivers again, counted from the
+    in-flight window (a reset clears record states: acknowledged records at or
+    above the new start come back); offsets are clamped to the log start and
+    end. --execute refuses a group with members, saves a rollback plan first
+    and reports each partition's result. -o plain reproduces
+    kafka-share-groups.sh --reset-offsets.
     """
     invocation = common.Invocation(debug=debug)
 
@@ -418,6 +488,7 @@ def reset_offsets(
             shift_by=shift_by,
             to_current=to_current,
             from_file=from_file is not None,
+            to_first_unacknowledged=to_first_unacknowledged,
         )
         whole, named = parse_topic_specs(topic or [])
         others = 0
@@ -460,8 +531,20 @@ def reset_offsets(
         ),
         invocation,
     )
+    kafkas_lines = (
+        {f"{offset.topic_partition}: no record at or after" for offset in plan.partitions}
+        if output is common.OutputFormat.plain
+        else set()
+    )
     for line in plan.warnings:
-        common.warn(line)
+        # -o plain prints Kafka's own "Warn: ... Falling back" line on stdout instead.
+        if not any(line.startswith(prefix) for prefix in kafkas_lines):
+            common.warn(line)
+    if not plan.exact and output is not common.OutputFormat.plain:
+        common.warn(
+            "the counts of records skipped and delivered again are lower bounds: "
+            f"{plan.window_note}"
+        )
     if plan.state is None:
         common.warn(f"share group '{group}' does not exist yet; --execute creates it")
 
@@ -489,7 +572,8 @@ def reset_offsets(
     )
     typer.echo(
         f"kshare: rollback plan saved to {path} "
-        f"(undo with: kshare reset-offsets {group} --from-file {path} --execute)",
+        f"(undo with: kshare reset-offsets {group} --from-file {path} --execute; "
+        f"{rollback_note(plan)})",
         err=True,
     )
 

@@ -3,12 +3,18 @@
 Planning and applying are two connections: between them the command may wait
 at a confirmation prompt, and writes the rollback plan. Each is bounded by
 ``--timeout`` on its own.
+
+A plan reads the in-flight windows from ``__share_group_state`` with the reader
+``kshare inflight`` uses (``TailingStateSource``, given the same share of the
+timeout): the records a reset delivers again or skips are counted from them.
 """
 
 from __future__ import annotations
 
+from kshare_cli.admin.inflight import TailingStateSource
 from kshare_cli.admin.models import GroupDescription
 from kshare_cli.admin.reset import ResetPlan, Scenario, Selection, ShareGroupResetter
+from kshare_cli.cli.inflight_service import STATE_SHARE_OF_TIMEOUT
 from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 
@@ -22,13 +28,23 @@ async def plan_reset(
     allow_new_group: bool,
     timeout_s: float,
 ) -> ResetPlan:
-    async def work() -> ResetPlan:
-        async with open_admin(settings, timeout_s) as admin:
-            return await ShareGroupResetter(admin).plan(
-                group_id, selection, scenario, allow_new_group=allow_new_group
-            )
+    source = TailingStateSource(settings.confluent_config(), group_ids=[group_id])
+    try:
 
-    return await _bounded(work(), timeout_s, f"planning the reset of share group '{group_id}'")
+        async def work() -> ResetPlan:
+            async with open_admin(settings, timeout_s) as admin:
+                resetter = ShareGroupResetter(
+                    admin, source, state_timeout_s=timeout_s * STATE_SHARE_OF_TIMEOUT
+                )
+                return await resetter.plan(
+                    group_id, selection, scenario, allow_new_group=allow_new_group
+                )
+
+        return await _bounded(
+            work(), timeout_s, f"planning the reset of share group '{group_id}'"
+        )
+    finally:
+        source.close()
 
 
 async def execute_reset(

@@ -2,10 +2,14 @@
 
 ``plain`` is ``kafka-share-groups.sh --reset-offsets`` byte for byte
 (``printOffsetsToReset``: GROUP, TOPIC, PARTITION, NEW-OFFSET), sorted by topic
-and partition where Kafka prints them in hash order. The table adds what an
-operator needs to judge a reset before running it: the current start offset,
-the log start and end offsets, how many records the move skips or delivers
-again, and after ``--execute`` each partition's result.
+and partition where Kafka prints them in hash order, preceded, for a timestamp
+that no record reaches, by the line Kafka's ``OffsetsUtils.getLogTimestampOffsets``
+prints on stdout (``Warn: Partition P from topic T is empty. Falling back to
+latest known offset.``). The table adds what an operator needs to judge a
+reset before running it: the current start offset, the log start and end
+offsets, how many records the move skips or delivers again (counted from the
+in-flight window; ``≥`` marks a lower bound, when the window could not be
+read), and after ``--execute`` each partition's result.
 
 A reset refused because the group has members (by kshare's check, or by the
 broker when a consumer joined after the plan) is data like any result: every
@@ -49,7 +53,13 @@ CSV_HEADER = (
     "clamped",
     "result",
     "error",
+    "counts_exact",
+    "resume_offset",
+    "rollback_redelivers",
 )
+
+LOWER_BOUND = "≥"
+"""Marks a count that is a lower bound (the in-flight window could not be read)."""
 
 
 def render_reset(
@@ -83,13 +93,24 @@ def result_text(plan: ResetPlan, offset: PlannedOffset) -> str:
 
 
 def _change(offset: PlannedOffset) -> str:
+    bound = "" if offset.exact else LOWER_BOUND
+    parts = []
+    if offset.skipped or not offset.exact:
+        parts.append(f"skips {bound}{offset.skipped}")
+    if offset.redelivered or not offset.exact:
+        parts.append(f"re-delivers {bound}{offset.redelivered}")
+    text = ", ".join(parts)
     if offset.current_offset is None:
-        return "(no start offset)"
-    if offset.skipped:
-        return f"skips {offset.skipped}"
-    if offset.redelivered:
-        return f"re-delivers {offset.redelivered}"
-    return "unchanged"
+        return f"{text} (no start offset)" if text else "(no start offset)"
+    return text or "unchanged"
+
+
+def _totals(plan: ResetPlan) -> str:
+    bound = "" if plan.exact else "at least "
+    return (
+        f"skips {bound}{plan.skipped} record(s), re-delivers {bound}{plan.redelivered} "
+        "(acknowledged or archived at or above the new start)"
+    )
 
 
 # --------------------------------------------------------------------------- plain
@@ -98,12 +119,19 @@ def _change(offset: PlannedOffset) -> str:
 def _plain(plan: ResetPlan) -> str:
     if plan.refusal is not None:
         return ""  # Kafka's tool refuses a group with members on stderr alone
+    # OffsetsUtils.getLogTimestampOffsets prints these while planning, before the table.
+    text = "".join(
+        f"\nWarn: Partition {offset.partition} from topic {offset.topic} is empty. "
+        "Falling back to latest known offset.\n"
+        for offset in plan.partitions
+        if offset.fell_back
+    )
     if not plan.partitions:
         return "\n"
     group_width = max(_MIN_ID_WIDTH, len(plan.group_id))
     topic_width = max([_MIN_ID_WIDTH, *(len(offset.topic) for offset in plan.partitions)])
     widths = (group_width, topic_width, _PARTITION_WIDTH)
-    text = "\n" + java_row(widths, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))
+    text += "\n" + java_row(widths, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))
     for offset in plan.partitions:
         text += "\n" + java_row(
             widths, (plan.group_id, offset.topic, offset.partition, offset.new_offset)
@@ -149,9 +177,11 @@ def _table(plan: ResetPlan, width: int | None, *, confirming: bool) -> str:
     if any(offset.clamped for offset in plan.partitions):
         notes.append("*: clamped to the log start or end offset.")
     if plan.partitions:
+        notes.append(f"{'Reset' if plan.executed else 'Plan'} ({plan.scenario}): {_totals(plan)}.")
+    if not plan.exact:
         notes.append(
-            f"{'Reset' if plan.executed else 'Plan'} ({plan.scenario}): skips {plan.skipped} "
-            f"record(s), re-delivers {plan.redelivered}."
+            f"{LOWER_BOUND}: a lower bound: the in-flight windows could not be read "
+            f"({plan.window_note or 'unknown reason'})."
         )
     if plan.refusal is not None:
         notes.append("Refused: the group is not empty (stop its consumers first); nothing changed.")
@@ -180,6 +210,9 @@ def _partition_document(plan: ResetPlan, offset: PlannedOffset) -> dict[str, Any
             result_text(plan, offset) if error is None or plan.refusal is not None else "error"
         ),
         "error": error_document(error) if plan.executed else None,
+        "counts_exact": offset.exact,
+        "resume_offset": offset.resume_offset,
+        "rollback_redelivers": offset.resume_redelivers,
     }
 
 
@@ -197,6 +230,9 @@ def reset_document(plan: ResetPlan) -> dict[str, Any]:
         "warnings": list(plan.warnings),
         "skipped": plan.skipped,
         "redelivered": plan.redelivered,
+        "counts_exact": plan.exact,
+        "counts_note": None if plan.exact else plan.window_note,
+        "rollback_redelivers": plan.rollback_redelivers,
         "partitions": [_partition_document(plan, offset) for offset in plan.partitions],
     }
 
@@ -229,6 +265,9 @@ def _csv_rows(plan: ResetPlan) -> list[tuple[Any, ...]]:
                 offset.clamped,
                 document["result"],
                 error_cell(error) if plan.executed else None,
+                offset.exact,
+                offset.resume_offset,
+                offset.resume_redelivers,
             )
         )
     return rows

@@ -16,33 +16,114 @@ from kshare_cli.admin.reset import (
 )
 from kshare_cli.errors import UsageError
 from kshare_cli.render.reset import render_reset
+from kshare_cli.state.records import StateBatch
+from kshare_cli.state.replay import SharePartitionState
+from kshare_cli.state.window import InFlightWindow
 
 P0, P1 = TopicPartition("t", 0), TopicPartition("t", 1)
 START = {P0: 3, P1: 0}
 END = {P0: 20, P1: 8}
 
 
+ACKNOWLEDGED, ARCHIVED, AVAILABLE = 2, 4, 0
+
+
+def window(start: int, *batches: tuple[int, int, int]) -> InFlightWindow:
+    """A persisted window: (first, last, delivery state) batches, delivery count 1."""
+    return InFlightWindow.from_state(
+        SharePartitionState(
+            0, 1, 0, start, -1, 0, 0, tuple(StateBatch(*batch, 1) for batch in batches)
+        )
+    )
+
+
 def plan(
     scenario: Scenario,
     current: dict[TopicPartition, int],
     at: dict[TopicPartition, int] | None = None,
+    windows: dict[TopicPartition, InFlightWindow] | None = None,
 ) -> tuple[dict[TopicPartition, PlannedOffset], tuple[str, ...]]:
     planned, warnings = compute_plan(
-        scenario, [P1, P0], current=current, log_start=START, log_end=END, at_timestamp=at
+        scenario,
+        [P1, P0],
+        current=current,
+        log_start=START,
+        log_end=END,
+        at_timestamp=at,
+        windows={} if windows is None else windows,
     )
     assert [offset.topic_partition for offset in planned] == [P0, P1]  # sorted
     return {offset.topic_partition: offset for offset in planned}, warnings
 
 
+# The stored start offset 10 trails the acknowledgements (Kafka 4.2 measured 13, 5, 5 on
+# fully acknowledged partitions): 10-12 acknowledged, 13 available, 14 archived, 15
+# acknowledged, 16-19 never delivered.
+TRAILING = {P0: window(10, (10, 12, ACKNOWLEDGED), (13, 13, AVAILABLE), (14, 14, ARCHIVED),
+                      (15, 15, ACKNOWLEDGED))}
+
+
 def test_earliest_and_latest_are_the_log_bounds() -> None:
-    earliest, warnings = plan(Scenario("earliest"), {P0: 10})
+    earliest, warnings = plan(Scenario("earliest"), {P0: 10}, windows=TRAILING)
     assert (earliest[P0].new_offset, earliest[P1].new_offset) == (3, 0)
     assert warnings == ()
-    assert (earliest[P0].redelivered, earliest[P0].skipped) == (7, 0)
-    assert earliest[P1].redelivered is None  # no start offset: nothing to compare with
-    latest, _ = plan(Scenario("latest"), {P0: 10})
+    # 3-9 below the start, and 10-12, 14, 15 done in the window: all come back.
+    assert (earliest[P0].redelivered, earliest[P0].skipped) == (7 + 5, 0)
+    # No start offset: nothing was ever acknowledged there, nothing is skipped by 0.
+    assert (earliest[P1].redelivered, earliest[P1].skipped) == (0, 0)
+    latest, _ = plan(Scenario("latest"), {P0: 10}, windows=TRAILING)
     assert (latest[P0].new_offset, latest[P1].new_offset) == (20, 8)
-    assert latest[P0].skipped == 10
+    # Not 10 (20 - 10): 13 and 16-19 were unfinished; 10-12, 14, 15 were done already.
+    assert (latest[P0].skipped, latest[P0].redelivered) == (5, 0)
+    # Never delivered below the new start: the whole log of a partition with no start.
+    assert latest[P1].skipped == 8
+
+
+def test_current_delivers_again_what_the_trailing_start_offset_hides() -> None:
+    planned, _ = plan(Scenario("current"), {P0: 10}, windows=TRAILING)
+    assert planned[P0].new_offset == 10
+    assert (planned[P0].redelivered, planned[P0].skipped) == (5, 0)
+
+
+def test_first_unacknowledged_is_where_the_group_resumes() -> None:
+    planned, warnings = plan(Scenario("first-unacknowledged"), {P0: 10}, windows=TRAILING)
+    assert (planned[P0].new_offset, planned[P1].new_offset) == (13, 0)  # P1: the log start
+    assert warnings == ()
+    # 14 and 15 (archived, acknowledged) lie above 13: a reset cannot keep their states.
+    assert (planned[P0].redelivered, planned[P0].skipped) == (2, 0)
+    done = {P0: window(10, (10, 19, ACKNOWLEDGED))}
+    all_done, _ = plan(Scenario("first-unacknowledged"), {P0: 10}, windows=done)
+    assert (all_done[P0].new_offset, all_done[P0].redelivered) == (20, 0)
+    bare, _ = plan(Scenario("first-unacknowledged"), {P0: 10})
+    assert bare[P0].new_offset == 10  # no window: the start offset
+
+
+def test_to_offset_counts_from_the_window_on_both_sides() -> None:
+    planned, _ = plan(Scenario("offset", 14), {P0: 10}, windows=TRAILING)
+    # Below 14: 13 unfinished (skipped). At or above: 14, 15 done (come back).
+    assert (planned[P0].skipped, planned[P0].redelivered) == (1, 2)
+
+
+def test_the_rollback_saves_the_resume_point_and_counts_what_it_delivers_again() -> None:
+    planned, _ = plan(Scenario("latest"), {P0: 10}, windows=TRAILING)
+    reset = ResetPlan("g", "--to-latest", tuple(planned.values()), "Empty")
+    assert reset.rollback_offsets() == {P0: 13}  # not the trailing 10
+    assert (planned[P0].resume_redelivers, reset.rollback_redelivers) == (2, 2)
+    assert reset.without_start_offset == 1
+
+
+def test_without_the_window_the_counts_are_lower_bounds() -> None:
+    planned, warnings = compute_plan(
+        Scenario("earliest"), [P0], current={P0: 10}, log_start=START, log_end=END, windows=None
+    )
+    (offset,) = planned
+    assert (offset.redelivered, offset.skipped, offset.exact) == (7, 0, False)
+    assert offset.resume_offset == 10 and offset.resume_redelivers is None
+    reset = ResetPlan("g", "--to-earliest", planned, "Empty", window_note="not authorised")
+    assert not reset.exact and reset.rollback_redelivers is None
+    table = render_reset(reset, "table", width=200)
+    assert "re-delivers ≥7" in table
+    assert "at least 7" in table and "not authorised" in table
 
 
 def test_to_offset_is_clamped_both_ways_with_one_warning_each() -> None:
@@ -91,27 +172,46 @@ def test_file_offsets_are_clamped() -> None:
 
 
 @given(
-    start=st.integers(0, 1000),
-    length=st.integers(0, 1000),
-    current=st.one_of(st.none(), st.integers(0, 3000)),
-    target=st.integers(-(10**6), 10**6),
+    start=st.integers(0, 100),
+    length=st.integers(0, 100),
+    current=st.one_of(st.none(), st.integers(0, 300)),
+    target=st.integers(-1000, 1000),
+    states=st.lists(st.sampled_from([ACKNOWLEDGED, ARCHIVED, AVAILABLE, 1]), max_size=60),
 )
-def test_new_offsets_always_lie_in_the_log_and_the_counts_add_up(
-    start: int, length: int, current: int | None, target: int
+def test_new_offsets_always_lie_in_the_log_and_the_counts_match_record_by_record(
+    start: int, length: int, current: int | None, target: int, states: list[int]
 ) -> None:
     tp = TopicPartition("x", 0)
+    end = start + length
+    windows = {}
+    if current is not None:
+        windows[tp] = window(
+            current, *((current + i, current + i, s) for i, s in enumerate(states))
+        )
     planned, warnings = compute_plan(
         Scenario("offset", target),
         [tp],
         current={} if current is None else {tp: current},
         log_start={tp: start},
-        log_end={tp: start + length},
+        log_end={tp: end},
+        windows=windows,
     )
     (offset,) = planned
-    assert start <= offset.new_offset <= start + length
+    assert start <= offset.new_offset <= end
     assert (offset.clamped is None) == (offset.new_offset == target) == (not warnings)
-    if current is not None:
-        assert offset.new_offset - current == (offset.skipped or 0) - (offset.redelivered or 0)
+
+    def done(o: int) -> bool:
+        if current is None:
+            return False
+        if o < current:
+            return True
+        i = o - current
+        return i < len(states) and states[i] in (ACKNOWLEDGED, ARCHIVED)
+
+    new = offset.new_offset
+    assert offset.redelivered == sum(done(o) for o in range(new, end))
+    assert offset.skipped == sum(not done(o) for o in range(start, new))
+    assert offset.exact
 
 
 class _Answer:
@@ -142,6 +242,19 @@ def test_alter_results_carry_group_and_partition_errors() -> None:
     assert results[P0] is None
     error = results[TopicPartition("t", 9)]
     assert error is not None and error.name == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_plain_prints_kafkas_fallback_line_before_the_table() -> None:
+    label = "--to-datetime 2030-01-01T00:00:00"
+    planned, _ = plan(Scenario("timestamp", 1, label=label), {}, at={P0: 5, P1: -1})
+    reset = ResetPlan("golden-g", label, tuple(planned.values()), "Empty")
+    # OffsetsUtils.getLogTimestampOffsets: System.out.println("\nWarn: Partition " ...).
+    assert render_reset(reset, "plain") == (
+        "\nWarn: Partition 1 from topic t is empty. Falling back to latest known offset.\n"
+        "\nGROUP           TOPIC           PARTITION  NEW-OFFSET"
+        "\ngolden-g        t               0          5"
+        "\ngolden-g        t               1          8\n"
+    )
 
 
 def test_plain_is_kafkas_layout_sorted() -> None:

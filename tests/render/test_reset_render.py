@@ -15,9 +15,11 @@ from kshare_cli.wire.errors import KafkaError
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 
+# Golden scenario A after close, reset to earliest: every record of both partitions was
+# acknowledged or archived, so all 15 + 15 come back (the start offsets 2 and 5 trail).
 OFFSETS = (
-    PlannedOffset("golden-a", 0, 2, 0, 0, 0, 15),
-    PlannedOffset("golden-a", 1, 5, 0, 0, 0, 15),
+    PlannedOffset("golden-a", 0, 2, 0, 0, 0, 15, redelivered=15, resume_offset=15),
+    PlannedOffset("golden-a", 1, 5, 0, 0, 0, 15, redelivered=15, resume_offset=15),
 )
 
 
@@ -68,5 +70,5 @@ def test_the_confirmation_table_has_no_dry_run_footer() -> None:
     plan = ResetPlan("golden-g", "--to-earliest", OFFSETS, "Empty")
     assert "Dry run: nothing changed" in render_reset(plan, "table", width=200)
     asked = render_reset(plan, "table", width=200, confirming=True)
-    assert "Plan (--to-earliest): skips 0 record(s), re-delivers 7." in asked
+    assert "Plan (--to-earliest): skips 0 record(s), re-delivers 30 " in asked
     assert "Dry run" not in asked and reset_document(plan)["reason"] is None
