@@ -67,6 +67,7 @@ __all__ = [
     "StateSource",
     "StateTopicUnavailable",
     "TailingStateSource",
+    "delivery_count_limit",
 ]
 
 #: Kafka's ``group.share.delivery.count.limit`` default: what a group without its own
@@ -403,53 +404,58 @@ class InflightService:
         return ids, unknown
 
     async def _delivery_count_limit(self, group_id: str) -> int | None:
-        """The group's delivery count limit; None when the cluster would not say.
+        return await delivery_count_limit(self._admin, group_id)
 
-        Kafka 4.3 lets a group set ``share.delivery.count.limit``; otherwise (and on
-        4.2) the broker's ``group.share.delivery.count.limit`` applies. Both are asked
-        in one DescribeConfigs. Only DESCRIBE on the group is required of an operator,
-        so a refusal (no DESCRIBE_CONFIGS) costs the strip its exact scale, not the answer.
-        """
-        client = self._admin.client
-        metadata = await client.metadata([])
-        if not metadata.brokers:
-            return None
-        node = min(metadata.brokers)
-        try:
-            _, response = await client.request(
-                DESCRIBE_CONFIGS,
-                {
-                    "resources": [
-                        {
-                            "resource_type": GROUP_RESOURCE,
-                            "resource_name": group_id,
-                            "configuration_keys": [_GROUP_LIMIT],
-                        },
-                        {
-                            "resource_type": BROKER_RESOURCE,
-                            "resource_name": str(node),
-                            "configuration_keys": [_BROKER_LIMIT],
-                        },
-                    ],
-                    "include_synonyms": False,
-                    "include_documentation": False,
-                },
-                node=node,
-            )
-        except IncompatibleBroker:
-            return None
-        for resource_type, name, key in (
-            (GROUP_RESOURCE, group_id, _GROUP_LIMIT),
-            (BROKER_RESOURCE, str(node), _BROKER_LIMIT),
-        ):
-            result = describe_result_for(response, resource_type, name)
-            if isinstance(result, KafkaError):
-                continue
-            for config in result.configs:
-                text = config.value
-                if config.name == key and text is not None and text.strip().isdigit():
-                    return int(text.strip())
+
+async def delivery_count_limit(admin: ShareGroupAdmin, group_id: str) -> int | None:
+    """The group's delivery count limit; None when the cluster would not say.
+
+    Kafka 4.3 lets a group set ``share.delivery.count.limit``; otherwise (and on
+    4.2) the broker's ``group.share.delivery.count.limit`` applies. Both are asked
+    in one DescribeConfigs. Only DESCRIBE on the group is required of an operator,
+    so a refusal (no DESCRIBE_CONFIGS) costs the strip its exact scale, not the answer
+    (and a dead letter its ``__dlq.errors.message``).
+    """
+    client = admin.client
+    metadata = await client.metadata([])
+    if not metadata.brokers:
         return None
+    node = min(metadata.brokers)
+    try:
+        _, response = await client.request(
+            DESCRIBE_CONFIGS,
+            {
+                "resources": [
+                    {
+                        "resource_type": GROUP_RESOURCE,
+                        "resource_name": group_id,
+                        "configuration_keys": [_GROUP_LIMIT],
+                    },
+                    {
+                        "resource_type": BROKER_RESOURCE,
+                        "resource_name": str(node),
+                        "configuration_keys": [_BROKER_LIMIT],
+                    },
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
+            node=node,
+        )
+    except IncompatibleBroker:
+        return None
+    for resource_type, name, key in (
+        (GROUP_RESOURCE, group_id, _GROUP_LIMIT),
+        (BROKER_RESOURCE, str(node), _BROKER_LIMIT),
+    ):
+        result = describe_result_for(response, resource_type, name)
+        if isinstance(result, KafkaError):
+            continue
+        for config in result.configs:
+            text = config.value
+            if config.name == key and text is not None and text.strip().isdigit():
+                return int(text.strip())
+    return None
 
 
 def _partition(
