@@ -44,6 +44,7 @@ from typer.core import TyperCommand
 
 from kshare_cli.cli import common
 from kshare_cli.errors import KshareError, UsageError
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
     from kshare_cli.cli.audit_service import AuditRequest, ResolvedScope
     from kshare_cli.connect.settings import ConnectionSettings
-    from kshare_cli.pipeline.models import AuditJob, AuditResult
+    from kshare_cli.pipeline.models import AuditJob, AuditResult, DeadLetterCount
 
 SPARK_MISSING: Final = (
     "kshare audit needs the spark extra (PySpark, about 800 MB, and a Java 17+ runtime); "
@@ -268,6 +269,18 @@ DlqTopic = Annotated[
 ]
 
 
+HistoryDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--history",
+        metavar="DIR",
+        help="Read the state records kshare audit capture kept in DIR, then the live topic "
+        "from where the capture ended: history Kafka has pruned since.",
+        show_default=False,
+    ),
+]
+
+
 # --------------------------------------------------------------------------- validation
 
 
@@ -324,6 +337,22 @@ def check_args(
         raise UsageError(f"--since: {error}") from None
 
 
+def check_history(history: Path, group: str) -> None:
+    """--history DIR is a capture of the group, or one line (exit 2): a capture of other
+    groups would make the live read start after records it never kept."""
+    from kshare_cli.pipeline.capture import CaptureError, read_manifest
+
+    try:
+        manifest = read_manifest(history)
+    except CaptureError as error:
+        raise UsageError(f"--history: {error}") from None
+    if manifest is None:
+        raise UsageError(f"--history {history}: not a kshare audit capture directory")
+    if not manifest.covers(group):
+        held = ", ".join(manifest.groups or ())
+        raise UsageError(f"--history {history}: it captures {held}, not group '{group}'")
+
+
 def check_spark_connector(settings: ConnectionSettings) -> None:
     """The connection settings say in Java client properties, or one line (exit 2) naming
     what Spark's connector cannot take -- before Spark starts."""
@@ -368,6 +397,7 @@ def timeline(
     report: Report = None,
     no_source: NoSource = False,
     connector: KafkaConnector = ConnectorChoice.kshare,
+    history: HistoryDir = None,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -393,6 +423,7 @@ def timeline(
         report=report,
         no_source=no_source,
         connector=connector,
+        history=history,
         dlq_topic=None,
         connection=(bootstrap_server, command_config, profile),
         timeout=timeout,
@@ -413,6 +444,7 @@ def deliveries(
     report: Report = None,
     no_source: NoSource = False,
     connector: KafkaConnector = ConnectorChoice.kshare,
+    history: HistoryDir = None,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -437,6 +469,7 @@ def deliveries(
         report=report,
         no_source=no_source,
         connector=connector,
+        history=history,
         dlq_topic=None,
         connection=(bootstrap_server, command_config, profile),
         timeout=timeout,
@@ -458,6 +491,7 @@ def archived(
     report: Report = None,
     no_source: NoSource = False,
     connector: KafkaConnector = ConnectorChoice.kshare,
+    history: HistoryDir = None,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -482,11 +516,147 @@ def archived(
         report=report,
         no_source=no_source,
         connector=connector,
+        history=history,
         dlq_topic=dlq_topic,
         connection=(bootstrap_server, command_config, profile),
         timeout=timeout,
         debug=debug,
     )
+
+
+CaptureGroups = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--group",
+        "-g",
+        metavar="GROUP",
+        help="A share group whose state records to keep (repeatable).",
+        autocompletion=common.complete_group_ids,
+        show_default=False,
+    ),
+]
+
+
+@app.command("capture")
+def capture(
+    to: Annotated[
+        Path,
+        typer.Option(
+            "--to",
+            metavar="DIR",
+            help="Where the records go (Parquet) and Spark's checkpoint: a restart goes on.",
+            show_default=False,
+        ),
+    ],
+    group: CaptureGroups = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="Keep every group's state records.")
+    ] = False,
+    until_caught_up: Annotated[
+        bool,
+        typer.Option(
+            "--until-caught-up",
+            help="Copy what the state topic holds now and stop (Trigger.AvailableNow); "
+            "without it, run until Ctrl-C (exit 0).",
+        ),
+    ] = False,
+    master: Master = DEFAULT_MASTER,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Keep __share_group_state records before Kafka prunes them, for audit --history DIR.
+
+    Kafka's share coordinator deletes the state records before its latest snapshots every few
+    minutes. This Spark stream copies the groups' records (raw, with partition, offset and
+    timestamp) into Parquet under DIR, checkpointed there; the audits read them with --history.
+    """
+    invocation = common.Invocation(debug=debug)
+    groups = tuple(dict.fromkeys(group or []))
+
+    def check() -> None:
+        if all_groups == bool(groups):
+            raise UsageError("give --group GROUP (repeatable) or --all-groups")
+        for each in groups:
+            if not each.strip():
+                raise UsageError("--group: a group id cannot be empty")
+        if not _MASTER.match(master):
+            raise UsageError(
+                f"--master {master!r}: expected local[*], local[N], spark://HOST:PORT, yarn or "
+                "k8s://URL"
+            )
+        from kshare_cli.pipeline.capture import CaptureError, CaptureManifest, start_manifest
+
+        if to.exists() and not to.is_dir():
+            raise UsageError(f"--to {to}: not a directory")
+        try:
+            start_manifest(to, CaptureManifest(SHARE_STATE_TOPIC, None if all_groups else groups))
+        except CaptureError as error:
+            raise UsageError(f"--to: {error}") from None
+
+    common.usage_guard(check, invocation)
+    common.usage_guard(require_spark, invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+    from kshare_cli.cli import audit_service
+
+    common.run(lambda: audit_service.check_state_topic(settings, timeout_s), invocation)
+    common.edge(
+        lambda: _capture_phase(settings, to, groups or None, master, until_caught_up),
+        invocation,
+    )
+
+
+def _capture_phase(
+    settings: ConnectionSettings,
+    directory: Path,
+    groups: tuple[str, ...] | None,
+    master: str,
+    until_caught_up: bool,
+) -> None:
+    """Run the capture stream until it has caught up or Ctrl-C (exit 0 either way)."""
+    from kshare_cli.pipeline.capture import CaptureManifest, capture_query
+    from kshare_cli.pipeline.kafka_source import KafkaSourceError
+
+    failures: tuple[type[BaseException], ...] = (*_spark_failures(), KafkaSourceError)
+    starting = _CtrlC()
+    with starting:
+        spark, log_dir = _session(master)
+    succeeded = False
+    try:
+        if starting.is_set():
+            raise KeyboardInterrupt
+        manifest = CaptureManifest(SHARE_STATE_TOPIC, groups)
+        try:
+            query = capture_query(
+                spark,
+                settings.librdkafka_config(),
+                directory,
+                manifest,
+                until_caught_up=until_caught_up,
+            )
+            interrupted = _CtrlC()
+            with interrupted:
+                while not interrupted.wait(0.5) and query.isActive:
+                    pass
+            failed = None if interrupted.is_set() else query.exception()
+            query.stop()
+        except failures as error:
+            raise _failure(error, log_dir) from None
+        if failed is not None:
+            raise _failure(failed, log_dir)
+        typer.echo(f"kshare: captured the state records into {directory}", err=True)
+        succeeded = True
+    finally:
+        if log_dir is not None:
+            spark.stop()
+            if succeeded:
+                shutil.rmtree(log_dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- the run
@@ -506,6 +676,7 @@ def _audit(
     report: Path | None,
     no_source: bool,
     connector: ConnectorChoice,
+    history: Path | None,
     dlq_topic: str | None,
     connection: tuple[str | None, Path | None, str | None],
     timeout: str,
@@ -526,6 +697,8 @@ def _audit(
         ),
         invocation,
     )
+    if history is not None:
+        common.usage_guard(lambda: check_history(history, group), invocation)
     common.usage_guard(require_spark, invocation)
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
     settings = common.usage_guard(lambda: common.resolve(*connection), invocation)
@@ -549,6 +722,7 @@ def _audit(
         report=report,
         read_source=not no_source,
         connector=connector.value,
+        history_dir=history,
     )
     resolved = common.run(
         lambda: audit_service.resolve_scope(settings, request, timeout_s), invocation
@@ -564,7 +738,7 @@ def _spark_phase(
 ) -> None:
     from kshare_cli.cli import audit_service
     from kshare_cli.cli.audit_progress import SparkProgress, stderr_is_terminal
-    from kshare_cli.pipeline.jobs import DeadLetterError
+    from kshare_cli.pipeline.dead_letters import DeadLetterError
     from kshare_cli.pipeline.kafka_source import KafkaSourceError
 
     failures: tuple[type[BaseException], ...] = (
@@ -588,7 +762,7 @@ def _spark_phase(
         header_printed = [False]
 
         def emit(job: AuditJob, rows: object) -> None:
-            _emit(job, rows, fmt, settings, request, header_printed)
+            _emit(job, rows, fmt, settings, request, header_printed, resolved.delivery_limit)
 
         cancel = _CtrlC(on_interrupt=spark.sparkContext.cancelAllJobs)
         try:
@@ -728,10 +902,8 @@ def _finish(
     if result.written is not None:
         typer.echo(f"kshare: wrote the {request.job.value} rows to {result.written}", err=True)
     elif result.dead_letters is not None:
-        typer.echo(
-            f"kshare: produced {result.dead_letters} archived records to {request.dlq_topic}",
-            err=True,
-        )
+        assert request.dlq_topic is not None
+        typer.echo(_dead_letters_line(result.dead_letters, request.dlq_topic), err=True)
     else:
         common.stdout_write(render_audit(result, fmt.value, width=_terminal_width()))
     for note in result.notes:
@@ -753,23 +925,38 @@ def _emit(
     settings: ConnectionSettings,
     request: AuditRequest,
     csv_header: list[bool],
+    delivery_limit: int | None,
 ) -> None:
     """A --follow micro-batch's rows: to stdout, or to the dead-letter topic."""
     from collections.abc import Sequence
 
-    from kshare_cli.pipeline.jobs import produce_dead_letters
+    from kshare_cli.pipeline.dead_letters import produce_dead_letters
     from kshare_cli.pipeline.models import ArchivedRecord
     from kshare_cli.render.audit import render_rows
 
     assert isinstance(rows, Sequence)
     if request.dlq_topic is not None:
         records = [row for row in rows if isinstance(row, ArchivedRecord)]
-        produced = produce_dead_letters(records, settings.confluent_config(), request.dlq_topic)
-        typer.echo(f"kshare: produced {produced} archived records to {request.dlq_topic}", err=True)
+        count = produce_dead_letters(
+            records,
+            settings.confluent_config(),
+            request.dlq_topic,
+            request.group_id,
+            delivery_limit=delivery_limit,
+        )
+        typer.echo(_dead_letters_line(count, request.dlq_topic), err=True)
         return
     text = render_rows(job, rows, fmt.value, width=_terminal_width(), csv_header=not csv_header[0])
     csv_header[0] = True
     common.stdout_write(text)
+
+
+def _dead_letters_line(count: DeadLetterCount, topic: str) -> str:
+    """What a --dlq-topic run did, for stderr; the skipped ones only when there were some."""
+    line = f"kshare: produced {count.produced} archived records to {topic}"
+    if count.already_there:
+        line += f"; skipped {count.already_there} already there"
+    return line
 
 
 def _terminal_width() -> int | None:

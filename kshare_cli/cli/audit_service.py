@@ -25,15 +25,17 @@ import dataclasses
 import datetime
 import re
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from kshare_cli.admin.inflight import delivery_count_limit
 from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
 from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode, KshareError, NotFound
-from kshare_cli.pipeline.models import AuditJob, AuditResult
+from kshare_cli.pipeline.models import AuditJob, AuditResult, SharePartitionHistory
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 
@@ -84,6 +86,7 @@ class AuditRequest:
     report: Path | None = None
     read_source: bool = True
     connector: Connector = "kshare"
+    history_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,9 @@ class ResolvedScope:
 
     scope: AuditScope
     state_topic_exists: bool
+    # For --dlq-topic: the group's delivery count limit, from which a dead letter's
+    # __dlq.errors.message is inferred as Kafka does (None: unknown, no message).
+    delivery_limit: int | None = None
 
 
 # --------------------------------------------------------------------------- phase 1
@@ -167,6 +173,9 @@ async def resolve_scope(
                 for each in group.partitions
                 if each.end_offset is not None
             }
+            limit = None
+            if request.dlq_topic is not None:
+                limit = await delivery_count_limit(admin, request.group_id)
             return ResolvedScope(
                 AuditScope(
                     request.group_id,
@@ -180,9 +189,25 @@ async def resolve_scope(
                     source_end_offsets=source_ends,
                 ),
                 state_exists,
+                limit,
             )
 
     return await _bounded(work(), timeout_s, "asking the cluster about the audit")
+
+
+async def check_state_topic(settings: ConnectionSettings, timeout_s: float) -> None:
+    """The cluster answers and has a state topic to capture (else exit 3/4, or 5)."""
+
+    async def work() -> None:
+        async with open_admin(settings, timeout_s) as admin:
+            named = await admin.client.metadata([SHARE_STATE_TOPIC], refresh=True)
+            state = named.topics.get(SHARE_STATE_TOPIC)
+            if state is None or state.error_code != 0 or not state.partitions:
+                raise NotFound(
+                    f"the cluster has no {SHARE_STATE_TOPIC} topic yet: no share group has state"
+                )
+
+    await _bounded(work(), timeout_s, "asking the cluster for the state topic")
 
 
 def check_group(request: AuditRequest, described: GroupOffsets | GroupFailure | None) -> None:
@@ -244,6 +269,7 @@ def run_audit(
     from pyspark import StorageLevel
 
     from kshare_cli.pipeline import jobs
+    from kshare_cli.pipeline.dead_letters import produce_dead_letters
     from kshare_cli.pipeline.transforms import deliveries, replay_states
 
     scope = resolved.scope
@@ -253,12 +279,30 @@ def run_audit(
         return AuditResult(request.job, request.group_id, notes=(note,)), None
     disk = StorageLevel.MEMORY_AND_DISK
     group_ids, topic_ids = (scope.group_id,), scope.topics
-    records = jobs.group_records(jobs.extract_state_records(spark, config, scope), scope)
-    records = records.persist(disk)
+    gaps: Mapping[int, int] = {}
+    if request.history_dir is not None:
+        from kshare_cli.pipeline.capture import history_records
+
+        assert scope.state_end_offsets is not None
+        ends = {int(p): end for p, end in scope.state_end_offsets[scope.state_topic].items()}
+        read = history_records(
+            spark,
+            config,
+            request.history_dir,
+            state_topic=scope.state_topic,
+            partitions=sorted(ends),
+            end_offsets=ends,
+            connector=scope.connector,
+        )
+        state, gaps = read.records, read.gaps
+    else:
+        state = jobs.extract_state_records(spark, config, scope)
+    records = jobs.group_records(state, scope).persist(disk)
     cached: list[DataFrame] = [records]
     try:
         state_records = records.count()
-        notes = []
+        history = jobs.collect_history(jobs.history_frame(spark, scope, records, gaps))
+        notes = [note for note in [history_note(history, request.history_dir)] if note]
         want = set(AuditJob) if request.report is not None else {request.job}
         frames: dict[AuditJob, DataFrame] = {}
         replayed = None
@@ -286,6 +330,7 @@ def run_audit(
                 topic_ids=topic_ids,
                 since_ms=scope.since_ms,
                 corrupt=skipped,
+                gaps=gaps,
             ).persist(disk)
             cached.append(ranges)
             ranges.count()  # each share-partition's task once: the cache, and the count
@@ -307,10 +352,12 @@ def run_audit(
         if request.output_dir is not None:
             written = jobs.write_directory(frame, request.output_dir, request.output_format)
         elif request.dlq_topic is not None:
-            dead_letters = jobs.produce_dead_letters(
+            dead_letters = produce_dead_letters(
                 (jobs.to_archived(row) for row in frame.toLocalIterator()),
                 settings.confluent_config(),
                 request.dlq_topic,
+                request.group_id,
+                delivery_limit=resolved.delivery_limit,
             )
         to_stdout = request.output_dir is None and request.dlq_topic is None
 
@@ -335,6 +382,7 @@ def run_audit(
             written=written,
             dead_letters=dead_letters,
             state_records=state_records,
+            history=history,
         )
         follow = None
         if request.follow and emit is not None:
@@ -352,6 +400,29 @@ def run_audit(
     finally:
         for frame_ in cached:
             frame_.unpersist()
+
+
+def history_note(history: Sequence[SharePartitionHistory], history_dir: Path | None) -> str | None:
+    """One stderr line naming the share-partitions whose history the audit does not have."""
+    from kshare_cli.pipeline.transforms import HISTORY_GAP
+    from kshare_cli.render.audit import iso_time
+
+    missing = [each for each in history if not each.history_complete]
+    if not missing:
+        return None
+    names = ", ".join(
+        f"{each.topic or each.topic_id}-{each.partition} from {iso_time(each.history_from)}"
+        for each in missing
+    )
+    why = (
+        f"the state topic was pruned between the capture in {history_dir} and the live log"
+        if any(each.history_missing == HISTORY_GAP for each in missing)
+        else "Kafka pruned the state topic's earlier records"
+    )
+    return (
+        f"history incomplete for {len(missing)} share-partitions ({names}): {why}; "
+        "what happened before is shown with time unknown (kshare audit capture keeps it all)"
+    )
 
 
 def _all_time(scope: AuditScope) -> AuditScope:

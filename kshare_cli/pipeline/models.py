@@ -22,7 +22,9 @@ __all__ = [
     "ArchivedRecord",
     "AuditJob",
     "AuditResult",
+    "DeadLetterCount",
     "DeliveryRange",
+    "SharePartitionHistory",
     "TimelinePoint",
 ]
 
@@ -105,9 +107,38 @@ class ArchivedRecord:
     headers: tuple[tuple[str, bytes | None], ...] | None
 
 
+@dataclass(frozen=True, slots=True)
+class SharePartitionHistory:
+    """How much of a share-partition's history the audit read (see HISTORY_SCHEMA).
+
+    Kafka prunes its state topic every few minutes: an audit that read only
+    from a later snapshot must say so, and date nothing before history_from.
+    history_missing is "pruned" (the earliest record read is a later
+    snapshot or an update) or "gap" (records between a capture and the live
+    log were deleted unread); None when history_complete.
+    """
+
+    group_id: str
+    topic_id: str
+    topic: str | None
+    partition: int
+    history_from: datetime.datetime | None
+    history_complete: bool
+    history_missing: str | None
+
+
 TIMELINE_FIELDS: Final = tuple(TimelinePoint.__dataclass_fields__)
 DELIVERY_FIELDS: Final = tuple(DeliveryRange.__dataclass_fields__)
 ARCHIVED_FIELDS: Final = tuple(ArchivedRecord.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterCount:
+    """What a --dlq-topic run did: dead letters produced, and those skipped because the
+    topic already held them (an earlier run, or Kafka's own DLQ)."""
+
+    produced: int
+    already_there: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +147,9 @@ class AuditResult:
 
     Only the parts the job computed are filled (the HTML report asks for all
     three). notes are lines for stderr: what could not be computed and why.
-    written says where files went (--output) and dead_letters how many records
-    were produced to the dead-letter topic; either is None when not asked for.
+    history says per share-partition from when the records read hold its state.
+    written says where files went (--output) and dead_letters what went to the
+    dead-letter topic; either is None when not asked for.
     """
 
     job: AuditJob
@@ -127,5 +159,6 @@ class AuditResult:
     archived: tuple[ArchivedRecord, ...] = ()
     notes: tuple[str, ...] = ()
     written: str | None = None
-    dead_letters: int | None = None
+    dead_letters: DeadLetterCount | None = None
     state_records: int = 0
+    history: tuple[SharePartitionHistory, ...] = ()

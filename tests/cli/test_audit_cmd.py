@@ -327,7 +327,8 @@ def story(bed: Bed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]
     topic, group, dlq = f"audit-{suffix}", f"audit-g-{suffix}", f"audit-dlq-{suffix}"
     cluster = bed.cluster
     admin = AdminClient(cluster.config())
-    for future in admin.create_topics([NewTopic(topic, 1, 1), NewTopic(dlq, 1, 1)]).values():
+    # Three partitions for the dead letters: Kafka puts each in source partition % 3.
+    for future in admin.create_topics([NewTopic(topic, 1, 1), NewTopic(dlq, 3, 1)]).values():
         future.result(30)
     checker = Kshare(cluster.bootstrap, None, tmp_path_factory.mktemp("audit") / "config.toml")
     # The lock duration through kshare's own command; earliest through the admin API.
@@ -481,48 +482,125 @@ def test_timeline_follows_the_story_and_ends_where_describe_is(
 # --------------------------------------------------------------------------- loads
 
 
+# The texts of Kafka 4.4's ShareGroupDLQManager.CLIENT_REJECT and DELIVERY_COUNT_EXCEEDED.
+REJECTED = b"Offset rejected by client."
+EXCEEDED = b"Offset delivery count exceeded the threshold."
+
+
+def dlq_headers(
+    record: Record, topic: str, group: str, count: int, limit: int
+) -> tuple[tuple[str, bytes], ...]:
+    """The headers a record's dead letter must carry: its own, then Kafka's, in Kafka's order
+    (ShareGroupDLQRecordHelper: numbers as decimal text, the cause's message last)."""
+    return (
+        *record.headers,
+        ("__dlq.errors.topic", topic.encode()),
+        ("__dlq.errors.partition", str(record.partition).encode()),
+        ("__dlq.errors.offset", str(record.offset).encode()),
+        ("__dlq.errors.group", group.encode()),
+        ("__dlq.errors.delivery.count", str(count).encode()),
+        ("__dlq.errors.message", EXCEEDED if count >= limit else REJECTED),
+    )
+
+
+def _dlq_end_offsets(cluster: Cluster, topic: str) -> dict[int, int]:
+    """Each partition's end offset: what a run that produces nothing leaves as it was."""
+    consumer = Consumer(cluster.config(**{"group.id": f"dlq-ends-{uuid.uuid4().hex}"}))
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        return {
+            partition: consumer.get_watermark_offsets(TopicPartition(topic, partition), 30)[1]
+            for partition in partitions
+        }
+    finally:
+        consumer.close()
+
+
 def test_dlq_topic_gets_exactly_the_archived_records_with_kafkas_headers(
     spark: Any, story: Story, kshare: Kshare, bed: Bed
 ) -> None:
+    """Each archived record once, in the DLQ partition Kafka picks (source partition modulo
+    the DLQ's partitions: 0 of 3), its key, value and headers as they were, then Kafka's
+    __dlq.errors.* headers, the message saying why: rejected, or over the delivery limit."""
     result = _audit(kshare, "archived", "--group", story.group, "--dlq-topic", story.dlq_topic)
 
     archived = story.archived()
+    assert {expected_outcome(record, story.limit)[0] < story.limit for record in archived} == {
+        True,
+        False,
+    }, "the story archives records both ways"
     assert result.stdout == ""
-    assert f"produced {len(archived)} archived records to {story.dlq_topic}" in result.stderr
-    consumer = Consumer(
-        bed.cluster.config(
-            **{"group.id": f"dlq-reader-{uuid.uuid4().hex}", "enable.partition.eof": True}
-        )
-    )
-    consumer.assign([TopicPartition(story.dlq_topic, 0, 0)])
-    read: list[Message] = []
-    try:
-        while True:
-            messages = consumer.consume(100, 10)
-            assert messages, "the dead-letter topic did not answer"
-            read += [message for message in messages if message.error() is None]
-            if any(message.error() is not None for message in messages):
-                break
-    finally:
-        consumer.close()
+    assert f"produced {len(archived)} archived records to {story.dlq_topic}\n" in result.stderr
+    read = _read_all(bed.cluster, story.dlq_topic)
+    assert {message.partition() for message in read} == {0}
     assert sorted(
         (message.key(), message.value(), tuple(message.headers() or ())) for message in read
     ) == sorted(
         (
             record.key,
             record.value,
-            (
-                ("__dlq.errors.topic", story.topic.encode()),
-                ("__dlq.errors.partition", str(record.partition).encode()),
-                ("__dlq.errors.offset", str(record.offset).encode()),
-                ("__dlq.errors.group", story.group.encode()),
-                (
-                    "__dlq.errors.delivery.count",
-                    str(expected_outcome(record, story.limit)[0]).encode(),
-                ),
+            dlq_headers(
+                record,
+                story.topic,
+                story.group,
+                expected_outcome(record, story.limit)[0],
+                story.limit,
             ),
         )
         for record in archived
+    )
+
+
+def test_a_second_run_with_the_same_dlq_topic_produces_nothing_twice(
+    spark: Any, story: Story, kshare: Kshare, bed: Bed
+) -> None:
+    """What the DLQ topic already holds for the group (by its __dlq.errors.group, .topic,
+    .partition and .offset headers) is not produced again, and stderr says how many: a
+    dead letter written before the first run (in another partition, as another producer
+    may have) counts, another group's dead letter for the same offset does not; a second
+    run then produces nothing and leaves every partition's end offset as it was."""
+    dlq = f"{story.dlq_topic}-again"
+    admin = AdminClient(bed.cluster.config())
+    for future in admin.create_topics([NewTopic(dlq, 3, 1)]).values():
+        future.result(30)
+    archived = story.archived()
+    earlier, other = archived[0], archived[1]
+    producer = Producer(bed.cluster.config())
+    for group, record in ((story.group, earlier), (f"{story.group}-other", other)):
+        count = expected_outcome(record, story.limit)[0]
+        producer.produce(
+            dlq,
+            key=record.key,
+            value=record.value,
+            headers=list(dlq_headers(record, story.topic, group, count, story.limit)),
+            partition=2,
+        )
+    assert producer.flush(30) == 0
+
+    first = _audit(kshare, "archived", "--group", story.group, "--dlq-topic", dlq)
+
+    assert (
+        f"produced {len(archived) - 1} archived records to {dlq}; skipped 1 already there\n"
+        in first.stderr
+    )
+    ends = _dlq_end_offsets(bed.cluster, dlq)
+    assert sum(ends.values()) == len(archived) + 1
+
+    second = _audit(kshare, "archived", "--group", story.group, "--dlq-topic", dlq)
+
+    assert second.stdout == ""
+    assert (
+        f"produced 0 archived records to {dlq}; skipped {len(archived)} already there\n"
+        in second.stderr
+    )
+    assert _dlq_end_offsets(bed.cluster, dlq) == ends
+    ours = [
+        dict(message.headers() or ())
+        for message in _read_all(bed.cluster, dlq)
+        if dict(message.headers() or ()).get("__dlq.errors.group") == story.group.encode()
+    ]
+    assert sorted(int(headers["__dlq.errors.offset"]) for headers in ours) == sorted(
+        record.offset for record in archived
     )
 
 
@@ -849,21 +927,23 @@ def test_follow_deliveries_emits_only_the_ranges_whose_outcome_changed(
 
 
 def _read_all(cluster: Cluster, topic: str) -> list[Message]:
-    """Every record of partition 0 of topic, read to its end with a plain Consumer."""
+    """Every record of every partition of topic, read to its end with a plain Consumer."""
     consumer = Consumer(
         cluster.config(
             **{"group.id": f"dlq-reader-{uuid.uuid4().hex}", "enable.partition.eof": True}
         )
     )
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, partition, 0) for partition in partitions])
     read: list[Message] = []
+    ended: set[int | None] = set()
     try:
-        while True:
+        while len(ended) < len(partitions):
             messages = consumer.consume(100, 10)
             assert messages, f"{topic} did not answer"
             read += [message for message in messages if message.error() is None]
-            if any(message.error() is not None for message in messages):
-                return read
+            ended |= {message.partition() for message in messages if message.error() is not None}
+        return read
     finally:
         consumer.close()
 
@@ -932,17 +1012,7 @@ def test_follow_with_dlq_topic_produces_each_archived_record_once_until_sigint(
         (message.key(), message.value(), tuple(message.headers() or ()))
         for message in _read_all(bed.cluster, dlq)
     ) == sorted(
-        (
-            record.key,
-            record.value,
-            (
-                ("__dlq.errors.topic", queue.topic.encode()),
-                ("__dlq.errors.partition", b"0"),
-                ("__dlq.errors.offset", str(record.offset).encode()),
-                ("__dlq.errors.group", queue.group.encode()),
-                ("__dlq.errors.delivery.count", b"1"),
-            ),
-        )
+        (record.key, record.value, dlq_headers(record, queue.topic, queue.group, 1, bed.limit))
         for record in archived
     )
 
