@@ -43,6 +43,7 @@ from kshare_cli.admin.models import (
     LagSource,
     SharePartitionOffset,
     summed_lag,
+    summed_lag_complete,
     summed_lag_source,
 )
 from kshare_cli.admin.share_groups import UNKNOWN_TOPIC_OR_PARTITION
@@ -139,7 +140,7 @@ class GroupInflight:
 
     @property
     def total_lag(self) -> int | None:
-        """The sum of the lags; None when any is unknown, or there is no share-partition."""
+        """The sum of the known lags; None when none is known, as ``kshare describe``."""
         return summed_lag(self.partitions)
 
     @property
@@ -147,16 +148,23 @@ class GroupInflight:
         """``bound`` as soon as one part is kshare's upper bound rather than the broker's figure."""
         return summed_lag_source(self.partitions)
 
+    @property
+    def total_lag_complete(self) -> bool | None:
+        """False when some share-partition's lag is unknown and left out of ``total_lag``."""
+        return summed_lag_complete(self.partitions)
+
 
 @dataclass(frozen=True, slots=True)
 class GroupSummary:
-    """One line of the groups screen."""
+    """One line of the groups screen; the total lag as ``GroupOffsets`` gives it."""
 
     group_id: str
     state: str
     members: int
     share_partitions: int
     total_lag: int | None
+    total_lag_source: LagSource | None = None
+    total_lag_complete: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,14 +329,17 @@ class InflightService:
             if description.group_id in failed:
                 continue
             group_offsets = offsets.get(description.group_id)
-            partitions = group_offsets.partitions if isinstance(group_offsets, GroupOffsets) else ()
+            if not isinstance(group_offsets, GroupOffsets):
+                group_offsets = GroupOffsets(description.group_id)
             summaries.append(
                 GroupSummary(
                     description.group_id,
                     description.state,
                     description.member_count,
-                    len(partitions),
-                    group_offsets.total_lag if isinstance(group_offsets, GroupOffsets) else None,
+                    len(group_offsets.partitions),
+                    group_offsets.total_lag,
+                    group_offsets.total_lag_source,
+                    group_offsets.total_lag_complete,
                 )
             )
         return GroupsOverview(tuple(summaries), tuple(failures))

@@ -343,20 +343,34 @@ class Lagged(Protocol):
 
 
 def summed_lag(partitions: Sequence[Lagged]) -> int | None:
-    """The sum of the lags; None when any is unknown, or there is no share-partition."""
-    lags = [each.lag for each in partitions]
-    if not lags or any(lag is None for lag in lags):
-        return None
-    return sum(lag for lag in lags if lag is not None)
+    """The sum of the known lags; None only when no lag is known (or there is no share-partition).
+
+    A share-partition whose lag is unknown (no start offset, an error, no log end
+    offset to bound it) leaves the others' backlog standing: an operator still needs
+    to see it, marked incomplete (``summed_lag_complete``), rather than nothing.
+    """
+    known = [each.lag for each in partitions if each.lag is not None]
+    return sum(known) if known else None
 
 
 def summed_lag_source(partitions: Sequence[Lagged]) -> LagSource | None:
-    """``bound`` as soon as one part is kshare's upper bound: then so is the sum."""
+    """``bound`` as soon as one summed part is kshare's upper bound: then so is the sum."""
     if summed_lag(partitions) is None:
         return None
-    if any(each.lag_source == "bound" for each in partitions):
+    if any(each.lag is not None and each.lag_source == "bound" for each in partitions):
         return "bound"
     return "broker"
+
+
+def summed_lag_complete(partitions: Sequence[Lagged]) -> bool | None:
+    """Whether every share-partition's lag is in the sum; None when there is no sum.
+
+    False means the sum leaves out share-partitions whose lag is unknown: with exact
+    parts it is a lower bound of the group's lag.
+    """
+    if summed_lag(partitions) is None:
+        return None
+    return all(each.lag is not None for each in partitions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,13 +393,18 @@ class GroupOffsets:
 
     @property
     def total_lag(self) -> int | None:
-        """The sum of the partitions' lags; None when any of them is unknown (or none exist)."""
+        """The sum of the known lags; None when none is known (see ``summed_lag``)."""
         return summed_lag(self.partitions)
 
     @property
     def total_lag_source(self) -> LagSource | None:
         """``bound`` as soon as one partition's lag is a bound: then so is the sum."""
         return summed_lag_source(self.partitions)
+
+    @property
+    def total_lag_complete(self) -> bool | None:
+        """False when some partition's lag is unknown and left out of ``total_lag``."""
+        return summed_lag_complete(self.partitions)
 
     def errors(self) -> tuple[PartitionFailure, ...]:
         return tuple(

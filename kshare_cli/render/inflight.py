@@ -403,6 +403,7 @@ def inflight_document(model: GroupInflight) -> dict[str, Any]:
         "delivery_count_limit": model.delivery_count_limit,
         "total_lag": model.total_lag,
         "total_lag_source": model.total_lag_source,
+        "total_lag_complete": model.total_lag_complete,
         "window_note": model.window_note,
         "partitions": [_partition_document(partition) for partition in model.partitions],
     }

@@ -4,7 +4,9 @@
 (printOffsets in Kafka 4.2's ShareGroupCommand), except that kshare sorts groups
 and partitions everywhere. Like Kafka, it prints the broker's lag only: a lag
 kshare had to bound itself shows as ``-`` there. The table adds the log end
-offset, the total lag per group and the bound, marked ``≤``.
+offset, the total lag per group and the bound, marked ``≤``. The total is the
+sum of the known lags: when some share-partition's lag is unknown it is marked
+``≥`` (a lower bound), or ``≤N+?`` when the known parts are themselves bounds.
 
 Groups that failed (not found, not authorised) are not rendered here: they are
 the result's ``errors()``, which the command reports on stderr. The structured
@@ -13,6 +15,7 @@ formats carry them too, as data.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kshare_cli.admin.models import (
@@ -34,7 +37,14 @@ from kshare_cli.render.formats import (
     table_text,
 )
 
-__all__ = ["lag_text", "offsets_document", "offsets_rows", "render_offsets"]
+__all__ = [
+    "lag_text",
+    "offsets_document",
+    "offsets_rows",
+    "render_offsets",
+    "total_lag_captions",
+    "total_lag_text",
+]
 
 #: printOffsetFormat: GROUP and TOPIC are at least 15 wide, PARTITION 10, the epoch and
 #: offset 13 each, LAG unpadded.
@@ -57,6 +67,13 @@ CSV_HEADER = (
 BOUND_CAPTION = (
     "≤N: an upper bound, log end offset − start offset; the broker reported no lag "
     "(DescribeShareGroupOffsets v0, or lag unknown since an offset reset)."
+)
+PARTIAL_CAPTION = (
+    "TOTAL ≥N: the sum of the known lags, a lower bound; some share-partitions' lag is unknown (-)."
+)
+PARTIAL_BOUND_CAPTION = (
+    "TOTAL ≤N+?: the sum of the known lags, some of them upper bounds, "
+    "plus share-partitions whose lag is unknown (-)."
 )
 
 
@@ -84,6 +101,38 @@ def lag_text(lag: int | None, source: LagSource | None) -> str:
     if lag is None:
         return "-"
     return f"≤{lag}" if source == "bound" else str(lag)
+
+
+def total_lag_text(
+    total: int | None,
+    source: LagSource | None,
+    complete: bool | None,
+    number: Callable[[int], str] = str,
+) -> str:
+    """A group's total lag for people, one definition for describe, inflight and the dashboard.
+
+    ``12`` exact, ``≤12`` an upper bound, ``≥12`` the sum of the known lags when some
+    are unknown (a lower bound), ``≤12+?`` when those known lags are bounds too (then
+    the figure bounds nothing), ``-`` when no lag is known. ``number`` formats the
+    figure (the dashboard separates thousands).
+    """
+    if total is None:
+        return "-"
+    figure = number(total)
+    if complete is False:
+        return f"≤{figure}+?" if source == "bound" else f"≥{figure}"
+    return f"≤{figure}" if source == "bound" else figure
+
+
+def total_lag_captions(totals: Iterable[tuple[LagSource | None, bool | None]]) -> list[str]:
+    """The captions explaining the incomplete totals' markers among ``totals``."""
+    incomplete = {source for source, complete in totals if complete is False}
+    captions = []
+    if incomplete - {"bound"}:
+        captions.append(PARTIAL_CAPTION)
+    if "bound" in incomplete:
+        captions.append(PARTIAL_BOUND_CAPTION)
+    return captions
 
 
 # --------------------------------------------------------------------------- plain
@@ -164,9 +213,13 @@ def _table(offsets: ShareGroupOffsets, verbose: bool, width: int | None) -> str:
                 ],
                 False,
             )
-        total = lag_text(group.total_lag, group.total_lag_source)
+        total = total_lag_text(group.total_lag, group.total_lag_source, group.total_lag_complete)
         _add(table, verbose, with_errors, [group.group_id, "TOTAL", "", "", "", total], True)
-    return table_text(table, width, [BOUND_CAPTION] if with_bound else [])
+    captions = [BOUND_CAPTION] if with_bound else []
+    captions += total_lag_captions(
+        (group.total_lag_source, group.total_lag_complete) for group in groups
+    )
+    return table_text(table, width, captions)
 
 
 def _add(table: Any, verbose: bool, with_errors: bool, cells: list[object], end: bool) -> None:
@@ -208,6 +261,7 @@ def offsets_document(offsets: ShareGroupOffsets) -> dict[str, Any]:
                 "error": None,
                 "total_lag": result.total_lag,
                 "total_lag_source": result.total_lag_source,
+                "total_lag_complete": result.total_lag_complete,
                 "partitions": [_partition_document(offset) for offset in result.partitions],
             }
         )

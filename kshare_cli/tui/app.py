@@ -239,16 +239,18 @@ class DashboardApp(App[None]):
             complete_sum = _plus(complete_sum, sample.delivery_complete_count)
             end_sum = _plus(end_sum, sample.end_offset)
         history.retain(keys, prefix=("p", group_id))
-        history.add(group_key(group_id), Sample.of(at, inflight.total_lag))
+        total = _whole_total(inflight.total_lag, inflight.total_lag_complete)
+        history.add(group_key(group_id), Sample.of(at, total))
         if inflight.partitions:
             history.add(
                 completed_key(group_id),
-                Sample(at, inflight.total_lag, start_sum, complete_sum, end_sum),
+                Sample(at, total, start_sum, complete_sum, end_sum),
             )
 
     def record_overview(self, overview: GroupsOverview, at: float) -> None:
         for group in overview.groups:
-            self.history.add(group_key(group.group_id), Sample.of(at, group.total_lag))
+            total = _whole_total(group.total_lag, group.total_lag_complete)
+            self.history.add(group_key(group.group_id), Sample.of(at, total))
 
     # -- actions ---------------------------------------------------------------
 
@@ -321,6 +323,15 @@ class DashboardApp(App[None]):
         source = self.source
         if isinstance(source, ClosableSource):
             await source.aclose()
+
+
+def _whole_total(total: int | None, complete: bool | None) -> int | None:
+    """The total lag for trends and rates: only a total over every share-partition.
+
+    A sum that leaves out share-partitions of unknown lag jumps as they come and go;
+    its trend would be that jump, not the queue's.
+    """
+    return None if complete is False else total
 
 
 def _plus(total: int | None, value: int | None) -> int | None:

@@ -30,7 +30,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
 from kshare_cli.render.inflight import LEGEND, strip_text
-from kshare_cli.render.offsets import lag_text
+from kshare_cli.render.offsets import lag_text, total_lag_text
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow
 from kshare_cli.tui import format as fmt
 from kshare_cli.tui.history import (
@@ -434,7 +434,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
             state,
             members,
             fmt.plural(count, "share-partition"),
-            f"total lag {lag_text(total, data.total_lag_source)}"
+            f"total lag {total_lag_text(total, data.total_lag_source, data.total_lag_complete)}"
             + (f" {trend.value}" if trend is not None else ""),
         ]
         self.query_one("#summary", Static).update(" · ".join(parts))

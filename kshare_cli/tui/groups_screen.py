@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kshare_cli.admin.inflight import GroupsOverview, GroupSummary
+from kshare_cli.render.offsets import total_lag_text
 from kshare_cli.tui import format as fmt
 from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.history import group_key
@@ -111,7 +112,9 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
             group.state,
             group.members,
             group.share_partitions,
-            group.total_lag,
+            total_lag_text(
+                group.total_lag, group.total_lag_source, group.total_lag_complete, fmt.number
+            ),
             "" if trend is None else trend.value,
             fmt.rate(None if flow is None else flow.net_drain_per_s),
             fmt.empty_in(None if flow is None else flow.time_to_empty, compact=True),
@@ -160,7 +163,7 @@ def _render_cell(column: int, value: Any) -> RenderableType:
     if column == 1:
         style = {"Stable": "green", "Empty": "dim", "Dead": "red"}.get(str(value), "")
         return Text(str(value), style=style, end="")
-    if column in (2, 3, 4):
+    if column in (2, 3):
         return _right(fmt.number(value))
     if column == 5:
         style = {"↑": "red", "↓": "green"}.get(str(value), "")

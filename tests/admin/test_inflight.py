@@ -262,7 +262,13 @@ def test_overview_summarises_every_group(bed: Bed) -> None:
     assert isinstance(offsets, GroupOffsets)
     summaries = {summary.group_id: summary for summary in overview.groups}
     assert summaries[bed.group] == GroupSummary(
-        bed.group, "Empty", 0, len(RECORDS), offsets.total_lag
+        bed.group,
+        "Empty",
+        0,
+        len(RECORDS),
+        offsets.total_lag,
+        offsets.total_lag_source,
+        offsets.total_lag_complete,
     )
     assert [summary.group_id for summary in overview.groups] == sorted(summaries)
     assert bed.group not in {getattr(failure, "group_id", None) for failure in overview.failures}

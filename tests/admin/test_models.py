@@ -73,16 +73,24 @@ def test_group_results_partial_failure() -> None:
     assert str(denied) == "share group 'd': GROUP_AUTHORIZATION_FAILED"
 
 
-def test_total_lag_is_unknown_when_any_part_is_and_a_bound_when_any_part_is() -> None:
+def _total(group: GroupOffsets) -> tuple[int | None, str | None, bool | None]:
+    return group.total_lag, group.total_lag_source, group.total_lag_complete
+
+
+def test_total_lag_sums_the_known_lags_and_says_whether_any_is_missing() -> None:
     exact = SharePartitionOffset("t", 0, 1, 0, 4, "broker")
     bound = SharePartitionOffset("t", 1, 1, 0, 6, "bound")
     unknown = SharePartitionOffset("t", 2, None)
-    assert GroupOffsets("g", (exact,)).total_lag_source == "broker"
+    assert _total(GroupOffsets("g", (exact,))) == (4, "broker", True)
     both = GroupOffsets("g", (bound, exact))
-    assert (both.total_lag, both.total_lag_source) == (10, "bound")
+    assert _total(both) == (10, "bound", True)
     assert [p.partition for p in both.partitions] == [0, 1]
-    assert GroupOffsets("g", (exact, unknown)).total_lag is None
-    assert GroupOffsets("g", ()).total_lag is None
+    # One lag unknown: the others' sum stands, marked incomplete (a lower bound).
+    assert _total(GroupOffsets("g", (exact, unknown))) == (4, "broker", False)
+    assert _total(GroupOffsets("g", (bound, exact, unknown))) == (10, "bound", False)
+    # No lag known, or no share-partition: no total at all.
+    assert _total(GroupOffsets("g", (unknown,))) == (None, None, None)
+    assert _total(GroupOffsets("g", ())) == (None, None, None)
 
 
 def test_offsets_collect_partition_errors_of_successful_groups() -> None:

@@ -37,6 +37,7 @@ from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
 
 SHARE_GROUP_HEARTBEAT = 76
+ALTER_SHARE_GROUP_OFFSETS = 91
 
 
 def table_rows(stdout: str, group_id: str) -> list[list[str]]:
@@ -231,6 +232,68 @@ def test_end_offset_is_shown_where_the_start_offset_is_unknown(
         ["-", str(ShareGroups.DRAINED_END[0])],
         ["-", str(ShareGroups.DRAINED_END[1])],
     ]
+
+
+def test_total_lag_sums_the_known_lags_and_says_some_are_unknown(
+    kshare: Kshare, share_groups: ShareGroups, settings: ConnectionSettings
+) -> None:
+    group = f"kshare-cli-half-known-{share_groups.suffix}"
+    _join_and_leave(settings, group, share_groups.topic)
+
+    async def start_partition_0_at_10() -> None:
+        async with await KafkaClient.connect(settings, timeout_s=15) as client:
+            coordinator = (await client.find_coordinators([group]))[group]
+            assert isinstance(coordinator, BrokerNode), coordinator
+            body = {
+                "group_id": group,
+                "topics": [
+                    {
+                        "topic_name": share_groups.topic,
+                        "partitions": [{"partition_index": 0, "start_offset": 10}],
+                    }
+                ],
+            }
+            _, answer = await client.request(
+                ALTER_SHARE_GROUP_OFFSETS, body, node=coordinator.node_id
+            )
+            assert int(answer.error_code) == 0, answer
+
+    wait_for(
+        lambda: (
+            len(
+                group_of(json.loads(kshare.run("describe", group, "-o", "json").stdout), group)[
+                    "partitions"
+                ]
+            )
+            == 2
+        ),
+        timeout=30,
+        interval=0.1,
+        what="share-partitions",
+    )
+    asyncio.run(start_partition_0_at_10())
+    result = kshare.run("describe", group, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    validate(document, "offsets.schema.json")
+    described = group_of(document, group)
+    # Partition 0: lag unknown since the reset, bounded by 15 - 10; partition 1: unknown.
+    assert [(p["partition"], p["lag"], p["lag_source"]) for p in described["partitions"]] == [
+        (0, ShareGroups.DRAINED_END[0] - 10, "bound"),
+        (1, None, None),
+    ]
+    assert (
+        described["total_lag"],
+        described["total_lag_source"],
+        described["total_lag_complete"],
+    ) == (ShareGroups.DRAINED_END[0] - 10, "bound", False)
+    table = kshare.run("describe", group)
+    assert [group, "TOTAL", f"≤{ShareGroups.DRAINED_END[0] - 10}+?"] in table_rows(
+        table.stdout, group
+    )
+    # Kafka's layout has no total, and prints "-" for both lags.
+    plain = kshare.run("describe", group, "-o", "plain")
+    assert [row[-1] for row in table_rows(plain.stdout, group)] == ["-", "-"]
 
 
 def test_console_script_describes_offsets_as_json(

@@ -3,7 +3,8 @@
 The golden ones come from Kafka 4.2.0's recorded answers (``golden_admin``); the
 partial ones add what the recording lacks -- a missing group, a partition the
 broker refused, an uninitialised share-partition, a bound from a v0 broker, a
-broker that did not answer ListGroups -- so every branch of every format is seen.
+broker that did not answer ListGroups, a total over only some
+share-partitions -- so every branch of every format is seen.
 """
 
 from __future__ import annotations
@@ -54,6 +55,22 @@ def _v0_group() -> GroupOffsets:
     )
 
 
+def _half_known_group() -> GroupOffsets:
+    """Exact lags on two share-partitions, none on the third: the total is a lower bound."""
+    return GroupOffsets(
+        "billing-workers",
+        (
+            SharePartitionOffset(
+                "invoices", 0, 40, leader_epoch=1, lag=12, lag_source="broker", end_offset=52
+            ),
+            SharePartitionOffset(
+                "invoices", 1, 7, leader_epoch=1, lag=3, lag_source="broker", end_offset=10
+            ),
+            SharePartitionOffset("invoices", 2, None, end_offset=9),
+        ),
+    )
+
+
 def offsets() -> dict[str, ShareGroupOffsets]:
     described = golden.offsets("04")
     return {
@@ -61,6 +78,7 @@ def offsets() -> dict[str, ShareGroupOffsets]:
         "offsets-reset": golden.offsets("17"),
         "offsets-none": golden.offsets("21"),
         "offsets-partial": ShareGroupOffsets((*described.succeeded(), _v0_group(), NOT_FOUND)),
+        "offsets-lower-bound": ShareGroupOffsets((_half_known_group(),)),
     }
 
 

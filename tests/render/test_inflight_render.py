@@ -263,7 +263,9 @@ def test_json_is_the_window_and_follows_the_schema() -> None:
     assert document["group_id"] == "orders-g"
     assert document["state"] == "Stable"
     assert document["delivery_count_limit"] == 5
-    assert document["total_lag"] is None  # two lags unknown
+    # Two lags unknown: the other two (6 + 6) are summed, marked incomplete.
+    assert (document["total_lag"], document["total_lag_source"]) == (12, "broker")
+    assert document["total_lag_complete"] is False
     first = document["partitions"][0]
     assert first["topic_id"] == "m2uW1v0cTmO0t3Dx3kq9Zw"
     window = first["window"]

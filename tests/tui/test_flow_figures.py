@@ -102,3 +102,34 @@ async def test_a_queue_filling_faster_than_it_drains_never_empties_on_either_scr
         assert app.screen is groups
         await _refresh_at(pilot, source, clock, 3)
         assert (_row(table)["NET DRAIN"], _row(table)["EMPTY IN"]) == ("-4.0/s", "never")
+
+
+def _half_known_stage(index: int) -> Stage:
+    """The filling queue on partition 0, and a partition 1 whose lag is unknown."""
+    known = _stage(index).groups[GROUP].partitions[0]
+    unknown = PartitionInflight(TOPIC, 1, None, None, 9, None, None, window=None)
+    group = GroupInflight(GROUP, None, (known, unknown), window_note=None)
+    summary = GroupSummary(GROUP, "Stable", 1, 2, known.lag, "broker", False)
+    return Stage(index * STEP_S, GroupsOverview((summary,)), {GROUP: group}, {})
+
+
+@run
+async def test_a_total_over_some_share_partitions_is_a_lower_bound_on_both_screens() -> None:
+    # kshare describe's marking (≥N), not a bare number, and no trend from a partial sum.
+    source = RecordedSource([_half_known_stage(index) for index in range(3)])
+    clock = FakeClock(0.0)
+    app = DashboardApp(source, refresh_s=3600.0, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        groups = app.screen
+        assert isinstance(groups, GroupsScreen)
+        await _refresh_at(pilot, source, clock, 0)
+        await _refresh_at(pilot, source, clock, 1)
+        row = _row(groups.query_one("#groups", DataTable))
+        assert (row["TOTAL LAG"], row["TREND"], row["NET DRAIN"]) == ("≥140", "", "-")
+
+        await pilot.press("enter")
+        group = app.screen
+        assert isinstance(group, GroupScreen)
+        await _refresh_at(pilot, source, clock, 2)
+        summary = str(group.query_one("#summary", Static).render())
+        assert summary.endswith("total lag ≥180"), summary
