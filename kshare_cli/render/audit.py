@@ -6,7 +6,10 @@ a record's key, value and header values are text when they are UTF-8 and
 base64 otherwise, with ``<field>_encoding: "base64"`` beside them, as
 ``kshare consume -o jsonl`` writes records. The table marks a lag dated by
 record timestamps with ``≈`` (an estimate when producers' clocks differ from
-the broker's) and shows ``-`` for what is not known.
+the broker's) and shows ``-`` for what is not known; a time the state
+topic no longer holds (Kafka pruned it) is ``unknown``, never a later
+snapshot's time. ``-o json`` says per share-partition from when its history
+was read (``history``: ``history_from``, ``history_complete``).
 
 ``--follow`` prints each micro-batch's rows as they come: JSON lines and CSV
 rows append (CSV's header once), a table repeats its header per batch.
@@ -27,6 +30,7 @@ from kshare_cli.pipeline.models import (
     AuditJob,
     AuditResult,
     DeliveryRange,
+    SharePartitionHistory,
     TimelinePoint,
 )
 from kshare_cli.render.formats import (
@@ -41,6 +45,7 @@ from kshare_cli.render.formats import (
 __all__ = [
     "STDOUT_FORMATS",
     "audit_document",
+    "history_document",
     "iso_time",
     "render_audit",
     "render_rows",
@@ -50,6 +55,7 @@ __all__ = [
 STDOUT_FORMATS: Final = ("table", "json", "jsonl", "csv")
 _PREVIEW: Final = 40
 _ESTIMATE: Final = "≈"
+_UNKNOWN_TIME: Final = "unknown"
 
 
 def iso_time(value: datetime.datetime | None) -> str | None:
@@ -109,12 +115,26 @@ def _rows_of(result: AuditResult) -> Sequence[TimelinePoint | DeliveryRange | Ar
     return result.archived
 
 
+def history_document(history: SharePartitionHistory) -> dict[str, Any]:
+    """A share-partition's history as JSON: from when the audit read it, and if all of it."""
+    return {
+        "topic": history.topic,
+        "topic_id": history.topic_id,
+        "partition": history.partition,
+        "history_from": iso_time(history.history_from),
+        "history_complete": history.history_complete,
+        "history_missing": history.history_missing,
+    }
+
+
 def audit_document(result: AuditResult) -> dict[str, Any]:
-    """The -o json document: the job, the group, its rows under the job's name."""
+    """The -o json document: the job, the group, its rows under the job's name, and per
+    share-partition how much history they come from."""
     return {
         "job": result.job.value,
         "group_id": result.group_id,
         result.job.value: [row_document(row) for row in _rows_of(result)],
+        "history": [history_document(each) for each in result.history],
     }
 
 
@@ -266,7 +286,7 @@ def _deliveries_table(ranges: Sequence[DeliveryRange], width: int | None) -> str
                 each.final_state,
                 each.final_delivery_count,
                 "yes" if each.complete else "no",
-                iso_time(each.last_changed),
+                iso_time(each.last_changed) or _UNKNOWN_TIME,
             ],
         )
     return table_text(table, width)
@@ -307,7 +327,7 @@ def _archived_table(records: Sequence[ArchivedRecord], width: int | None) -> str
                 record.partition,
                 record.offset,
                 record.delivery_count,
-                iso_time(record.archived_at),
+                iso_time(record.archived_at) or _UNKNOWN_TIME,
                 _preview(record.key) if record.record_found else "(gone)",
                 _preview(record.value) if record.record_found else "(gone)",
                 headers,

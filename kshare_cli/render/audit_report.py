@@ -25,7 +25,13 @@ import html
 from collections.abc import Sequence
 from typing import Final
 
-from kshare_cli.pipeline.models import ArchivedRecord, AuditResult, DeliveryRange, TimelinePoint
+from kshare_cli.pipeline.models import (
+    ArchivedRecord,
+    AuditResult,
+    DeliveryRange,
+    SharePartitionHistory,
+    TimelinePoint,
+)
 from kshare_cli.render.audit import iso_time
 
 __all__ = ["MAX_POINTS", "delivery_histogram", "lag_series", "render_report"]
@@ -233,11 +239,28 @@ def _archived_table(records: Sequence[ArchivedRecord]) -> str:
             f'<tr data-partition="{record.partition}" data-offset="{record.offset}">'
             f"<td>{html.escape(topic)}</td><td class=n>{record.partition}</td>"
             f"<td class=n>{record.offset}</td><td class=n>{record.delivery_count}</td>"
-            f"<td>{html.escape(iso_time(record.archived_at) or '-')}</td>"
+            f"<td>{html.escape(iso_time(record.archived_at) or 'unknown')}</td>"
             f"<td><code>{html.escape(key)}</code></td><td><code>{html.escape(value)}</code></td></tr>"
         )
     rows.append("</tbody></table>")
     return "".join(rows)
+
+
+def _history(history: Sequence[SharePartitionHistory]) -> str:
+    """A line per share-partition whose earlier history the audit could not read."""
+    lines = []
+    for each in history:
+        if each.history_complete:
+            continue
+        topic = each.topic if each.topic is not None else each.topic_id
+        since = iso_time(each.history_from) or "unknown"
+        lines.append(
+            f'<p class="history" data-partition="{each.partition}" '
+            f'data-history-from="{html.escape(since)}">'
+            f"{html.escape(topic)}-{each.partition}: history from {html.escape(since)} "
+            "(Kafka pruned the state before it; earlier times are unknown)</p>"
+        )
+    return "".join(lines)
 
 
 def render_report(result: AuditResult, *, generated_at: datetime.datetime) -> str:
@@ -247,6 +270,7 @@ def render_report(result: AuditResult, *, generated_at: datetime.datetime) -> st
     share_partitions = {(point.topic_id, point.partition) for point in result.timeline}
     group = html.escape(result.group_id)
     notes = "".join(f'<p class="note">{html.escape(note)}</p>' for note in result.notes)
+    notes += _history(result.history)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
