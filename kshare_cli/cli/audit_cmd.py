@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from kshare_cli.cli.audit_service import AuditRequest, ResolvedScope
     from kshare_cli.connect.settings import ConnectionSettings
-    from kshare_cli.pipeline.models import AuditJob, AuditResult
+    from kshare_cli.pipeline.models import AuditJob, AuditResult, DeadLetterCount
 
 SPARK_MISSING: Final = (
     "kshare audit needs the spark extra (PySpark, about 800 MB, and a Java 17+ runtime); "
@@ -738,7 +738,7 @@ def _spark_phase(
 ) -> None:
     from kshare_cli.cli import audit_service
     from kshare_cli.cli.audit_progress import SparkProgress, stderr_is_terminal
-    from kshare_cli.pipeline.jobs import DeadLetterError
+    from kshare_cli.pipeline.dead_letters import DeadLetterError
     from kshare_cli.pipeline.kafka_source import KafkaSourceError
 
     failures: tuple[type[BaseException], ...] = (
@@ -762,7 +762,7 @@ def _spark_phase(
         header_printed = [False]
 
         def emit(job: AuditJob, rows: object) -> None:
-            _emit(job, rows, fmt, settings, request, header_printed)
+            _emit(job, rows, fmt, settings, request, header_printed, resolved.delivery_limit)
 
         cancel = _CtrlC(on_interrupt=spark.sparkContext.cancelAllJobs)
         try:
@@ -902,10 +902,8 @@ def _finish(
     if result.written is not None:
         typer.echo(f"kshare: wrote the {request.job.value} rows to {result.written}", err=True)
     elif result.dead_letters is not None:
-        typer.echo(
-            f"kshare: produced {result.dead_letters} archived records to {request.dlq_topic}",
-            err=True,
-        )
+        assert request.dlq_topic is not None
+        typer.echo(_dead_letters_line(result.dead_letters, request.dlq_topic), err=True)
     else:
         common.stdout_write(render_audit(result, fmt.value, width=_terminal_width()))
     for note in result.notes:
@@ -927,23 +925,38 @@ def _emit(
     settings: ConnectionSettings,
     request: AuditRequest,
     csv_header: list[bool],
+    delivery_limit: int | None,
 ) -> None:
     """A --follow micro-batch's rows: to stdout, or to the dead-letter topic."""
     from collections.abc import Sequence
 
-    from kshare_cli.pipeline.jobs import produce_dead_letters
+    from kshare_cli.pipeline.dead_letters import produce_dead_letters
     from kshare_cli.pipeline.models import ArchivedRecord
     from kshare_cli.render.audit import render_rows
 
     assert isinstance(rows, Sequence)
     if request.dlq_topic is not None:
         records = [row for row in rows if isinstance(row, ArchivedRecord)]
-        produced = produce_dead_letters(records, settings.confluent_config(), request.dlq_topic)
-        typer.echo(f"kshare: produced {produced} archived records to {request.dlq_topic}", err=True)
+        count = produce_dead_letters(
+            records,
+            settings.confluent_config(),
+            request.dlq_topic,
+            request.group_id,
+            delivery_limit=delivery_limit,
+        )
+        typer.echo(_dead_letters_line(count, request.dlq_topic), err=True)
         return
     text = render_rows(job, rows, fmt.value, width=_terminal_width(), csv_header=not csv_header[0])
     csv_header[0] = True
     common.stdout_write(text)
+
+
+def _dead_letters_line(count: DeadLetterCount, topic: str) -> str:
+    """What a --dlq-topic run did, for stderr; the skipped ones only when there were some."""
+    line = f"kshare: produced {count.produced} archived records to {topic}"
+    if count.already_there:
+        line += f"; skipped {count.already_there} already there"
+    return line
 
 
 def _terminal_width() -> int | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from kshare_cli.admin.inflight import delivery_count_limit
 from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
 from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
@@ -94,6 +95,9 @@ class ResolvedScope:
 
     scope: AuditScope
     state_topic_exists: bool
+    # For --dlq-topic: the group's delivery count limit, from which a dead letter's
+    # __dlq.errors.message is inferred as Kafka does (None: unknown, no message).
+    delivery_limit: int | None = None
 
 
 # --------------------------------------------------------------------------- phase 1
@@ -169,6 +173,9 @@ async def resolve_scope(
                 for each in group.partitions
                 if each.end_offset is not None
             }
+            limit = None
+            if request.dlq_topic is not None:
+                limit = await delivery_count_limit(admin, request.group_id)
             return ResolvedScope(
                 AuditScope(
                     request.group_id,
@@ -182,6 +189,7 @@ async def resolve_scope(
                     source_end_offsets=source_ends,
                 ),
                 state_exists,
+                limit,
             )
 
     return await _bounded(work(), timeout_s, "asking the cluster about the audit")
@@ -261,6 +269,7 @@ def run_audit(
     from pyspark import StorageLevel
 
     from kshare_cli.pipeline import jobs
+    from kshare_cli.pipeline.dead_letters import produce_dead_letters
     from kshare_cli.pipeline.transforms import deliveries, replay_states
 
     scope = resolved.scope
@@ -343,10 +352,12 @@ def run_audit(
         if request.output_dir is not None:
             written = jobs.write_directory(frame, request.output_dir, request.output_format)
         elif request.dlq_topic is not None:
-            dead_letters = jobs.produce_dead_letters(
+            dead_letters = produce_dead_letters(
                 (jobs.to_archived(row) for row in frame.toLocalIterator()),
                 settings.confluent_config(),
                 request.dlq_topic,
+                request.group_id,
+                delivery_limit=resolved.delivery_limit,
             )
         to_stdout = request.output_dir is None and request.dlq_topic is None
 

@@ -8,7 +8,7 @@
   replay, deliveries, timeline, archived); nothing here re-implements them.
 * Load: rows collected into `models` for stdout and the HTML report, files
   (Parquet or JSON lines) in a directory, or records produced to a
-  dead-letter topic.
+  dead-letter topic (`dead_letters`, Kafka's own DLQ format).
 
 Which source offsets a job reads is decided on the driver from small
 aggregates of the state (one row per share-partition), so a timeline reads
@@ -35,14 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
-
+# The dead-letter load has its own module; these names stay importable from here.
+from kshare_cli.pipeline.dead_letters import DeadLetterError, produce_dead_letters
 from kshare_cli.pipeline.kafka_source import (
     KAFKA_SCHEMA,
     Connector,
     KafkaReadOptions,
     Offsets,
-    _quiet_logger,
     read_kafka,
     read_kafka_stream,
     watermark_offsets,
@@ -85,11 +84,6 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = [
-    "DLQ_HEADER_DELIVERY_COUNT",
-    "DLQ_HEADER_GROUP",
-    "DLQ_HEADER_OFFSET",
-    "DLQ_HEADER_PARTITION",
-    "DLQ_HEADER_TOPIC",
     "AuditFollow",
     "AuditScope",
     "DeadLetterError",
@@ -102,7 +96,6 @@ __all__ = [
     "collect_deliveries",
     "collect_timeline",
     "group_records",
-    "dead_letter_headers",
     "deliveries_frame",
     "extract_state_records",
     "produce_dead_letters",
@@ -115,22 +108,8 @@ __all__ = [
 
 FileFormat = Literal["parquet", "jsonl"]
 
-# The headers Kafka's own share-group dead-letter queue (KIP-1191, Kafka 4.4's
-# ShareGroupDLQStateManager) puts on a DLQ record, spelled and encoded the same way
-# (UTF-8 text, numbers in decimal), so one consumer reads both.
-DLQ_HEADER_TOPIC: Final = "__dlq.errors.topic"
-DLQ_HEADER_PARTITION: Final = "__dlq.errors.partition"
-DLQ_HEADER_OFFSET: Final = "__dlq.errors.offset"
-DLQ_HEADER_GROUP: Final = "__dlq.errors.group"
-DLQ_HEADER_DELIVERY_COUNT: Final = "__dlq.errors.delivery.count"
-
 _ARCHIVED: Final = DeliveryState.ARCHIVED.name.lower()
 _STATE_NUMBERS: Final = {state.name.lower(): int(state) for state in DeliveryState}
-_PRODUCE_POLL_EVERY: Final = 1000
-
-
-class DeadLetterError(Exception):
-    """Some archived records did not reach the dead-letter topic; the message counts them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,91 +426,6 @@ def write_directory(rows: DataFrame, directory: Path, file_format: FileFormat) -
     else:
         writer.json(str(directory))
     return str(directory)
-
-
-def dead_letter_headers(record: ArchivedRecord) -> list[tuple[str, str | bytes | None]]:
-    """The headers of a record's dead-letter copy: Kafka's own DLQ headers (KIP-1191)."""
-    return [
-        (DLQ_HEADER_TOPIC, (record.topic or record.topic_id).encode()),
-        (DLQ_HEADER_PARTITION, str(record.partition).encode()),
-        (DLQ_HEADER_OFFSET, str(record.offset).encode()),
-        (DLQ_HEADER_GROUP, record.group_id.encode()),
-        (DLQ_HEADER_DELIVERY_COUNT, str(record.delivery_count).encode()),
-    ]
-
-
-def produce_dead_letters(
-    records: Iterable[ArchivedRecord],
-    config: Mapping[str, Any],
-    topic: str,
-    *,
-    timeout_s: float = 60.0,
-) -> int:
-    """Produce each archived record to the dead-letter topic; how many were delivered.
-
-    As Kafka's own DLQ writes them: the original key and value (none when the
-    source no longer holds the record), the DLQ headers, the time of writing.
-    The producer is idempotent with acks=all, every delivery report is
-    checked, and a record that was not delivered raises DeadLetterError after
-    the others were flushed: nothing is lost silently.
-    """
-    fatal: list[str] = []
-
-    def on_error(error: KafkaError) -> None:
-        # librdkafka retries everything else by itself; a fatal error ends the producer.
-        if error.fatal():
-            fatal.append(error.str())
-
-    producer = Producer(
-        {
-            **config,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 20,
-            "logger": _quiet_logger(),
-            "error_cb": on_error,
-        }
-    )
-    delivered = 0
-    failures: list[str] = []
-    sent = 0
-
-    def report(error: KafkaError | None, message: Message) -> None:
-        nonlocal delivered
-        if error is None:
-            delivered += 1
-        else:
-            failures.append(error.str())
-
-    for record in records:
-        while True:
-            try:
-                producer.produce(
-                    topic,
-                    key=record.key,
-                    value=record.value,
-                    headers=dead_letter_headers(record),
-                    on_delivery=report,
-                )
-                break
-            except BufferError:
-                producer.poll(0.1)
-                if fatal:
-                    raise DeadLetterError(f"cannot produce to {topic}: {fatal[0]}") from None
-            except KafkaException as error:
-                raise DeadLetterError(f"cannot produce to {topic}: {error.args[0].str()}") from None
-        sent += 1
-        if sent % _PRODUCE_POLL_EVERY == 0:
-            producer.poll(0)
-    remaining = producer.flush(timeout_s)
-    if remaining or failures or delivered != sent:
-        lost = max(sent - delivered, remaining)
-        reasons = failures or fatal
-        reason = f": {reasons[0]}" if reasons else f" within {timeout_s:g} s"
-        raise DeadLetterError(
-            f"{lost} of {sent} archived records were not delivered to {topic}{reason}"
-        )
-    return delivered
 
 
 # --------------------------------------------------------------------------- follow

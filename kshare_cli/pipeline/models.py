@@ -22,6 +22,7 @@ __all__ = [
     "ArchivedRecord",
     "AuditJob",
     "AuditResult",
+    "DeadLetterCount",
     "DeliveryRange",
     "SharePartitionHistory",
     "TimelinePoint",
@@ -132,14 +133,23 @@ ARCHIVED_FIELDS: Final = tuple(ArchivedRecord.__dataclass_fields__)
 
 
 @dataclass(frozen=True, slots=True)
+class DeadLetterCount:
+    """What a --dlq-topic run did: dead letters produced, and those skipped because the
+    topic already held them (an earlier run, or Kafka's own DLQ)."""
+
+    produced: int
+    already_there: int
+
+
+@dataclass(frozen=True, slots=True)
 class AuditResult:
     """One audit's answer for one group, sorted by topic, partition and offset or time.
 
     Only the parts the job computed are filled (the HTML report asks for all
     three). notes are lines for stderr: what could not be computed and why.
     history says per share-partition from when the records read hold its state.
-    written says where files went (--output) and dead_letters how many records
-    were produced to the dead-letter topic; either is None when not asked for.
+    written says where files went (--output) and dead_letters what went to the
+    dead-letter topic; either is None when not asked for.
     """
 
     job: AuditJob
@@ -149,6 +159,6 @@ class AuditResult:
     archived: tuple[ArchivedRecord, ...] = ()
     notes: tuple[str, ...] = ()
     written: str | None = None
-    dead_letters: int | None = None
+    dead_letters: DeadLetterCount | None = None
     state_records: int = 0
     history: tuple[SharePartitionHistory, ...] = ()
