@@ -384,6 +384,8 @@ def test_snapshot_offsets_give_the_lowest_latest_snapshot() -> None:
     assert offsets.last_redundant_offset() == 3
     snapshot(KEY_B, 7)
     assert offsets.last_redundant_offset() == 4
+    snapshot(KEY_A, 8)  # the tombstone at 6 no longer holds anything back
+    assert offsets.last_redundant_offset() == 7
 
 
 @dataclass(frozen=True)
