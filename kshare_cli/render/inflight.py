@@ -12,7 +12,9 @@ only the colours, so a strip still reads in a pipe, a log or a monochrome termin
 - ``·`` unrecorded: acquired right now, or not delivered yet; the state topic
   does not say which (dim).
 
-The table has one line per share-partition; json and yaml are
+The table has one line per share-partition, with records per state and QUEUED,
+the offsets past the persisted window up to the log end offset (the strip's
+trailing ``·``): produced, never delivered. json and yaml are
 ``docs/schemas/inflight.schema.json``, jsonl and csv one row per share-partition
 (``inflight-row.schema.json``). Kafka's tool has no such view, so there is no
 ``plain`` layout.
@@ -209,6 +211,7 @@ _HEADERS: Final = (
     "ACKNOWLEDGED",
     "ARCHIVED",
     "UNRECORDED",
+    "QUEUED",
     "MAX-DELIVERY",
     "LAG",
 )
@@ -216,14 +219,21 @@ _STRIP_COLUMN: Final = 2
 _LEFT: Final = frozenset({0, _STRIP_COLUMN})
 
 
-def _counts(window: InFlightWindow | None) -> list[str]:
+def _counts(partition: PartitionInflight) -> list[str]:
+    """Records per state in the strip's order, QUEUED (the strip's trailing ``·``) last.
+
+    QUEUED counts what lies past the persisted window up to the log end offset:
+    produced, never delivered; ``-`` when the log end offset is unknown.
+    """
+    window = partition.window
     if window is None:
-        return ["-"] * 5
+        return ["-"] * 6
     return [
         str(window.available),
         str(window.acknowledged),
         str(window.archived),
         str(window.unrecorded),
+        or_dash(partition.queued),
         str(window.max_delivery_count),
     ]
 
@@ -242,7 +252,7 @@ def _table(model: GroupInflight, strip_width: int, color: bool) -> str:
             or_dash(start if start is None or start >= 0 else None),
             strip_plain(cells, limit),
             or_dash(partition.end_offset),
-            *_counts(window),
+            *_counts(partition),
             lag_text(partition.lag, partition.lag_source),
         ]
         if partition.error is not None:

@@ -186,13 +186,27 @@ def test_table_has_one_line_per_share_partition_with_strip_counts_and_lag() -> N
         "ACKNOWLEDGED",
         "ARCHIVED",
         "UNRECORDED",
+        "QUEUED",
         "MAX-DELIVERY",
         "LAG",
     ]
     rows = _rows(text)
-    assert rows["orders:0"] == ["orders:0", "0", "████▒▒╳··█··", "12", "2", "5", "1", "2", "5", "6"]
+    # The window ends after offset 9; offsets 10 and 11 are queued (the last two ·).
+    assert rows["orders:0"] == [
+        "orders:0",
+        "0",
+        "████▒▒╳··█··",
+        "12",
+        "2",
+        "5",
+        "1",
+        "2",
+        "2",
+        "5",
+        "6",
+    ]
     # no window: a blank strip and unknown counts, the offsets still shown
-    assert rows["orders:1"] == ["orders:1", "0", "12", "-", "-", "-", "-", "-", "-"]
+    assert rows["orders:1"] == ["orders:1", "0", "12", "-", "-", "-", "-", "-", "-", "-"]
     assert ACQUIRED_NOT_PERSISTED in text
     assert "nears the limit  ╳ archived  · unrecorded (limit 5)." in text
 
@@ -230,6 +244,12 @@ def test_table_notes_an_unreadable_state_topic_and_an_unknown_limit() -> None:
 def test_a_group_without_share_partitions_has_no_table() -> None:
     # stdout is data: the command says on stderr why there is none.
     assert render_inflight(_group(), "table") == ""
+
+
+def test_queued_is_unknown_without_a_log_end_offset() -> None:
+    text = render_inflight(_group(_partition(0, WINDOW, end=None)), "table", strip_width=12)
+    # START-OFFSET WINDOW END-OFFSET AVAILABLE ACKNOWLEDGED ARCHIVED UNRECORDED QUEUED ...
+    assert _rows(text)["orders:0"][3:9] == ["-", "2", "4", "1", "0", "-"]
 
 
 def test_a_partition_error_takes_the_place_of_the_strip() -> None:
