@@ -337,3 +337,61 @@ def test_kshare_produce_may_create_a_topic_on_the_sandbox(kshare: Kshare, cluste
     assert created.exit_code == 0, created.stderr
     assert created.stderr.splitlines() == ["Produced a total of 3 messages"]
     assert sandbox.call(lambda broker: broker.partition_log(topic, 0).log_end_offset) == 3  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("config", "fragment"),
+    [
+        (
+            "share.coordinator.state.topic.prune.interval.ms=0",
+            "Invalid value 0 for configuration share.coordinator.state.topic.prune.interval.ms: "
+            "Value must be at least 1",
+        ),
+        (
+            "share.coordinator.cold.partition.snapshot.interval.ms=5m",
+            "Invalid value 5m for configuration "
+            "share.coordinator.cold.partition.snapshot.interval.ms: Not a number of type INT",
+        ),
+        (
+            "share.coordinator.snapshot.update.records.per.snapshot=-1",
+            "Value must be at least 0",
+        ),
+        ("share.coordinator.prune.interval.ms=100", "unknown broker config"),
+        ("auto.create.topics.enable=yes", "Expected value to be either true or false"),
+        ("num.partitions=0", "Value must be at least 1"),
+        ("share.coordinator.state.topic.prune.interval.ms", "is not KEY=VALUE"),
+    ],
+)
+def test_a_bad_config_is_one_line_and_exit_2_before_anything_starts(
+    tmp_path: Path, config: str, fragment: str
+) -> None:
+    data_dir = tmp_path / "data"
+    result = CliRunner().invoke(
+        app, ["sandbox", "--port", "0", "--data-dir", str(data_dir), "--config", config]
+    )
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert_one_error_line(result.stderr, "kshare: error: --config: ", fragment)
+    assert not data_dir.exists()
+
+
+def test_config_reaches_the_broker() -> None:
+    """num.partitions=3: the topic a producer's Metadata request creates has three partitions."""
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    name = f"configured-{uuid.uuid4().hex[:8]}"
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=name),),  # type: ignore[arg-type]
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
+    with running_sandbox(
+        "--config", "num.partitions=3",
+        "--config", "share.coordinator.state.topic.prune.interval.ms=1000",
+    ) as (process, bootstrap):  # fmt: skip
+        call(bootstrap, request)  # creates it
+        (topic,) = call(bootstrap, request).topics
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    assert topic.error_code == 0
+    assert len(topic.partitions) == 3
