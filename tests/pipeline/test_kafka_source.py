@@ -30,7 +30,7 @@ from kshare_cli.pipeline.kafka_source import (
     read_kafka_stream,
     spark_kafka_options,
 )
-from tests.support.sandbox import Cluster
+from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
 
 PARTITIONS = 3
 BASE_TIMESTAMP_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -89,8 +89,10 @@ def _expected(records: list[Produced]) -> list[tuple[object, ...]]:
 
 
 def _create_topic(cluster: Cluster, topic: str) -> None:
+    """With retention off: a real broker would delete the January 2026 records at any moment."""
     admin = AdminClient(cluster.config())
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+    new = NewTopic(topic, PARTITIONS, 1, config=KEEP_OLD_RECORDS)
+    for future in admin.create_topics([new]).values():
         future.result(15)
 
 
