@@ -29,14 +29,15 @@ from kshare_cli.connect.settings import resolve_settings
 from kshare_cli.consumer.peek import peek_records
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
 from tests.support.golden import wait_for
-from tests.support.sandbox import Cluster
+from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
 
 TIMESTAMP_MS = 1_767_225_600_000
 
 
 def _topic(cluster: Cluster, topic: str, records: int) -> None:
     admin = AdminClient(cluster.config())
-    for future in admin.create_topics([NewTopic(topic, 2, 1)]).values():
+    new = NewTopic(topic, 2, 1, config=KEEP_OLD_RECORDS)  # January 2026 records
+    for future in admin.create_topics([new]).values():
         future.result(30)
     producer = Producer(cluster.config())
     for offset in range(records):

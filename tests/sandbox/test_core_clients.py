@@ -10,14 +10,15 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from tests.support.sandbox import Cluster
+from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
 
 BASE_TS = 1767225600000
 
 
 def _create(cluster: Cluster, topic: str, partitions: int) -> AdminClient:
     admin = AdminClient(cluster.config())
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+    new = NewTopic(topic, partitions, 1, config=KEEP_OLD_RECORDS)  # January 2026 records
+    for future in admin.create_topics([new]).values():
         future.result(15)
     return admin
 

@@ -53,7 +53,7 @@ from tests.support.golden import (
     wait_for,
     wire_lines,
 )
-from tests.support.sandbox import Cluster
+from tests.support.sandbox import Cluster, skip_on_real_cluster
 
 TOPIC = "golden-a"
 GROUP = "golden-g"
@@ -452,6 +452,11 @@ def _live_state_records(
 
 
 def test_golden_scenario_a(cluster: Cluster) -> None:
+    skip_on_real_cluster(
+        "the replay needs a fresh sandbox: the recorded requests name golden-a, golden-g "
+        "and golden-h, and their responses and the state-topic records are compared with "
+        "the recording, which a shared broker that already holds those names cannot give"
+    )
     assert GOLDEN.is_dir(), f"golden corpus missing at {GOLDEN}"
     recorded_topic_id = _recorded_topic_id()
     member_lines, closed_lines = _admin_lines()
