@@ -725,3 +725,53 @@ def test_the_confirmation_shows_the_plan_without_a_dry_run_footer(
     assert "Plan (--to-offset 6): skips 2 record(s), re-delivers 3 " in plan
     assert "Dry run" not in screen and "Add --execute" not in screen
     assert "not confirmed; nothing changed" in question
+
+
+def test_without_read_on_the_state_topic_the_counts_are_lower_bounds(
+    kshare: Kshare, cluster: Cluster, tmp_path: Path, topic: str
+) -> None:
+    if cluster.sandbox is None:
+        pytest.skip("on a real cluster: a missing ACL can only be injected into the sandbox")
+    from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
+
+    group = make_group(kshare, tmp_path, topic, {0: 4, 1: 9})
+    args = ("--topic", topic, "--to-offset", "6", "--timeout", "10s")
+    with replaced_handler(cluster.sandbox, FETCH, _denying_state_topic(FETCH)):
+        table = reset(kshare, tmp_path, group, *args)
+        document = reset(kshare, tmp_path, group, *args, "-o", "json")
+        plain = reset(kshare, tmp_path, group, *args, "-o", "plain")
+    assert table.exit_code == document.exit_code == plain.exit_code == 0, table.stderr
+    warning = assert_one_error_line(table.stderr, "lower bounds", "not authorized")
+    assert warning.startswith("kshare: warning:")
+    # Below 9 everything is done: 6-8 come back, at least; whether 4-5 were done is unknown.
+    row = rf"{group}\s+{topic}\s+(\d)\s+(\d)\s+6\s+0\s+15\s+skips ≥0, re-delivers ≥(\d)\s"
+    assert re.findall(row, table.stdout) == [("0", "4", "0"), ("1", "9", "3")]
+    assert "skips at least 0 record(s), re-delivers at least 3" in table.stdout
+    assert "≥: a lower bound" in table.stdout
+    parsed = json.loads(document.stdout)
+    validate(parsed, "reset.schema.json")
+    assert parsed["counts_exact"] is False and "not authorized" in parsed["counts_note"]
+    assert parsed["rollback_redelivers"] is None
+    assert [(p["redelivered"], p["counts_exact"]) for p in parsed["partitions"]] == [
+        (0, False),
+        (3, False),
+    ]
+    # Kafka's table has no counts: plain is unchanged, and says nothing of them.
+    assert "lower bounds" not in plain.stderr
+    assert plain.stdout.splitlines()[1].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+
+
+def test_plain_to_datetime_past_every_record_prints_kafkas_warn_line_on_stdout(
+    kshare: Kshare, tmp_path: Path, topic: str
+) -> None:
+    group = make_group(kshare, tmp_path, topic, {0: 4, 1: 9})
+    args = ("--topic", f"{topic}:1", "--to-datetime", "2030-01-01T00:00:00", "-o", "plain")
+    result = reset(kshare, tmp_path, group, *args)
+    assert result.exit_code == 0, result.stderr
+    # OffsetsUtils.getLogTimestampOffsets: System.out.println("\nWarn: Partition " + ...).
+    assert result.stdout == (
+        f"\nWarn: Partition 1 from topic {topic} is empty. Falling back to latest known offset.\n"
+        f"\nGROUP           TOPIC           PARTITION  NEW-OFFSET"
+        f"\n{group}        {topic}        1          15\n"
+    )
+    assert "Falling back" not in result.stderr and "no record at or after" not in result.stderr
