@@ -36,6 +36,7 @@ from tests.cli.conftest import (
 from tests.cli.test_produce_cmd import GIVES_UP_EARLY, silent_listener
 from tests.support.consume_beds import (
     FAST_HEARTBEAT_MS,
+    FIRST_RECORD_MS,
     Bed,
     Record,
     drain,
@@ -474,7 +475,7 @@ def test_rejected_records_are_gone(fast: Kshare, bed: Bed) -> None:
 def test_idle_timeout_exits_0_with_the_count(fast: Kshare, bed: Bed) -> None:
     topic, group = bed.names("cli-idle")
     bed.produce(topic, values(2))
-    result = _run(fast, "-t", topic, "-g", group, "--timeout-ms", "3000")
+    result = _run(fast, "-t", topic, "-g", group, "--timeout-ms", str(FIRST_RECORD_MS))
     assert result.returncode == 0
     assert len(result.stdout.splitlines()) == 2
     assert result.stderr == b"Processed a total of 2 messages\n"
@@ -645,7 +646,9 @@ def test_interactive_acknowledges_record_by_record(fast: Kshare, bed: Bed) -> No
         return b"\r"  # Enter: the default, accept
 
     code, screen = _interactive(
-        fast, ["consume", "-t", topic, "-g", group, "-i", "--timeout-ms", "1500"], answer
+        fast,
+        ["consume", "-t", topic, "-g", group, "-i", "--timeout-ms", str(FIRST_RECORD_MS)],
+        answer,
     )
     assert code == 0, screen
     (limit,) = limits

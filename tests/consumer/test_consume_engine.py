@@ -21,6 +21,7 @@ from kshare_cli.consumer.share_consume import AckMode, RecordUnreadable
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from tests.support.consume_beds import (
+    FIRST_RECORD_MS,
     Bed,
     Record,
     consume_jsonl,
@@ -114,7 +115,9 @@ def test_idle_timeout_ends_the_run_cleanly(bed: Bed) -> None:
 def test_idle_timeout_counts_from_the_last_record(bed: Bed) -> None:
     topic, group = bed.names("idle-after")
     bed.produce(topic, values(3))
-    result, lines = consume_jsonl(bed, topic, group, idle_timeout_ms=800)
+    # The first wait includes the join (5 s on Kafka); the run still ends on the idle
+    # timeout, counted from the last of the three records.
+    result, lines = consume_jsonl(bed, topic, group, idle_timeout_ms=FIRST_RECORD_MS)
     assert result.stopped_by == "idle"
     assert (result.processed, result.accepted, len(lines)) == (3, 3, 3)
     assert drain(bed, topic, group) == []

@@ -46,10 +46,16 @@ from kshare_cli.consumer.share_consume import ConsumeOptions, ConsumeResult, con
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from kshare_cli.sandbox.runner import SandboxThread
-from tests.support.sandbox import _read_properties
+from tests.support.sandbox import KEEP_OLD_RECORDS, _read_properties
 
 FAST_HEARTBEAT_MS = 100
 SENTINEL = b"--sentinel--"
+#: The shortest wait a test gives a share consumer for its first record, idle timeouts
+#: included (kshare's --timeout-ms, like Kafka's ConsoleShareConsumer.ConsumerWrapper.receive,
+#: counts the join in the first wait). On Kafka the assignment comes with the second
+#: ShareGroupHeartbeat, which librdkafka sends after the 5 s interval: 5.1 s to a first
+#: record measured on Kafka 4.2.0, more on a loaded machine.
+FIRST_RECORD_MS = 15_000
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,9 @@ class Bed:
             self.mock.create_topic(topic, partitions)
             return
         admin = AdminClient(self.config())
-        for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        # Records may carry the golden corpus's January 2026 CreateTimes: keep them.
+        new = NewTopic(topic, partitions, 1, config=KEEP_OLD_RECORDS)
+        for future in admin.create_topics([new]).values():
             future.result(30)
 
     def prepare_group(self, group: str) -> None:
