@@ -194,7 +194,8 @@ def _already_there(
                 starts.append(TopicPartition(topic, partition, low))
         consumer.assign(starts)
         while ends:
-            for message in consumer.consume(_READ_BATCH, min(1.0, remaining())):
+            # consume() waits its whole timeout unless a full batch arrives: short slices.
+            for message in consumer.consume(_READ_BATCH, min(0.2, remaining())):
                 partition = message.partition()
                 error = message.error()
                 if error is not None:
