@@ -9,8 +9,11 @@ Kafka's Jackson ``CsvMapper`` quotes them, so the bytes are the same as Kafka's
 
 kshare also reads, as its own extension, what people add to a CSV they edit by hand:
 a header line (``topic,partition,offset`` or ``group,topic,partition,offset``), blank
-lines, ``#`` comment lines and CRLF line ends. It never writes them, because Kafka's
-tool would not read them.
+lines, ``#`` comment lines and CRLF line ends. It writes none of them in ``--export``
+plans, because Kafka's tool would not read them. The one exception is a rollback plan:
+its ``#`` header says what applying it restores and what it delivers again (a start
+offset, not per-record acknowledgements), which an operator must read before using it;
+for Kafka's tool, strip it first (``grep -v '^#'``).
 """
 
 from __future__ import annotations
