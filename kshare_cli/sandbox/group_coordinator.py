@@ -221,6 +221,10 @@ class ShareGroupCoordinator:
         self.on_member_removed = on_member_removed
         self._groups: dict[str, _Group] = {}
         self._topic_partitions: dict[str, int] = {}
+        #: Classic groups by id, with their committed offsets: made by OffsetCommit (a
+        #: consumer committing without joining, generation -1), the one way the sandbox
+        #: hosts a group of another type. Kafka keeps every type in one id space.
+        self.classic_offsets: dict[str, dict[tuple[str, int], int]] = {}
 
     # -- ShareGroupHeartbeat
 
@@ -398,10 +402,23 @@ class ShareGroupCoordinator:
 
     # -- admin views
 
+    def commit_classic(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> int:
+        """A simple consumer's OffsetCommit (generation -1): 0, or GROUP_ID_NOT_FOUND when
+        ``group_id`` is a share group (Kafka: "Group X is not a consumer group")."""
+        if group_id in self._groups:
+            return GROUP_ID_NOT_FOUND
+        self.classic_offsets.setdefault(group_id, {}).update(offsets)
+        return NONE
+
     def describe(self, group_id: str) -> GroupDescription:
-        """ShareGroupDescribe for one group."""
+        """ShareGroupDescribe for one group.
+
+        A group of another type answers as Kafka 4.2's ``GroupMetadataManager.shareGroup``
+        does: GROUP_ID_NOT_FOUND with "Group X is not a share group.".
+        """
         group = self._groups.get(group_id)
         if group is None:
+            other_type = group_id in self.classic_offsets
             return GroupDescription(
                 group_id=group_id,
                 state="",
@@ -410,7 +427,11 @@ class ShareGroupCoordinator:
                 assignor_name="",
                 members=(),
                 error_code=GROUP_ID_NOT_FOUND,
-                error_message=f"Group {group_id} not found.",
+                error_message=(
+                    f"Group {group_id} is not a share group."
+                    if other_type
+                    else f"Group {group_id} not found."
+                ),
             )
         members = tuple(
             MemberDescription(
@@ -440,6 +461,17 @@ class ShareGroupCoordinator:
             ListedGroup(group.group_id, group.state)
             for group in self._groups.values()
             if not wanted or group.state.lower() in wanted
+        ]
+
+    def list_classic_groups(self, states_filter: Iterable[str] = ()) -> list[ListedGroup]:
+        """ListGroups for the classic groups: Empty (nobody joins them here), protocol
+        type "" as Kafka lists a group that only committed offsets."""
+        wanted = {state.lower() for state in states_filter}
+        if wanted and "empty" not in wanted:
+            return []
+        return [
+            ListedGroup(group_id, "Empty", protocol_type="", group_type="classic")
+            for group_id in self.classic_offsets
         ]
 
     def delete_group(self, group_id: str) -> int:

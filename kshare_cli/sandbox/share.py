@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kshare_cli.sandbox.broker import (
+    COORDINATOR_NOT_AVAILABLE,
     NODE_ID,
     NONE,
     SHARE_STATE_PARTITIONS,
@@ -735,17 +736,62 @@ async def list_groups(broker: Broker, request: Request, connection: Connection) 
     types = {t.lower() for t in (getattr(payload, "types_filter", ()) or ())}
     groups = []
     # Without share groups the broker is a 3.x one with no groups at all.
-    if shares is not None and (not types or "share" in types):
-        for listing in shares.groups.list_groups(states):
+    if shares is not None:
+        listed = [*shares.groups.list_groups(states), *shares.groups.list_classic_groups(states)]
+        for listing in listed:
+            if types and listing.group_type not in types:
+                continue
             groups.append(
                 {
                     "group_id": listing.group_id,
-                    "protocol_type": "share",
+                    "protocol_type": listing.protocol_type,
                     "group_state": listing.state,
-                    "group_type": "share",
+                    "group_type": listing.group_type,
                 }
             )
     return build(response_type(request), {"throttle_time": 0, "error_code": NONE, "groups": groups})
+
+
+@handles(8)
+async def offset_commit(broker: Broker, request: Request, connection: Connection) -> Any:
+    """A simple consumer's commit (no JoinGroup): it makes a classic group of that id.
+
+    The sandbox has no classic group protocol; this is the one way to host a group
+    of another type, so that kshare's "not a share group" paths meet the answers
+    Kafka gives for one.
+    """
+    shares = installed_share_groups(broker)
+    payload = request.payload
+
+    def name_of(topic: Any) -> str:
+        # v10 names topics by id (KIP-848); earlier versions by name.
+        name = str(getattr(topic, "name", "") or "")
+        topic_id = getattr(topic, "topic_id", None)
+        known = None if topic_id is None else broker.logs.by_id.get(topic_id)
+        return name or ("" if known is None else known.name)
+
+    offsets = {
+        (name_of(topic), int(partition.partition_index)): int(partition.committed_offset)
+        for topic in payload.topics
+        for partition in topic.partitions
+    }
+    code = (
+        COORDINATOR_NOT_AVAILABLE
+        if shares is None  # a 3.x-like broker here hosts no groups at all
+        else shares.groups.commit_classic(str(payload.group_id), offsets)
+    )
+    topics = [
+        {
+            "name": getattr(topic, "name", ""),
+            "topic_id": getattr(topic, "topic_id", None),
+            "partitions": [
+                {"partition_index": partition.partition_index, "error_code": code}
+                for partition in topic.partitions
+            ],
+        }
+        for topic in payload.topics
+    ]
+    return build(response_type(request), {"throttle_time": 0, "topics": topics})
 
 
 @handles(77)

@@ -606,3 +606,28 @@ def test_describe_reports_member_fields() -> None:
         member.member_epoch,
         description.assignor_name,
     ) == ("a", "rack-1", "cli", "/10.0.0.1", 1, "simple")
+
+
+# --- groups of another type ------------------------------------------------------------------
+
+
+def test_a_classic_group_is_not_a_share_group_as_kafka_says() -> None:
+    # Kafka 4.2 GroupMetadataManager.shareGroup: a group of another type is
+    # GROUP_ID_NOT_FOUND with "Group X is not a share group."; a missing one "not found".
+    coordinator = ShareGroupCoordinator()
+    assert coordinator.commit_classic("orders-app", {("orders", 0): 5}) == 0
+    described = coordinator.describe("orders-app")
+    assert (described.error_code, described.error_message) == (
+        GROUP_ID_NOT_FOUND,
+        "Group orders-app is not a share group.",
+    )
+    assert coordinator.describe("nobody").error_message == "Group nobody not found."
+    (listed,) = coordinator.list_classic_groups()
+    assert (listed.group_id, listed.state, listed.group_type, listed.protocol_type) == (
+        "orders-app",
+        "Empty",
+        "classic",
+        "",
+    )
+    assert coordinator.list_classic_groups(["Stable"]) == []
+    assert coordinator.list_groups() == []  # share groups only
