@@ -204,7 +204,8 @@ class GroupNotFound(GroupUnavailable, NotFound):
 
 
 def _group_error(failure: GroupFailure) -> GroupUnavailable:
-    return GroupNotFound(failure) if failure.not_found else GroupUnavailable(failure)
+    missing = failure.not_found and not failure.not_share_group
+    return GroupNotFound(failure) if missing else GroupUnavailable(failure)
 
 
 # --------------------------------------------------------------------------- state sources

@@ -122,9 +122,23 @@ class GroupFailure:
 
     @property
     def not_found(self) -> bool:
+        """GROUP_ID_NOT_FOUND: no share group of that id (see also ``not_share_group``)."""
         return self.error.code == GROUP_ID_NOT_FOUND
 
+    @property
+    def not_share_group(self) -> bool:
+        """The id is a group of another type (a consumer group, say), not a missing one.
+
+        Kafka answers both with GROUP_ID_NOT_FOUND; only the coordinator's message
+        (``GroupMetadataManager.shareGroup``: "Group X is not a share group.") tells
+        them apart. An operator who described the wrong kind of group must not read
+        "not found" and go looking for a group that is there.
+        """
+        return self.not_found and "is not a share group" in (self.error.message or "")
+
     def __str__(self) -> str:
+        if self.not_share_group:
+            return f"group '{self.group_id}' is not a share group"
         if self.not_found:
             return f"share group '{self.group_id}': not found"
         return f"share group '{self.group_id}': {self.error}"

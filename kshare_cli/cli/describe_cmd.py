@@ -2,7 +2,10 @@
 
 Where Kafka's tool prints an error and exits 0 for a missing group, kshare
 prints what it could describe on stdout, one line per failed group on stderr,
-and exits 5 when every failure was a missing group, 1 for any other failure.
+and exits 5 when every failure was a missing group, 1 for any other failure. A
+group of another type (a consumer group) is such another failure: "group 'X' is
+not a share group", exit 1, as ``kshare delete`` refuses one; it exists, so
+"not found" (5) would send a script looking for a group that is there.
 """
 
 from __future__ import annotations
@@ -118,7 +121,8 @@ def describe(
     partition_failures = report.partition_errors() if isinstance(report, ShareGroupOffsets) else ()
     for partition_failure in partition_failures:
         common.report_failure(str(partition_failure))
-    if failures and not partition_failures and all(failure.not_found for failure in failures):
+    missing = all(failure.not_found and not failure.not_share_group for failure in failures)
+    if failures and not partition_failures and missing:
         raise typer.Exit(int(ExitCode.NOT_FOUND))
     if failures or partition_failures:
         raise typer.Exit(int(ExitCode.PARTIAL))

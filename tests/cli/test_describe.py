@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from confluent_kafka import Consumer, TopicPartition
 
 from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
 from kshare_cli.wire.client import KafkaClient
@@ -294,6 +295,37 @@ def test_total_lag_sums_the_known_lags_and_says_some_are_unknown(
     # Kafka's layout has no total, and prints "-" for both lags.
     plain = kshare.run("describe", group, "-o", "plain")
     assert [row[-1] for row in table_rows(plain.stdout, group)] == ["-", "-"]
+
+
+def test_a_consumer_group_is_not_a_share_group(
+    kshare: Kshare, cluster: Cluster, share_groups: ShareGroups
+) -> None:
+    # A consumer commits offsets without joining: a classic group of that id.
+    group = f"kshare-cli-classic-{share_groups.suffix}"
+    consumer = Consumer(cluster.config(**{"group.id": group, "enable.auto.commit": False}))
+    try:
+        consumer.commit(offsets=[TopicPartition(share_groups.topic, 0, 3)], asynchronous=False)
+    finally:
+        consumer.close()
+
+    # Kafka's tool: "...GroupIdNotFoundException: Group X is not a share group." (exit 0);
+    # kshare names it as what it is, exit 1 as kshare delete refuses it (5 is "no such group").
+    for view in ("--offsets", "--members", "--state"):
+        result = kshare.run("describe", group, view, "-o", "plain")
+        assert (result.exit_code, result.stdout) == (1, ""), result.stderr
+        assert result.stderr == f"kshare: error: group '{group}' is not a share group\n"
+    document = json.loads(kshare.run("describe", group, "-o", "json").stdout)
+    validate(document, "offsets.schema.json")
+    (described,) = document["groups"]
+    assert described["error"]["name"] == "GROUP_ID_NOT_FOUND"
+    assert described["error"]["message"] == f"Group {group} is not a share group."
+    # Beside a missing group, the exit code is still 1: not every failure is "not found".
+    both = kshare.run("describe", group, share_groups.missing)
+    assert both.exit_code == 1
+    assert both.stderr.splitlines() == [
+        f"kshare: error: group '{group}' is not a share group",
+        f"kshare: error: share group '{share_groups.missing}': not found",
+    ]
 
 
 def test_console_script_describes_offsets_as_json(

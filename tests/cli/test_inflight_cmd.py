@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
+from confluent_kafka import (
+    AcknowledgeType,
+    Consumer,
+    Message,
+    Producer,
+    ShareConsumer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -479,6 +486,28 @@ def test_unknown_group_is_5_as_describe(kshare: Kshare, cluster: Cluster, unique
     assert result.stdout == ""
     assert result.stderr == described.stderr
     assert_one_error_line(result.stderr, f"'{missing}'", "not found")
+
+
+def test_a_consumer_group_is_not_a_share_group_as_describe(
+    kshare: Kshare, cluster: Cluster, unique: str
+) -> None:
+    group = f"kshare-inflight-classic-{unique}"
+    topic = f"kshare-inflight-classic-{unique}"
+    admin = AdminClient(cluster.config())
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(30)
+    consumer = Consumer(cluster.config(**{"group.id": group, "enable.auto.commit": False}))
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    result = kshare.run("inflight", group)
+    described = kshare.run("describe", group)
+    # It exists: exit 1 (not 5, "no such group"), one line naming what it is.
+    assert result.exit_code == described.exit_code == ExitCode.PARTIAL
+    assert result.stdout == ""
+    assert result.stderr == described.stderr
+    assert_one_error_line(result.stderr, f"group '{group}' is not a share group")
 
 
 def _denying_state_topic(api_key: int) -> Any:
