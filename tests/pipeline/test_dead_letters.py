@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kshare_cli.pipeline.dead_letters import produce_dead_letters
@@ -76,16 +76,21 @@ def _archived(
 def test_without_the_delivery_limit_a_dead_letter_has_no_message_as_kafkas_without_a_cause(
     cluster: Cluster, unique: str
 ) -> None:
-    """The cause is inferred from the limit; unknown limit, no __dlq.errors.message."""
+    """The cause is inferred from the limit; unknown limit, no __dlq.errors.message. The
+    timestamp is the time of writing, as Kafka's (wall clock, CreateTime)."""
     dlq = f"dlq-{unique}"
     _topic(cluster, dlq, 1)
+    before = int(time.time() * 1000)
 
     count = produce_dead_letters(
         [_archived(4, 2)], cluster.config(), dlq, "g1", delivery_limit=None
     )
 
+    after = int(time.time() * 1000)
     assert count == DeadLetterCount(produced=1, already_there=0)
     (message,) = _read(cluster, dlq)
+    kind, written = message.timestamp()
+    assert kind == TIMESTAMP_CREATE_TIME and before <= written <= after
     assert (message.key(), message.value(), message.headers()) == (
         b"k4",
         b"v4",
