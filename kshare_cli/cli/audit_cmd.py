@@ -44,7 +44,6 @@ from typer.core import TyperCommand
 
 from kshare_cli.cli import common
 from kshare_cli.errors import KshareError, UsageError
-from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
@@ -592,6 +591,8 @@ def capture(
         if to.exists() and not to.is_dir():
             raise UsageError(f"--to {to}: not a directory")
         try:
+            from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
+
             start_manifest(to, CaptureManifest(SHARE_STATE_TOPIC, None if all_groups else groups))
         except CaptureError as error:
             raise UsageError(f"--to: {error}") from None
@@ -631,6 +632,8 @@ def _capture_phase(
     try:
         if starting.is_set():
             raise KeyboardInterrupt
+        from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
+
         manifest = CaptureManifest(SHARE_STATE_TOPIC, groups)
         try:
             query = capture_query(
