@@ -320,7 +320,11 @@ def _assert_key_facts(answers: dict[int, Any]) -> None:
 
 
 def _read_state_topic(cluster: Cluster) -> list[tuple[int, int, bytes, bytes | None]]:
-    """Every record of ``__share_group_state``: (partition, offset, key, value)."""
+    """Every record of ``__share_group_state``: (partition, offset, key, value).
+
+    From each partition's log start, not offset 0: the share coordinator prunes the
+    topic (every five minutes on Kafka and in a long-running sandbox).
+    """
     consumer = Consumer(
         cluster.config(
             **{
@@ -332,13 +336,13 @@ def _read_state_topic(cluster: Cluster) -> list[tuple[int, int, bytes, bytes | N
     )
     try:
         ends = {}
+        positions = {}
         for partition in range(STATE_PARTITIONS):
-            _, high = consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, partition), 15)
-            if high > 0:
-                ends[partition] = high
-        consumer.assign([TopicPartition(STATE_TOPIC, p, 0) for p in ends])
+            low, high = consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, partition), 15)
+            if high > low:
+                ends[partition], positions[partition] = high, low
+        consumer.assign([TopicPartition(STATE_TOPIC, p, positions[p]) for p in ends])
         records: list[tuple[int, int, bytes, bytes | None]] = []
-        positions = dict.fromkeys(ends, 0)
         deadline = time.monotonic() + 20
         while any(positions[p] < ends[p] for p in ends):
             assert time.monotonic() < deadline, f"state topic read stuck at {positions} of {ends}"
