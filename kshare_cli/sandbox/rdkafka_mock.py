@@ -110,6 +110,14 @@ _PROTOTYPES: Final[dict[str, tuple[object, list[object]]]] = {
     "rd_kafka_mock_clear_request_errors": (None, [ctypes.c_void_p, ctypes.c_int16]),
     "rd_kafka_mock_broker_set_down": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int32]),
     "rd_kafka_mock_broker_set_up": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int32]),
+    "rd_kafka_mock_partition_set_leader": (
+        ctypes.c_int,
+        [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32],
+    ),
+    "rd_kafka_mock_coordinator_set": (
+        ctypes.c_int,
+        [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32],
+    ),
     "rd_kafka_mock_sharegroup_set_session_timeout": (None, [ctypes.c_void_p, ctypes.c_int]),
     "rd_kafka_mock_sharegroup_set_heartbeat_interval": (None, [ctypes.c_void_p, ctypes.c_int]),
     "rd_kafka_mock_sharegroup_set_max_delivery_attempts": (
@@ -483,6 +491,25 @@ class RdkafkaMockCluster:
         _check(
             f"set broker {broker_id} up",
             self._library.rd_kafka_mock_broker_set_up(self._mock, broker_id),
+        )
+
+
+    def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        """Move a partition's leadership; the old leader answers NOT_LEADER_OR_FOLLOWER."""
+        _check(
+            f"move {topic}-{partition} to broker {broker_id}",
+            self._library.rd_kafka_mock_partition_set_leader(
+                self._mock, topic.encode(), partition, broker_id
+            ),
+        )
+
+    def coordinator_set(self, group: str, broker_id: int) -> None:
+        """Make ``broker_id`` the coordinator FindCoordinator names for ``group``."""
+        _check(
+            f"set the coordinator of group {group!r}",
+            self._library.rd_kafka_mock_coordinator_set(
+                self._mock, b"group", group.encode(), broker_id
+            ),
         )
 
 

@@ -2,20 +2,31 @@
 
 The aiokafka ``client.py`` role over kio messages: a pool of connections keyed
 by broker address (so the bootstrap connection serves its broker's node id
-too), ApiVersions negotiation, a metadata and coordinator cache (state in
-``cluster.py``), and one deadline per public call -- the client's timeout --
-inside which dropped connections and moved coordinators are retried with
-exponential backoff. Whatever is still unfinished at the deadline becomes
+too), ApiVersions negotiation per broker, a metadata and coordinator cache
+(state in ``cluster.py``), and one deadline per public call -- the client's
+timeout, or the command's deadline handed in by the caller, never a second one
+wrapped around it -- inside which dropped connections, moved leaders and moved
+coordinators are retried with exponential backoff after fresh metadata, as
+Java's admin client does. Whatever is still unfinished at the deadline becomes
 ``TimedOut`` naming the last error seen, so an operator learns why, not only
 that, it took too long.
+
+The fan-outs (``fan_out_to_brokers``, ``fan_out_to_leaders``,
+``fan_out_to_coordinators``) never let one broker cost the whole answer: each
+branch gets a share of what is left of the deadline, a broker that fresh
+metadata still lists but that keeps refusing connections is given up after
+``UNREACHABLE_AFTER_S`` (Kafka lists a dead broker until it is fenced, about
+9 s), a broker that left the metadata is planned around, and an incompatible
+broker fails only its own part. Each such branch ends as a ``KafkaError`` for
+its broker, groups or partitions, naming the broker and the last error, while
+the others' answers stand (franz-go's kadm: partial results are data).
 
 Group RPCs go through ``fan_out_to_coordinators``: the groups are batched per
 coordinator (one FindCoordinator v4+ round trip finds them all), one request
 per coordinator carries all of its groups -- or, with ``batch_size``, a few of
 them per request, sent concurrently, at most ``max_in_flight`` at a time per
 coordinator, for RPCs a broker serves group by group -- and only the groups
-whose coordinator moved are asked again. Per-group errors are data, not
-exceptions.
+whose coordinator moved are asked again.
 """
 
 from __future__ import annotations
@@ -26,10 +37,10 @@ import contextvars
 import logging
 import ssl
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kshare_cli.connect.settings import ConnectionSettings, split_host_port
 from kshare_cli.errors import (
@@ -50,7 +61,12 @@ from kshare_cli.wire.cluster import (
     metadata_from_response,
 )
 from kshare_cli.wire.connection import BrokerConnection
-from kshare_cli.wire.errors import COORDINATOR_MOVED, KafkaError
+from kshare_cli.wire.errors import (
+    COORDINATOR_MOVED,
+    BrokerUnreachable,
+    KafkaError,
+    NodeLeft,
+)
 from kshare_cli.wire.framing import request_schema
 
 log = logging.getLogger("kshare.wire")
@@ -72,10 +88,38 @@ DEFAULT_METADATA_MAX_AGE_S: Final = 5.0
 #: 32 keeps the pipe full across a round trip, far below the broker's request
 #: queue (``queued.max.requests``, 500, shared by all its clients).
 DEFAULT_MAX_IN_FLIGHT: Final = 32
+#: Of what is left of a call's deadline, the part one fan-out branch (one broker's
+#: ListGroups, one leader's ListOffsets, one coordinator's groups) may use, and the
+#: part a fan-out spends re-planning: half, so a silent broker still leaves the
+#: healthy answers, and the steps after them, time to be shown.
+BRANCH_SHARE: Final = 0.5
+#: How long a broker that fresh metadata still lists may refuse connections before
+#: it is reported unreachable. Kafka lists a dead broker until the controller fences
+#: it (``broker.session.timeout.ms``, about 9 s); one refusal could be a restart's
+#: blink, a second of them is a broker that is down.
+UNREACHABLE_AFTER_S: Final = 1.0
+#: How long one bootstrap server has alone before the next is tried alongside it: a
+#: Kafka broker answers ApiVersions in milliseconds, so one hung (stopped, not
+#: refusing) server costs this, not its share of --timeout.
+BOOTSTRAP_STAGGER_S: Final = 0.5
+#: Per-partition errors after which the partition's leader is looked up again in
+#: fresh metadata and the partition asked again (Java's admin client does the same
+#: for these InvalidMetadataException errors): NOT_LEADER_OR_FOLLOWER,
+#: LEADER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
+#: UNKNOWN_LEADER_EPOCH.
+LEADER_MOVED: Final = frozenset({6, 5, 9, 74, 75})
 _ZERO_UUID: Final = uuid.UUID(int=0)
+_NETWORK_EXCEPTION: Final = 13
+_REQUEST_TIMED_OUT: Final = 7
+_UNSUPPORTED_VERSION: Final = 35
+_UNKNOWN_SERVER_ERROR: Final = -1
+_UNKNOWN_TOPIC_OR_PARTITION: Final = 3
+_LEADER_NOT_AVAILABLE: Final = 5
 
 Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 Address = tuple[str, int]
+TopicPartitionKey = tuple[str, int]
+T = TypeVar("T")
 
 
 class _Backoff:
@@ -84,6 +128,10 @@ class _Backoff:
     def __init__(self) -> None:
         self._delay = BACKOFF_FIRST_S
 
+    def fits_before(self, deadline: float) -> bool:
+        """Whether waiting once more still ends before ``deadline``."""
+        return asyncio.get_running_loop().time() + self._delay < deadline
+
     async def wait(self) -> None:
         await asyncio.sleep(self._delay)
         self._delay = min(self._delay * 2, BACKOFF_MAX_S)
@@ -91,10 +139,31 @@ class _Backoff:
 
 @dataclass(slots=True)
 class _Call:
-    """One public call's deadline, shared by the tasks it spawns (they copy the context)."""
+    """One public call's deadline, shared by the tasks it spawns (they copy the context).
+
+    A fan-out branch is a ``_Call`` of its own with a nearer deadline; errors noted
+    in it are noted in its parent too, so a call that times out as a whole still
+    names the last thing that went wrong anywhere below it.
+    """
 
     deadline: float
     last_error: str | None = None
+    parent: _Call | None = None
+
+
+def transport_error(error: Exception) -> KafkaError:
+    """A branch that could not be asked, in Kafka's words, keeping our own message.
+
+    Timed out: REQUEST_TIMED_OUT; a broker without the API or version needed:
+    UNSUPPORTED_VERSION; unreachable or dropped: NETWORK_EXCEPTION.
+    """
+    if isinstance(error, TimedOut):
+        code = _REQUEST_TIMED_OUT
+    elif isinstance(error, IncompatibleBroker):
+        code = _UNSUPPORTED_VERSION
+    else:
+        code = _NETWORK_EXCEPTION
+    return KafkaError.of(code, str(error))
 
 
 class KafkaClient:
@@ -106,9 +175,13 @@ class KafkaClient:
         *,
         timeout_s: float,
         ssl_context: ssl.SSLContext | None,
+        deadline: float | None = None,
     ) -> None:
         self._settings = settings
         self.timeout_s = timeout_s
+        #: The command's deadline (the event loop's clock), when the caller has one:
+        #: no call of this client runs past it.
+        self.deadline = deadline
         self._ssl_context = ssl_context
         self._sasl = settings.sasl if settings.security_protocol.startswith("SASL") else None
         self._bootstrap = [split_host_port(server) for server in settings.bootstrap_servers]
@@ -121,6 +194,11 @@ class KafkaClient:
             f"kshare-call-{id(self)}", default=None
         )
         self._closed = False
+        #: When each broker that refuses connections first did, and the last refusal
+        #: (cleared once it answers).
+        self._failing: dict[int, tuple[float, str]] = {}
+        #: Every broker ever listed, so one that left can still be named by address.
+        self._seen: dict[int, BrokerNode] = {}
         self.metadata_max_age_s = DEFAULT_METADATA_MAX_AGE_S
         #: Requests sent on every connection, handshakes included (benchmarks print it).
         self.round_trips = 0
@@ -128,14 +206,25 @@ class KafkaClient:
     # -- lifecycle ---------------------------------------------------------------
 
     @classmethod
-    async def connect(cls, settings: ConnectionSettings, *, timeout_s: float = 30.0) -> KafkaClient:
+    async def connect(
+        cls,
+        settings: ConnectionSettings,
+        *,
+        timeout_s: float = 30.0,
+        deadline: float | None = None,
+    ) -> KafkaClient:
         """Connect to the first bootstrap server that answers, and negotiate versions.
+
+        The servers are tried in order, each next one ``BOOTSTRAP_STAGGER_S`` after
+        the last (at once when it fails), and the first to answer wins: a hung
+        server costs half a second, not half of --timeout. ``deadline`` (the event
+        loop's clock) is the command's, shared by every later call of the client.
 
         Raises ConnectionFailed when none can be reached or none answers as Kafka
         (naming them all: a web server or SSH daemon in the list, or one silent to
         ApiVersions for the handshake bound, costs only its own attempt),
-        AuthenticationFailed when TLS or SASL refuses us, TimedOut when --timeout
-        (each server's share of it) ran out before a handshake finished.
+        AuthenticationFailed when TLS or SASL refuses us, TimedOut when the time ran
+        out before a handshake finished.
         """
         if not settings.bootstrap_servers:
             raise UsageError("no bootstrap servers given")
@@ -147,7 +236,7 @@ class KafkaClient:
         ssl_context = settings.ssl_context() if protocol.endswith("SSL") else None
         if protocol.endswith("SSL") and ssl_context is None:
             ssl_context = ssl.create_default_context()
-        client = cls(settings, timeout_s=timeout_s, ssl_context=ssl_context)
+        client = cls(settings, timeout_s=timeout_s, ssl_context=ssl_context, deadline=deadline)
         try:
             await client._connect_bootstrap()
         except BaseException:
@@ -158,36 +247,59 @@ class KafkaClient:
     async def _connect_bootstrap(self) -> None:
         servers = ", ".join(self._settings.bootstrap_servers)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout_s
-        failures: list[str] = []
-        timed_out = False
-        for index, address in enumerate(self._bootstrap):
-            # Each untried server gets an equal share of what is left, so one silent
-            # server cannot use up the time the others would have needed.
-            share = (deadline - loop.time()) / (len(self._bootstrap) - index)
-            try:
-                async with asyncio.timeout(share):
-                    connection = await self._open(address)
-            except TimeoutError:
-                timed_out = True
-                failures.append(f"{format_address(*address)}: no answer within {share:.3g} s")
-                continue
-            except (AuthenticationFailed, IncompatibleBroker):
-                raise
-            except ConnectionFailed as error:
-                failures.append(str(error))
-                continue
-            self._connections[address] = connection
-            self._bootstrap_address = address
-            self._versions = connection.api_versions
-            return
-        detail = "; ".join(failures)
-        if timed_out:
+        deadline = self._top_deadline()
+        failures: dict[int, str] = {}
+        attempts: dict[asyncio.Task[BrokerConnection], int] = {}
+        started = 0
+        chosen: asyncio.Task[BrokerConnection] | None = None
+        spare: list[BrokerConnection] = []
+        try:
+            async with asyncio.timeout_at(deadline):
+                while chosen is None:
+                    if started < len(self._bootstrap):
+                        task = loop.create_task(self._open(self._bootstrap[started]))
+                        attempts[task] = started
+                        started += 1
+                    if not attempts:
+                        break
+                    stagger = BOOTSTRAP_STAGGER_S if started < len(self._bootstrap) else None
+                    done, _ = await asyncio.wait(
+                        attempts, timeout=stagger, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    for task in sorted(done, key=lambda done_task: attempts[done_task]):
+                        index = attempts.pop(task)
+                        error = task.exception()
+                        if error is None and chosen is None:
+                            chosen = task
+                        elif error is None:
+                            spare.append(task.result())
+                        elif isinstance(error, AuthenticationFailed | IncompatibleBroker):
+                            raise error
+                        elif isinstance(error, ConnectionFailed):
+                            failures[index] = str(error)
+                        else:
+                            raise error
+        except TimeoutError:
+            for index in sorted(attempts.values()):
+                where = format_address(*self._bootstrap[index])
+                failures[index] = f"{where}: no answer within {self.timeout_s:g} s"
+            detail = "; ".join(failures[index] for index in sorted(failures))
             raise TimedOut(
                 f"cannot connect to any bootstrap server ({servers}) within "
                 f"{self.timeout_s:g} s: {detail}"
-            )
-        raise ConnectionFailed(f"cannot connect to any bootstrap server ({servers}): {detail}")
+            ) from None
+        finally:
+            for connection in spare:
+                await connection.close()
+            await _abandon(attempts)
+        if chosen is None:
+            detail = "; ".join(failures[index] for index in sorted(failures))
+            raise ConnectionFailed(f"cannot connect to any bootstrap server ({servers}): {detail}")
+        connection = chosen.result()
+        address = (connection.host, connection.port)
+        self._connections[address] = connection
+        self._bootstrap_address = address
+        self._versions = connection.api_versions
 
     async def close(self) -> None:
         """Close every connection; the client cannot be used afterwards."""
@@ -216,6 +328,28 @@ class KafkaClient:
 
     # -- deadlines ---------------------------------------------------------------
 
+    def _top_deadline(self) -> float:
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        return deadline if self.deadline is None else min(deadline, self.deadline)
+
+    def remaining_s(self) -> float:
+        """Seconds left of the current call's deadline (of the client's, outside a call)."""
+        current = self._call.get()
+        deadline = self._top_deadline() if current is None else current.deadline
+        return max(0.0, deadline - asyncio.get_running_loop().time())
+
+    @contextlib.asynccontextmanager
+    async def bounded(self, what: str) -> AsyncIterator[None]:
+        """Run several calls under one deadline, as one operation named ``what``.
+
+        A command wraps its whole work in this (instead of a timeout of its own
+        around the client), so that the fan-outs inside see the real deadline and
+        end their slow branches as failures before it, and a command that does
+        time out says what it was doing and the last error seen.
+        """
+        async with self._bounded(what):
+            yield
+
     @contextlib.asynccontextmanager
     async def _bounded(self, what: str) -> AsyncIterator[_Call]:
         """Bound a public call by the client's timeout; nested calls share the outer deadline."""
@@ -225,8 +359,7 @@ class KafkaClient:
             return
         if self._closed:
             raise ConnectionFailed("the Kafka client is closed")
-        loop = asyncio.get_running_loop()
-        call = _Call(loop.time() + self.timeout_s)
+        call = _Call(self._top_deadline())
         token = self._call.set(call)
         try:
             async with asyncio.timeout_at(call.deadline):
@@ -239,15 +372,49 @@ class KafkaClient:
 
     def _note(self, error: object) -> None:
         call = self._call.get()
-        if call is not None:
+        while call is not None:
             call.last_error = str(error)
+            call = call.parent
         log.debug("retrying after: %s", error)
+
+    async def _within_share(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run one fan-out branch within ``BRANCH_SHARE`` of what is left of the call.
+
+        Raises TimedOut (naming the branch's last error) when the share runs out,
+        which the fan-out turns into that branch's failure; the call goes on.
+        """
+        parent = self._call.get()
+        if parent is None:
+            raise RuntimeError("a fan-out branch runs inside a bounded call")
+        now = asyncio.get_running_loop().time()
+        share = max(0.0, parent.deadline - now) * BRANCH_SHARE
+        call = _Call(now + share, parent=parent)
+        token = self._call.set(call)
+        try:
+            async with asyncio.timeout_at(call.deadline) as scope:
+                return await work()
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            detail = f" (last error: {call.last_error})" if call.last_error else ""
+            raise TimedOut(f"no answer within {share:.3g} s{detail}") from None
+        finally:
+            self._call.reset(token)
+
+    def _share_deadline(self) -> float:
+        """Until when a fan-out may keep re-planning: ``BRANCH_SHARE`` of what is left."""
+        now = asyncio.get_running_loop().time()
+        return now + self.remaining_s() * BRANCH_SHARE
 
     # -- versions ----------------------------------------------------------------
 
     @property
     def broker_versions(self) -> BrokerApiVersions:
-        """The bootstrap broker's ApiVersions answer."""
+        """The bootstrap broker's ApiVersions answer.
+
+        Only for questions about the cluster as a whole (does it have share groups
+        at all); every request's version is chosen against the broker it goes to.
+        """
         if self._versions is None:
             raise ConnectionFailed("the Kafka client is not connected")
         return self._versions
@@ -331,8 +498,44 @@ class KafkaClient:
             await self.metadata([], refresh=True)
             found = self._cluster.broker(node_id)
         if found is None:
-            raise ConnectionFailed(f"broker {node_id} is not in the cluster metadata")
+            seen = self._seen.get(node_id)
+            now = asyncio.get_running_loop().time()
+            # Still named as a leader, no longer listed: the clock of UNREACHABLE_AFTER_S runs.
+            since, cause = self._failing.setdefault(node_id, (now, ""))
+            address = "address unknown" if seen is None else str(seen)
+            raise NodeLeft(node_id, address, cause or None)
         return found
+
+    def _failing_for(self, node_id: int) -> float:
+        """How long ``node_id`` has been refusing connections (0 when it is not)."""
+        failing = self._failing.get(node_id)
+        return 0.0 if failing is None else asyncio.get_running_loop().time() - failing[0]
+
+    async def _connection_failed(self, node: BrokerNode, error: ConnectionFailed) -> None:
+        """After a connection to ``node`` could not be opened: re-plan, retry, or give up.
+
+        Fresh metadata decides (the node may be gone): NodeLeft when it no longer
+        lists the node, BrokerUnreachable when it still does but the node has
+        refused for ``UNREACHABLE_AFTER_S``; otherwise the caller retries.
+        """
+        now = asyncio.get_running_loop().time()
+        since = self._failing.get(node.node_id, (now, ""))[0]
+        self._failing[node.node_id] = (since, str(error))
+        self._note(f"broker {node.node_id} ({node}): {str(error).removeprefix(f'{node}: ')}")
+        try:
+            metadata = await self.metadata([], refresh=True)
+        except (AuthenticationFailed, IncompatibleBroker):
+            raise
+        except ConnectionFailed:
+            metadata = None  # no broker answers: the node's own failure is the news
+        if metadata is not None:
+            current = metadata.brokers.get(node.node_id)
+            if current is None:
+                raise NodeLeft(node.node_id, str(node), str(error))
+            if current.address != node.address:
+                return  # the node came back elsewhere: worth asking at once
+        if now - since >= UNREACHABLE_AFTER_S:
+            raise BrokerUnreachable(node.node_id, node.host, node.port, str(error))
 
     # -- requests ----------------------------------------------------------------
 
@@ -363,8 +566,10 @@ class KafkaClient:
 
         ``body`` is a version-agnostic mapping for ``wire.build``, or a function of
         the chosen version that returns one. ``node`` None means any broker. A
-        dropped connection (or a broker that cannot be reached) is retried on a
-        new connection with backoff until the deadline.
+        dropped connection is retried on a new connection with backoff until the
+        deadline. For a given ``node``, a connection that cannot be opened is
+        checked against fresh metadata: NodeLeft when the node is gone (plan
+        again), BrokerUnreachable once it has refused for ``UNREACHABLE_AFTER_S``.
         """
         async with self._bounded(api_name(api_key)):
             backoff = _Backoff()
@@ -372,14 +577,36 @@ class KafkaClient:
                 try:
                     if node is None:
                         connection = await self._any_connection()
-                    else:
-                        connection = await self._connection((await self._node(node)).address)
-                    return await self._attempt(connection, api_key, body, min_version, max_version)
-                except (AuthenticationFailed, IncompatibleBroker):
+                        return await self._attempt(
+                            connection, api_key, body, min_version, max_version
+                        )
+                    return await self._request_node(node, api_key, body, min_version, max_version)
+                except (AuthenticationFailed, IncompatibleBroker, NodeLeft, BrokerUnreachable):
                     raise
                 except ConnectionFailed as error:
                     self._note(error)
                 await backoff.wait()
+
+    async def _request_node(
+        self,
+        node_id: int,
+        api_key: int,
+        body: Body,
+        min_version: int,
+        max_version: int | None,
+    ) -> tuple[int, Any]:
+        broker = await self._node(node_id)
+        try:
+            connection = await self._connection(broker.address)
+        except (AuthenticationFailed, IncompatibleBroker):
+            raise
+        except ConnectionFailed as error:
+            # Refused, unreachable, or lost during the handshake (not Kafka, or hung).
+            await self._connection_failed(broker, error)
+            raise
+        answer = await self._attempt(connection, api_key, body, min_version, max_version)
+        self._failing.pop(node_id, None)
+        return answer
 
     # -- metadata ----------------------------------------------------------------
 
@@ -415,6 +642,7 @@ class KafkaClient:
             _, response = await self.request(METADATA_KEY, body)
             metadata = metadata_from_response(response)
             self._cluster.update(metadata, all_topics=wanted is None, now=now)
+            self._seen.update(metadata.brokers)
             return metadata
 
     def forget_metadata(self) -> None:
@@ -429,10 +657,13 @@ class KafkaClient:
         """Each group's coordinator: cached, else one batched FindCoordinator for all missing.
 
         Coordinators still loading or not yet elected are asked again with
-        backoff until the deadline; other per-group errors come back as KafkaError.
+        backoff for ``BRANCH_SHARE`` of what is left of the deadline, then come back
+        as their last error, like any other per-group error: a group without a
+        coordinator must not cost the other groups their answers.
         """
         wanted = list(dict.fromkeys(group_ids))
         async with self._bounded("FindCoordinator"):
+            give_up_at = self._share_deadline()
             found: dict[str, BrokerNode | KafkaError] = {}
             missing: list[str] = []
             for group_id in wanted:
@@ -445,8 +676,13 @@ class KafkaClient:
             while missing:
                 answers = await self._find_coordinators_once(missing)
                 missing = []
+                retry = backoff.fits_before(give_up_at)
                 for group_id, answer in answers.items():
-                    if isinstance(answer, KafkaError) and answer.code in COORDINATOR_MOVED:
+                    if (
+                        retry
+                        and isinstance(answer, KafkaError)
+                        and answer.code in COORDINATOR_MOVED
+                    ):
                         self._note(f"FindCoordinator for group {group_id!r}: {answer}")
                         missing.append(group_id)
                         continue
@@ -462,6 +698,7 @@ class KafkaClient:
         self, group_ids: Sequence[str]
     ) -> dict[str, BrokerNode | KafkaError]:
         if self.supports(FIND_COORDINATOR_KEY, BATCHED_FIND_COORDINATOR):
+            # Asked of any broker; the bootstrap one's answer stands for the cluster.
             _, response = await self.request(
                 FIND_COORDINATOR_KEY,
                 {"key_type": GROUP_KEY_TYPE, "coordinator_keys": list(group_ids)},
@@ -491,6 +728,156 @@ class KafkaClient:
         results = await asyncio.gather(*(one(group_id) for group_id in group_ids))
         return dict(zip(group_ids, results, strict=True))
 
+    async def fan_out_to_brokers(
+        self,
+        api_key: int,
+        body: Body,
+        *,
+        min_version: int = 0,
+        max_version: int | None = None,
+    ) -> dict[BrokerNode, tuple[int, Any] | KafkaError]:
+        """Send one request to every broker in the metadata (ListGroups' way of listing).
+
+        Each broker's answer is (version, response), or a KafkaError naming the
+        broker and the last error when it could not be asked within its share of
+        the deadline: unreachable (NETWORK_EXCEPTION), silent (REQUEST_TIMED_OUT),
+        or without the API or version (UNSUPPORTED_VERSION). A broker that left
+        the metadata after failing is still reported (what only it knew may not
+        have reached the others yet); brokers that joined meanwhile are asked.
+        """
+        async with self._bounded(api_name(api_key)):
+            results: dict[BrokerNode, tuple[int, Any] | KafkaError] = {}
+            asked: set[int] = set()
+            metadata = await self.metadata([])
+            while True:
+                todo = [
+                    broker
+                    for node_id, broker in sorted(metadata.brokers.items())
+                    if node_id not in asked
+                ]
+                if not todo:
+                    return results
+
+                def ask(broker: BrokerNode) -> Callable[[], Awaitable[tuple[int, Any]]]:
+                    return lambda: self.request(
+                        api_key,
+                        body,
+                        node=broker.node_id,
+                        min_version=min_version,
+                        max_version=max_version,
+                    )
+
+                outcomes = await asyncio.gather(
+                    *(self._within_share(ask(broker)) for broker in todo),
+                    return_exceptions=True,
+                )
+                replan = False
+                for broker, outcome in zip(todo, outcomes, strict=True):
+                    asked.add(broker.node_id)
+                    if isinstance(outcome, NodeLeft):
+                        replan = True
+                    if isinstance(outcome, BaseException):
+                        results[broker] = _branch_failure(outcome, broker)
+                    else:
+                        results[broker] = outcome
+                if not replan:
+                    return results
+                metadata = await self.metadata([], refresh=True)
+
+    async def fan_out_to_leaders(
+        self,
+        api_key: int,
+        partitions: Sequence[TopicPartitionKey],
+        body: Callable[[int, Sequence[TopicPartitionKey]], Mapping[str, Any]],
+        split: Callable[[Any], Mapping[TopicPartitionKey, tuple[int, Any]]],
+        *,
+        min_version: int = 0,
+    ) -> dict[TopicPartitionKey, Any | KafkaError]:
+        """Ask each partition's leader about its partitions: one request per leader.
+
+        ``body(version, partitions)`` describes the request; ``split(response)``
+        maps each (topic, partition) answered to (error code, result). Partitions
+        answered with a leader error (``LEADER_MOVED``) or whose leader left the
+        metadata are looked up again in fresh metadata and re-asked with backoff,
+        for ``BRANCH_SHARE`` of what is left of the deadline; after that they keep
+        their last error. Unknown topics and partitions, unreachable or silent
+        leaders, and leaders without the API are per-partition KafkaErrors.
+        """
+        wanted = list(dict.fromkeys(partitions))
+        async with self._bounded(api_name(api_key)):
+            give_up_at = self._share_deadline()
+            results: dict[TopicPartitionKey, Any | KafkaError] = {}
+            pending = wanted
+            refresh = False
+            backoff = _Backoff()
+            while pending:
+                topics = sorted({topic for topic, _ in pending})
+                metadata = await self.metadata(topics, refresh=refresh)
+                by_leader: dict[int, list[TopicPartitionKey]] = {}
+                retry: list[TopicPartitionKey] = []
+                for key in pending:
+                    topic = metadata.topics.get(key[0])
+                    if topic is not None and topic.error_code != 0:
+                        results[key] = KafkaError.of(topic.error_code)
+                        continue
+                    partition = None if topic is None else topic.partitions.get(key[1])
+                    if partition is None:
+                        results[key] = KafkaError.of(_UNKNOWN_TOPIC_OR_PARTITION)
+                    elif partition.leader_id < 0 or partition.error_code in LEADER_MOVED:
+                        results[key] = KafkaError.of(_LEADER_NOT_AVAILABLE)
+                        retry.append(key)
+                    else:
+                        by_leader.setdefault(partition.leader_id, []).append(key)
+                leaders = sorted(by_leader)
+
+                def ask(
+                    keys: list[TopicPartitionKey], leader: int
+                ) -> Callable[[], Awaitable[tuple[int, Any]]]:
+                    return lambda: self.request(
+                        api_key,
+                        lambda version: body(version, keys),
+                        node=leader,
+                        min_version=min_version,
+                    )
+
+                outcomes = await asyncio.gather(
+                    *(self._within_share(ask(by_leader[leader], leader)) for leader in leaders),
+                    return_exceptions=True,
+                )
+                for leader, outcome in zip(leaders, outcomes, strict=True):
+                    keys = by_leader[leader]
+                    if isinstance(outcome, NodeLeft):
+                        results.update({key: transport_error(outcome) for key in keys})
+                        if self._failing_for(leader) < UNREACHABLE_AFTER_S:
+                            retry.extend(keys)  # the new leader may be in the next metadata
+                        continue
+                    if isinstance(outcome, BaseException):
+                        node = metadata.brokers.get(leader)
+                        failure = _branch_failure(outcome, node)
+                        results.update({key: failure for key in keys})
+                        continue
+                    answered = split(outcome[1])
+                    for key in keys:
+                        if key not in answered:
+                            results[key] = KafkaError.of(
+                                _UNKNOWN_SERVER_ERROR, f"leader {leader} did not answer for it"
+                            )
+                            continue
+                        code, result = answered[key]
+                        if code == 0:
+                            results[key] = result
+                            continue
+                        results[key] = KafkaError.of(code, getattr(result, "error_message", None))
+                        if code in LEADER_MOVED:
+                            self._note(f"{api_name(api_key)} for {key[0]}-{key[1]}: {results[key]}")
+                            retry.append(key)
+                if not retry or not backoff.fits_before(give_up_at):
+                    break
+                await backoff.wait()
+                pending = retry
+                refresh = True
+            return {key: results[key] for key in wanted}
+
     async def fan_out_to_coordinators(
         self,
         api_key: int,
@@ -501,6 +888,7 @@ class KafkaClient:
         min_version: int = 0,
         batch_size: int | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        ask_again: Callable[[Any], bool] | None = None,
     ) -> dict[str, Any | KafkaError]:
         """Ask each group's coordinator about its groups: one request per coordinator.
 
@@ -508,8 +896,14 @@ class KafkaClient:
         ``split(response)`` maps each group in a response to (error code, result).
         Groups answered with NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
         COORDINATOR_NOT_AVAILABLE, or whose coordinator could not be reached, are
-        found again and re-asked with backoff until the deadline. The answer maps
-        every group to its result, or to a KafkaError for any other error code.
+        found again and re-asked with backoff for ``BRANCH_SHARE`` of what is left
+        of the deadline. The answer maps every group to its result, or to a
+        KafkaError: any other error code, the last coordinator error once the
+        time for re-asking is over, a coordinator that stayed unreachable
+        (NETWORK_EXCEPTION naming it), silent (REQUEST_TIMED_OUT) or without the
+        API (UNSUPPORTED_VERSION). ``ask_again(result)`` marks an answer as
+        transient (a share-partition whose leader is moving): it is asked again
+        while there is time, and kept as it is otherwise.
 
         ``batch_size`` caps the groups per request, for RPCs a broker serves one
         group after the other (Kafka 4.2's DescribeShareGroupOffsets: one request
@@ -527,9 +921,14 @@ class KafkaClient:
             gate: asyncio.Semaphore, node: BrokerNode, groups: list[str]
         ) -> tuple[dict[str, Any | KafkaError], list[str]]:
             async with gate:
-                return await self._ask_coordinator(api_key, node, groups, body, split, min_version)
+                return await self._within_share(
+                    lambda: self._ask_coordinator(
+                        api_key, node, groups, body, split, min_version, ask_again
+                    )
+                )
 
         async with self._bounded(api_name(api_key)):
+            give_up_at = self._share_deadline()
             results: dict[str, Any | KafkaError] = {}
             pending = wanted
             backoff = _Backoff()
@@ -543,21 +942,25 @@ class KafkaClient:
                     else:
                         by_node.setdefault(coordinator, []).append(group_id)
                 asks: list[Coroutine[Any, Any, tuple[dict[str, Any | KafkaError], list[str]]]] = []
+                asked: list[tuple[BrokerNode, list[str]]] = []
                 for node, groups in by_node.items():
                     gate = asyncio.Semaphore(max_in_flight)
                     size = batch_size or len(groups)
-                    asks.extend(
-                        ask(gate, node, groups[start : start + size])
-                        for start in range(0, len(groups), size)
-                    )
+                    for start in range(0, len(groups), size):
+                        asked.append((node, groups[start : start + size]))
+                        asks.append(ask(gate, node, groups[start : start + size]))
                 outcomes = await asyncio.gather(*asks, return_exceptions=True)
                 pending = []
-                for outcome in outcomes:
+                for (node, groups), outcome in zip(asked, outcomes, strict=True):
                     if isinstance(outcome, BaseException):
-                        raise outcome
+                        failure = _branch_failure(outcome, node)
+                        results.update({group_id: failure for group_id in groups})
+                        continue
                     answered, retry = outcome
                     results.update(answered)
                     pending.extend(retry)
+                if pending and not backoff.fits_before(give_up_at):
+                    break  # what they were last answered stands (set in _ask_coordinator)
                 if pending:
                     await backoff.wait()
             return {group_id: results[group_id] for group_id in wanted}
@@ -570,10 +973,30 @@ class KafkaClient:
         body: Callable[[int, Sequence[str]], Mapping[str, Any]],
         split: Callable[[Any], Mapping[str, tuple[int, Any]]],
         min_version: int,
+        ask_again: Callable[[Any], bool] | None,
     ) -> tuple[dict[str, Any | KafkaError], list[str]]:
-        """One coordinator's share of a fan-out: (final answers, groups to find again)."""
+        """One coordinator's share of a fan-out: (answers so far, groups to find again).
+
+        A group to find again also has an answer: its last error (or transient
+        result), which stands if the fan-out runs out of time for it.
+        """
         try:
             connection = await self._connection(node.address)
+        except (AuthenticationFailed, IncompatibleBroker):
+            raise
+        except ConnectionFailed as error:
+            self._cluster.forget_coordinators(group_ids)
+            try:
+                await self._connection_failed(node, error)
+            except NodeLeft as left:
+                if self._failing_for(node.node_id) >= UNREACHABLE_AFTER_S:
+                    raise  # and still named as their coordinator: the groups fail
+                # Its groups may have moved with it: find them again.
+                return {group_id: transport_error(left) for group_id in group_ids}, group_ids
+            named = BrokerUnreachable(node.node_id, node.host, node.port, str(error))
+            failure = transport_error(named)
+            return {group_id: failure for group_id in group_ids}, group_ids
+        try:
             _, response = await self._attempt(
                 connection, api_key, lambda version: body(version, group_ids), min_version, None
             )
@@ -582,9 +1005,12 @@ class KafkaClient:
         except ConnectionFailed as error:
             self._note(error)
             self._cluster.forget_coordinators(group_ids)
-            return {}, group_ids
+            failure = transport_error(error)
+            return {group_id: failure for group_id in group_ids}, group_ids
+        self._failing.pop(node.node_id, None)
         answered: dict[str, Any | KafkaError] = {}
         retry: list[str] = []
+        moved: list[str] = []
         per_group = split(response)
         for group_id in group_ids:
             if group_id not in per_group:
@@ -596,13 +1022,47 @@ class KafkaClient:
             code = int(code)
             if code == 0:
                 answered[group_id] = result
+                if ask_again is not None and ask_again(result):
+                    self._note(f"{api_name(api_key)} for group {group_id!r}: a transient error")
+                    retry.append(group_id)
             elif code in COORDINATOR_MOVED:
                 self._note(f"{api_name(api_key)} for group {group_id!r}: {KafkaError.of(code)}")
+                answered[group_id] = KafkaError.of(code, getattr(result, "error_message", None))
                 retry.append(group_id)
+                moved.append(group_id)
             else:
                 answered[group_id] = KafkaError.of(code, getattr(result, "error_message", None))
-        self._cluster.forget_coordinators(retry)
+        self._cluster.forget_coordinators(moved)
         return answered, retry
+
+
+def _branch_failure(error: BaseException, node: BrokerNode | None) -> KafkaError:
+    """A fan-out branch that ended in an exception, as its broker's KafkaError.
+
+    Authentication failures and programming errors are not a broker's partial
+    failure: they propagate.
+    """
+    if isinstance(error, AuthenticationFailed):
+        raise error
+    if not isinstance(error, ConnectionFailed | TimedOut):
+        raise error
+    if node is not None and not isinstance(error, BrokerUnreachable | NodeLeft):
+        # Name the broker, as BrokerUnreachable does, whatever the error was.
+        named = f"broker {node.node_id} ({node}): {error}"
+        return KafkaError.of(transport_error(error).code, named)
+    return transport_error(error)
+
+
+async def _abandon(attempts: Mapping[asyncio.Task[BrokerConnection], int]) -> None:
+    """Cancel the bootstrap attempts that lost the race, closing any that connected anyway."""
+    for task in attempts:
+        task.cancel()
+    for task in attempts:
+        try:
+            connection = await task
+        except (asyncio.CancelledError, ConnectionFailed, TimedOut):
+            continue
+        await connection.close()
 
 
 def _coordinator(entry: Any) -> BrokerNode | KafkaError:

@@ -129,6 +129,7 @@ class ClusterState:
     cluster_id: str | None = None
     controller_id: int = -1
     brokers: dict[int, BrokerNode] = field(default_factory=dict)
+    _brokers_at: float | None = None
     _topics: dict[str, _CachedTopic] = field(default_factory=dict)
     _all_topics_at: float | None = None
     _coordinators: dict[str, BrokerNode] = field(default_factory=dict)
@@ -139,6 +140,7 @@ class ClusterState:
         self.controller_id = metadata.controller_id
         if metadata.brokers:
             self.brokers = dict(metadata.brokers)
+            self._brokers_at = now
         if all_topics:
             self._topics.clear()
             self._all_topics_at = now
@@ -151,8 +153,12 @@ class ClusterState:
     def cached(
         self, topics: Sequence[str] | None, *, now: float, max_age: float
     ) -> ClusterMetadata | None:
-        """The cached answer to a Metadata question, or None when it must be asked again."""
-        if not self.brokers:
+        """The cached answer to a Metadata question, or None when it must be asked again.
+
+        The broker list ages like the topics: a fan-out to every broker must not
+        be planned on brokers learnt longer than ``max_age`` ago.
+        """
+        if not self.brokers or self._brokers_at is None or now - self._brokers_at > max_age:
             return None
         if topics is None:
             if self._all_topics_at is None or now - self._all_topics_at > max_age:

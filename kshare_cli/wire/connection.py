@@ -86,12 +86,20 @@ def decode_response_frame(api_key: int, api_version: int, frame: bytes) -> tuple
 
     ApiVersions is the one special case: a broker that lacks the version asked
     for answers in v0 with UNSUPPORTED_VERSION and its own ranges, so that error
-    code, read before the body, selects the v0 schema.
+    code, read before the body, selects the v0 schema. A peer that answers
+    UNSUPPORTED_VERSION in some other layout (librdkafka's mock cluster writes the
+    version asked for) has still said one certain thing: ask again in v0, which
+    every broker speaks; so the answer reads as UNSUPPORTED_VERSION with no ranges.
     """
     if api_key == API_VERSIONS_KEY and api_version > 0 and len(frame) >= 6:
         (code,) = _ERROR_CODE.unpack_from(frame, 4)
         if code == UNSUPPORTED_VERSION:
-            api_version = 0
+            try:
+                return decode_response(frame, response_schema(api_key, 0))
+            except FrameError:
+                (correlation_id,) = _CORRELATION.unpack_from(frame)
+                answer = {"error_code": UNSUPPORTED_VERSION, "api_keys": []}
+                return correlation_id, build(response_schema(api_key, 0), answer)
     return decode_response(frame, response_schema(api_key, api_version))
 
 

@@ -84,3 +84,38 @@ class NotKafka(ConnectionLost):
     ``ConnectionFailed`` (exit 3), not a timeout, and not an ``IncompatibleBroker``:
     the client goes on to the next bootstrap server, since another one may be Kafka.
     """
+
+
+class NodeLeft(ConnectionFailed):
+    """A request was meant for a broker that fresh metadata no longer lists.
+
+    Not retried on that broker: the caller plans again from the new metadata (a
+    partition's new leader, a group's new coordinator), as Java's admin client
+    re-plans a call whose node went away.
+    """
+
+    def __init__(self, node_id: int, address: str, cause: str | None = None) -> None:
+        self.node_id = node_id
+        self.address = address
+        gone = "no longer in the cluster metadata"
+        said = f"{cause.removeprefix(f'{address}: ')} ({gone})" if cause else gone
+        super().__init__(f"broker {node_id} ({address}): {said}")
+
+
+class BrokerUnreachable(ConnectionFailed):
+    """A broker still in fresh metadata that kept refusing (or not answering) connections.
+
+    Kafka keeps a dead broker in its metadata until the controller fences it
+    (about 9 s); asking it again until the deadline would turn one dead broker
+    into a whole command's timeout. The fan-outs report it as the failure of
+    what only it could answer, naming it by id and address.
+    """
+
+    def __init__(self, node_id: int, host: str, port: int, cause: str) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        # The connection's own message starts with the address; said once is enough.
+        self.cause = cause.removeprefix(f"{address}: ")
+        super().__init__(f"broker {node_id} ({address}): {self.cause}")

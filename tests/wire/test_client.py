@@ -33,7 +33,7 @@ from kshare_cli.errors import (
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
-from kshare_cli.wire.client import KafkaClient
+from kshare_cli.wire.client import BOOTSTRAP_STAGGER_S, KafkaClient
 from kshare_cli.wire.cluster import BrokerNode, our_versions
 from kshare_cli.wire.errors import KafkaError
 from kshare_cli.wire.framing import Request
@@ -149,10 +149,14 @@ def test_a_broker_without_share_groups_is_reported_as_too_old() -> None:
                 "share groups need Apache Kafka 4.1 or later"
             )
             assert exit_code_for(raised.value) is ExitCode.CONNECTION
-            with pytest.raises(IncompatibleBroker, match="ShareGroupDescribe"):
-                await client.fan_out_to_coordinators(
-                    SHARE_GROUP_DESCRIBE, ["g"], describe_body, describe_split
-                )
+            # In a fan-out, an incompatible coordinator fails only its own groups.
+            results = await client.fan_out_to_coordinators(
+                SHARE_GROUP_DESCRIBE, ["g"], describe_body, describe_split
+            )
+            assert isinstance(results["g"], KafkaError)
+            assert results["g"].name == "UNSUPPORTED_VERSION"
+            assert "does not support ShareGroupDescribe" in str(results["g"].message)
+            assert str(results["g"].message).startswith(f"broker 1 ({bootstrap}): ")
 
     with SandboxThread(share_groups=False) as old:
         run(scenario(old.bootstrap))
@@ -192,7 +196,7 @@ def test_the_next_bootstrap_server_is_tried_when_one_is_down(cluster: Cluster) -
     run(scenario())
 
 
-def test_a_silent_bootstrap_server_leaves_time_for_the_next(
+def test_a_silent_bootstrap_server_costs_a_stagger_not_half_the_timeout(
     cluster: Cluster, silent_listener: str
 ) -> None:
     if cluster.client_config:
@@ -201,9 +205,11 @@ def test_a_silent_bootstrap_server_leaves_time_for_the_next(
 
     async def scenario() -> None:
         started = time.monotonic()
-        async with await KafkaClient.connect(plaintext_settings(servers), timeout_s=2) as client:
-            # The silent server had half the time; the next answered at once.
-            assert 0.9 < time.monotonic() - started < 1.9
+        async with await KafkaClient.connect(plaintext_settings(servers), timeout_s=30) as client:
+            # The next server was tried BOOTSTRAP_STAGGER_S after the silent one,
+            # and answered at once (it was 15 s, half of --timeout, before).
+            elapsed = time.monotonic() - started
+            assert BOOTSTRAP_STAGGER_S <= elapsed < BOOTSTRAP_STAGGER_S + 1.5
             assert (await client.metadata([])).brokers
 
     run(scenario())
@@ -445,7 +451,7 @@ def test_a_loading_coordinator_is_asked_again_with_growing_backoff(
     run(scenario())
 
 
-def test_a_coordinator_that_keeps_moving_times_out_naming_the_error(
+def test_a_coordinator_that_keeps_moving_fails_its_group_naming_the_error(
     sandbox: SandboxThread, unique: str
 ) -> None:
     def always_not_coordinator(original: Handler) -> Handler:
@@ -464,15 +470,14 @@ def test_a_coordinator_that_keeps_moving_times_out_naming_the_error(
             plaintext_settings(sandbox.bootstrap), timeout_s=0.6
         ) as client:
             started = time.monotonic()
-            with (
-                replaced_handler(sandbox, SHARE_GROUP_DESCRIBE, always_not_coordinator),
-                pytest.raises(TimedOut, match="NOT_COORDINATOR") as raised,
-            ):
-                await client.fan_out_to_coordinators(
+            with replaced_handler(sandbox, SHARE_GROUP_DESCRIBE, always_not_coordinator):
+                results = await client.fan_out_to_coordinators(
                     SHARE_GROUP_DESCRIBE, [f"g-{unique}"], describe_body, describe_split
                 )
-            assert time.monotonic() - started < 1.2
-            assert "ShareGroupDescribe did not finish within 0.6 s" in str(raised.value)
+            # Asked again for half of the time left, then the group's last error
+            # is its answer: the call itself ends, with whatever else it found.
+            assert 0.1 < time.monotonic() - started < 0.6
+            assert results[f"g-{unique}"].name == "NOT_COORDINATOR"
 
     run(scenario())
 
