@@ -25,7 +25,6 @@ Kafka semantics followed (ShareGroupCommand, KafkaAdminClient, Kafka 4.2):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -48,7 +47,6 @@ from kshare_cli.admin.models import (
     parse_group_state,
     parse_state_filter,
 )
-from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker, TimedOut
 
 if TYPE_CHECKING:
     from kshare_cli.wire.client import KafkaClient
@@ -83,9 +81,8 @@ NO_AUTHORIZED_OPERATIONS: Final = -(2**31)
 
 UNKNOWN_SERVER_ERROR: Final = -1
 LEADER_NOT_AVAILABLE: Final = 5
+NOT_LEADER_OR_FOLLOWER: Final = 6
 UNKNOWN_TOPIC_OR_PARTITION: Final = 3
-REQUEST_TIMED_OUT: Final = 7
-NETWORK_EXCEPTION: Final = 13
 
 #: Kafka's AclOperation codes; UNKNOWN, ANY and ALL are never reported as authorised.
 _ACL_OPERATIONS: Final = {
@@ -126,40 +123,29 @@ class ShareGroupAdmin:
         """Every share group (ListGroups v5, type ``share``) of every broker, sorted by id.
 
         ``states`` filters case-insensitively (``"stable,empty"`` works, as in Kafka's
-        tool); an unknown state is a UsageError. A broker that fails to answer is
-        recorded in ``failures`` and the groups of the others are still returned.
+        tool); an unknown state is a UsageError. A broker that fails to answer
+        (unreachable, silent for its share of the deadline, too old for ListGroups v5)
+        is recorded in ``failures`` and the groups of the others are still returned.
         """
         states_filter = parse_state_filter(states)
-        self._client.api_version(LIST_GROUPS, min_version=LIST_GROUPS_WITH_TYPES)
-        metadata = await self._client.metadata([])
-        brokers = sorted(metadata.brokers.values(), key=lambda node: node.node_id)
-        answers = await asyncio.gather(
-            *(self._list_groups_on(broker, states_filter) for broker in brokers)
+        body = {"states_filter": list(states_filter), "types_filter": ["Share"]}
+        answers = await self._client.fan_out_to_brokers(
+            LIST_GROUPS, body, min_version=LIST_GROUPS_WITH_TYPES
         )
         groups: list[ListedGroup] = []
         failures: list[BrokerFailure] = []
-        for broker, answer in zip(brokers, answers, strict=True):
+        for broker, answer in sorted(answers.items(), key=lambda item: item[0].node_id):
+            if not isinstance(answer, KafkaError) and int(answer[1].error_code) != 0:
+                answer = KafkaError.of(int(answer[1].error_code))
             if isinstance(answer, KafkaError):
-                failures.append(BrokerFailure(broker.node_id, broker.host, broker.port, answer))
+                failures.append(
+                    BrokerFailure(
+                        broker.node_id, broker.host, broker.port, _unnamed(answer, broker)
+                    )
+                )
             else:
-                groups.extend(answer)
+                groups.extend(listed_groups_from(answer[1]))
         return GroupListing(tuple(groups), states_filter, tuple(failures))
-
-    async def _list_groups_on(
-        self, broker: BrokerNode, states_filter: tuple[str, ...]
-    ) -> list[ListedGroup] | KafkaError:
-        body = {"states_filter": list(states_filter), "types_filter": ["Share"]}
-        try:
-            _, response = await self._client.request(
-                LIST_GROUPS, body, node=broker.node_id, min_version=LIST_GROUPS_WITH_TYPES
-            )
-        except (AuthenticationFailed, IncompatibleBroker):
-            raise
-        except (ConnectionFailed, TimedOut) as error:
-            return _transport_error(error)
-        if int(response.error_code) != 0:
-            return KafkaError.of(int(response.error_code))
-        return listed_groups_from(response)
 
     async def all_group_ids(self) -> tuple[str, ...]:
         """Every share group's id, sorted: what ``describe --all-groups`` describes."""
@@ -238,6 +224,7 @@ class ShareGroupAdmin:
                 body,
                 _split_groups,
                 batch_size=groups_per_request,
+                ask_again=_leader_moving,
             )
         # Every share-partition answered without error, initialised or not: the log end
         # offset is known even where the start offset is not (Kafka's "-").
@@ -278,73 +265,72 @@ class ShareGroupAdmin:
         wanted = sorted(set(topic_partitions))
         if not wanted:
             return EndOffsets()
-        metadata = await self._client.metadata(sorted({tp.topic for tp in wanted}))
-        by_leader: dict[int, list[TopicPartition]] = {}
-        failures: dict[TopicPartition, KafkaError] = {}
-        for tp in wanted:
-            topic = metadata.topics.get(tp.topic)
-            if topic is not None and topic.error_code != 0:
-                failures[tp] = KafkaError.of(topic.error_code)
-                continue
-            partition = None if topic is None else topic.partitions.get(tp.partition)
-            if partition is None:
-                failures[tp] = KafkaError.of(UNKNOWN_TOPIC_OR_PARTITION)
-            elif partition.leader_id < 0:
-                failures[tp] = KafkaError.of(LEADER_NOT_AVAILABLE)
-            else:
-                by_leader.setdefault(partition.leader_id, []).append(tp)
-        leaders = sorted(by_leader)
-        answers = await asyncio.gather(
-            *(self._offsets_on(leader, by_leader[leader], timestamp) for leader in leaders)
+
+        def body(version: int, keys: Sequence[tuple[str, int]]) -> Mapping[str, Any]:
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for topic, partition in keys:
+                topics.setdefault(topic, []).append(
+                    {
+                        "partition_index": partition,
+                        "current_leader_epoch": -1,
+                        "timestamp": timestamp,
+                    }  # fmt: skip
+                )
+            return {
+                "replica_id": -1,
+                "isolation_level": READ_UNCOMMITTED,
+                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+                "timeout": round(self._client.timeout_s * 1000),
+            }
+
+        answers = await self._client.fan_out_to_leaders(
+            LIST_OFFSETS, [(tp.topic, tp.partition) for tp in wanted], body, _split_partitions
         )
         offsets: dict[TopicPartition, int] = {}
-        wanted_set = set(wanted)
-        for leader, answer in zip(leaders, answers, strict=True):
+        failures: dict[TopicPartition, KafkaError] = {}
+        for tp in wanted:
+            answer = answers[(tp.topic, tp.partition)]
             if isinstance(answer, KafkaError):
-                failures.update({tp: answer for tp in by_leader[leader]})
-                continue
-            found, failed = end_offsets_from(answer, allow_unknown=timestamp >= 0)
-            offsets.update({tp: offset for tp, offset in found.items() if tp in wanted_set})
-            failures.update(failed)
-            for tp in by_leader[leader]:
-                if tp not in found and tp not in failed:
-                    failures[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no answer for partition")
+                failures[tp] = answer
+            elif int(answer.offset) < 0 and timestamp < 0:
+                failures[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no offset in the answer")
+            else:
+                offsets[tp] = max(int(answer.offset), -1)
         return EndOffsets(offsets, failures)
-
-    async def _offsets_on(
-        self, leader: int, partitions: list[TopicPartition], timestamp: int
-    ) -> Any:
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for tp in partitions:
-            topics.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "current_leader_epoch": -1,
-                    "timestamp": timestamp,
-                }
-            )
-        body = {
-            "replica_id": -1,
-            "isolation_level": READ_UNCOMMITTED,
-            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
-            "timeout": round(self._client.timeout_s * 1000),
-        }
-        try:
-            _, response = await self._client.request(LIST_OFFSETS, body, node=leader)
-        except (AuthenticationFailed, IncompatibleBroker):
-            raise
-        except (ConnectionFailed, TimedOut) as error:
-            return _transport_error(error)
-        return response
 
 
 # --------------------------------------------------------------------------- converters
 
 
-def _transport_error(error: Exception) -> KafkaError:
-    """A broker we could not ask, in Kafka's words: timed out, or a network error."""
-    code = REQUEST_TIMED_OUT if isinstance(error, TimedOut) else NETWORK_EXCEPTION
-    return KafkaError.of(code, str(error))
+def _unnamed(error: KafkaError, broker: BrokerNode) -> KafkaError:
+    """A broker's failure without the broker's name in its message: the row names it."""
+    prefix = f"broker {broker.node_id} ({broker}): "
+    if error.message and error.message.startswith(prefix):
+        return KafkaError.of(error.code, error.message.removeprefix(prefix))
+    return error
+
+
+def _split_partitions(response: Any) -> Mapping[tuple[str, int], tuple[int, Any]]:
+    """A ListOffsets answer per (topic, partition)."""
+    return {
+        (topic.name, int(partition.partition_index)): (int(partition.error_code), partition)
+        for topic in response.topics
+        for partition in topic.partitions
+    }
+
+
+#: Per-partition errors of DescribeShareGroupOffsets that last only while a leader or
+#: share coordinator moves (seen on Kafka 4.2 during controlled shutdowns).
+_MOVING: Final = frozenset({NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, 14, 15, 16})
+
+
+def _leader_moving(group: Any) -> bool:
+    """Whether a group's offsets answer carries a share-partition error worth asking again."""
+    return any(
+        int(partition.error_code) in _MOVING
+        for topic in group.topics
+        for partition in topic.partitions
+    )
 
 
 def _split_groups(response: Any) -> Mapping[str, tuple[int, Any]]:

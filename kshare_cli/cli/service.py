@@ -3,14 +3,21 @@
 Commands import this module only once they run (never to build ``--help``),
 because it pulls in asyncio, kio and the client. Each call is bounded as a whole
 by ``--timeout``: an operator's command ends by then, whatever a broker does.
+
+The deadline is handed down, not wrapped around: ``_bounded`` fixes it once and
+``open_admin`` gives it to the client, whose fan-outs end a silent broker's part
+as a failure before it, so the healthy brokers' answers and the last error are
+shown (exit 1) instead of being thrown away by an outer timeout (exit 4). The
+outer ``wait_for`` stays only as a backstop, a moment after the deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from kshare_cli.admin.models import GroupDescriptions, GroupListing, ShareGroupOffsets
 from kshare_cli.admin.share_groups import SHARE_GROUP_DESCRIBE, ShareGroupAdmin
@@ -20,27 +27,47 @@ from kshare_cli.wire.client import KafkaClient
 
 T = TypeVar("T")
 
+#: How long after the deadline the backstop fires: the client's own deadline, which
+#: keeps partial answers and names the last error, must always come first.
+BACKSTOP_S: Final = 1.0
+
+#: The running command's deadline (the event loop's clock) and what it is doing.
+_COMMAND: contextvars.ContextVar[tuple[float, str] | None] = contextvars.ContextVar(
+    "kshare-command", default=None
+)
+
 
 @asynccontextmanager
 async def open_admin(
     settings: ConnectionSettings, timeout_s: float
 ) -> AsyncIterator[ShareGroupAdmin]:
-    client = await KafkaClient.connect(settings, timeout_s=timeout_s)
+    command = _COMMAND.get()
+    deadline = None if command is None else command[0]
+    client = await KafkaClient.connect(settings, timeout_s=timeout_s, deadline=deadline)
     try:
         # A broker without share groups still answers ListGroups (an empty list), so
         # `list` and `describe --all-groups` would report "no share groups" and exit 0;
         # name the missing API instead (IncompatibleBroker, exit 3).
         client.api_version(SHARE_GROUP_DESCRIBE)
-        yield ShareGroupAdmin(client)
+        if command is None:
+            yield ShareGroupAdmin(client)
+        else:
+            async with client.bounded(command[1]):
+                yield ShareGroupAdmin(client)
     finally:
         await client.close()
 
 
 async def _bounded(work: Coroutine[Any, Any, T], timeout_s: float, what: str) -> T:
+    loop = asyncio.get_running_loop()
+    token = _COMMAND.set((loop.time() + timeout_s, what))
     try:
-        return await asyncio.wait_for(work, timeout_s)
+        # The task wait_for makes copies this context: open_admin finds the deadline.
+        return await asyncio.wait_for(work, timeout_s + BACKSTOP_S)
     except TimeoutError:
         raise TimedOut(f"{what} did not finish within {timeout_s:g} s (--timeout)") from None
+    finally:
+        _COMMAND.reset(token)
 
 
 async def list_groups(
