@@ -1,4 +1,4 @@
-"""The sandbox broker: one node that is its own controller, group and share coordinator.
+"""The sandbox broker: one node, or a cluster of nodes over one shared model.
 
 Handlers are registered per API key with the version range Kafka 4.2 offers
 (taken from the golden recording of its ApiVersions response) intersected with
@@ -10,6 +10,16 @@ the version asked for.
 A broker built with ``share_groups=False`` offers what a Kafka 3.x broker does:
 no share-group APIs in ApiVersions, no ``share.version`` feature, FindCoordinator
 without the share key type (v6) -- the "broker too old for share groups" case.
+
+A broker of ``nodes`` > 1 listens once per node (node ids 1..N, consecutive
+ports from the first). Logs, groups and share-partition state stay one
+in-process model; what each node answers follows ``cluster.ClusterState``:
+Metadata lists the registered nodes and each partition's leader, FindCoordinator
+names the coordinator's node, and a request that needs a leader or a
+coordinator, sent to another node, gets Kafka's error for it. ``stop_node``,
+``hang_node``, ``restart_node``, ``move_leader`` and ``move_*_coordinator`` are
+the faults a test can cause; a node down for ``broker.session.timeout.ms`` is
+fenced and its leaderships move.
 """
 
 from __future__ import annotations
@@ -25,6 +35,11 @@ from typing import Any, Final
 
 from kio.index import load_response_schema
 
+from kshare_cli.sandbox.cluster import (
+    LEADER_NOT_AVAILABLE,
+    ClusterState,
+    NodeState,
+)
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
 from kshare_cli.sandbox.security import ILLEGAL_SASL_STATE, PLAINTEXT, ListenerSecurity
 from kshare_cli.sandbox.server import Connection, FrameServer
@@ -119,8 +134,25 @@ class Broker:
         default_partitions: int = 1,
         auto_create_topics: bool = True,
         share_groups: bool = True,
+        nodes: int = 1,
+        session_timeout_ms: int = 9000,
+        default_replication_factor: int = 1,
+        coordinator_load_ms: int = 200,
     ) -> None:
+        if not 1 <= default_replication_factor <= nodes:
+            raise ValueError(
+                f"default replication factor {default_replication_factor} needs 1..{nodes}"
+            )
         self.logs = LogStore(data_dir)
+        #: Which node leads what and which nodes are registered (``--brokers``).
+        self.cluster = ClusterState(nodes, coordinator_load_s=coordinator_load_ms / 1000)
+        #: Kafka's ``broker.session.timeout.ms``: how long a silent node stays registered.
+        self.session_timeout_ms = session_timeout_ms
+        #: Kafka's ``default.replication.factor``, for topics created without one.
+        self.default_replication_factor = default_replication_factor
+        for name in sorted(self.logs.topics):
+            loaded = self.logs.topics[name]
+            self.cluster.assign(name, len(loaded.partitions), self._replication_for(loaded))
         self.share_groups = share_groups
         #: The last producer id InitProducerId handed out.
         self.last_producer_id = 999
@@ -130,7 +162,11 @@ class Broker:
         self.default_partitions = default_partitions
         self.auto_create_topics = auto_create_topics
         self.advertised = Listener("127.0.0.1", 0)
-        self._servers: list[FrameServer] = []
+        #: Each node's address, by node id.
+        self.listeners: dict[int, Listener] = {}
+        self._host = "127.0.0.1"
+        self._servers: dict[int, FrameServer] = {}
+        self._fencing: dict[int, asyncio.TimerHandle] = {}
         self._data_changed = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
         self.extensions: list[BrokerExtension] = []
@@ -140,16 +176,35 @@ class Broker:
     async def start(
         self, host: str = "127.0.0.1", port: int = 0, *, security: ListenerSecurity | None = None
     ) -> int:
-        """Listen (PLAINTEXT unless ``security`` says otherwise); returns the bound port."""
+        """Listen (PLAINTEXT unless ``security`` says otherwise); returns node 1's bound port.
+
+        Node ``n`` listens on ``port + n - 1`` (each on a free port when ``port`` is 0);
+        when one cannot, those already listening close and the OSError propagates.
+        """
         self.security = security or PLAINTEXT
-        server = FrameServer(self.dispatch, self.unsupported_api_versions, security=self.security)
-        bound = await server.start(host, port)
-        self._servers.append(server)
-        self.advertised = Listener(
-            host if host not in ("0.0.0.0", "::", "") else "127.0.0.1", bound
-        )
+        advertised_host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        self._host = host
+        try:
+            for node_id in self.cluster.node_ids:
+                node_port = 0 if port == 0 else port + node_id - 1
+                bound = await self._listen(node_id, host, node_port)
+                self.listeners[node_id] = Listener(advertised_host, bound)
+        except BaseException:
+            for server in self._servers.values():
+                await server.close()
+            self._servers.clear()
+            raise
+        self.advertised = self.listeners[1]
         for extension in self.extensions:
             await extension.started(self)
+        return self.advertised.port
+
+    async def _listen(self, node_id: int, host: str, port: int) -> int:
+        server = FrameServer(
+            self.dispatch, self.unsupported_api_versions, security=self.security, node_id=node_id
+        )
+        bound = await server.start(host, port)
+        self._servers[node_id] = server
         return bound
 
     async def close(self) -> None:
@@ -157,8 +212,86 @@ class Broker:
             await extension.stopping(self)
         for task in self._background:
             task.cancel()
-        for server in self._servers:
+        for handle in self._fencing.values():
+            handle.cancel()
+        for server in self._servers.values():
             await server.close()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every node's address, comma-separated, node 1 first."""
+        return ",".join(f"{node.host}:{node.port}" for _, node in sorted(self.listeners.items()))
+
+    # -- faults (sandbox clusters) -------------------------------------------
+
+    async def stop_node(self, node_id: int) -> None:
+        """``kill -9`` the node: connections reset, its port refuses, it is fenced later."""
+        self.cluster.node_down(node_id, NodeState.STOPPED)
+        server = self._servers.pop(node_id, None)
+        if server is not None:
+            await server.abort()
+        self._arm_fencing(node_id)
+
+    def hang_node(self, node_id: int) -> None:
+        """Freeze the node: its port accepts, nothing is answered, it is fenced later."""
+        self.cluster.node_down(node_id, NodeState.HUNG)
+        server = self._servers.get(node_id)
+        if server is not None:
+            server.hang()
+        self._arm_fencing(node_id)
+
+    async def restart_node(self, node_id: int) -> None:
+        """Start the node again on its port (killing it first if it hangs or runs).
+
+        It registers again at once (unfenced); it leads only what had no live
+        replica meanwhile -- Kafka moves other leaderships back only by a
+        preferred-leader election, ``move_leader`` here.
+        """
+        self.cluster.check_node(node_id)
+        server = self._servers.pop(node_id, None)
+        if server is not None:
+            await server.abort()
+        handle = self._fencing.pop(node_id, None)
+        if handle is not None:
+            handle.cancel()
+        await self._listen(node_id, self._host, self.listeners[node_id].port)
+        self._leaders_changed(self.cluster.node_up(node_id))
+
+    def fence_node(self, node_id: int) -> None:
+        """What the controller does once the node's session timed out (also callable early)."""
+        self._fencing.pop(node_id, None)
+        self._leaders_changed(self.cluster.fence(node_id))
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> int:
+        """Elect ``node_id`` leader of the partition; returns the new leader epoch."""
+        epoch = self.cluster.move_leader(topic, partition, node_id).epoch
+        self._leaders_changed([(topic, partition)])
+        return epoch
+
+    def move_group_coordinator(self, group_id: str, node_id: int) -> int:
+        """Move the group's ``__consumer_offsets`` partition (and its other groups) to the node."""
+        return self.move_leader(*self.cluster.group_coordinator(group_id), node_id)
+
+    def move_share_coordinator(self, key: str, node_id: int) -> int:
+        """Move the ``__share_group_state`` partition of ``group:topicId:partition`` to the node."""
+        return self.move_leader(*self.cluster.share_coordinator(key), node_id)
+
+    def _arm_fencing(self, node_id: int) -> None:
+        if node_id in self.cluster.fenced or node_id in self._fencing:
+            return
+        self._fencing[node_id] = asyncio.get_running_loop().call_later(
+            max(0, self.session_timeout_ms) / 1000, self.fence_node, node_id
+        )
+
+    def _leaders_changed(self, moved: list[tuple[str, int]]) -> None:
+        for name, partition in moved:
+            topic = self.topic(name)
+            if topic is None:
+                continue
+            for extension in self.extensions:
+                extension.leader_changed(self, topic, partition)
+        if moved:
+            self.notify_data_changed()
 
     def spawn(self, coroutine: Awaitable[None]) -> None:
         """Run a background task for the broker's lifetime (lock timers, session expiry)."""
@@ -244,14 +377,31 @@ class Broker:
             return self.topic(name)
         return None if topic_id is None else self.logs.by_id.get(topic_id)
 
-    def create_topic(self, name: str, partitions: int, **kwargs: Any) -> Topic:
+    def create_topic(
+        self, name: str, partitions: int, *, replication_factor: int = -1, **kwargs: Any
+    ) -> Topic:
+        """Create the topic and place its partitions; ``replication_factor`` -1 is the default."""
         topic = self.logs.create(name, partitions, **kwargs)
+        self.cluster.assign(
+            name,
+            partitions,
+            self._replication_for(topic) if replication_factor == -1 else replication_factor,
+        )
         for extension in self.extensions:
             extension.topic_created(self, topic)
         return topic
 
+    def _replication_for(self, topic: Topic) -> int:
+        """Internal topics get Kafka's 3 replicas (as many as there are nodes, if fewer)."""
+        return (
+            self.cluster.internal_replication_factor
+            if topic.internal
+            else self.default_replication_factor
+        )
+
     def delete_topic(self, name: str) -> None:
         topic = self.logs.delete(name)
+        self.cluster.forget(name)
         for extension in self.extensions:
             extension.topic_deleted(self, topic)
 
@@ -265,29 +415,74 @@ class Broker:
             "topic_id": topic.topic_id,
             "is_internal": topic.internal,
             "partitions": [
-                {
-                    "error_code": NONE,
-                    "partition_index": p.partition,
-                    "leader_id": NODE_ID,
-                    "leader_epoch": 0,
-                    "replica_nodes": [NODE_ID],
-                    "isr_nodes": [NODE_ID],
-                    "offline_replicas": [],
-                }
-                for p in topic.partitions
+                self.metadata_partition(topic.name, p.partition) for p in topic.partitions
             ],
             "topic_authorized_operations": -2147483648,
         }
 
-    def broker_entry(self) -> dict[str, Any]:
+    def metadata_partition(self, topic: str, partition: int) -> dict[str, Any]:
+        """Leader, epoch and replicas; a fenced replica is out of the ISR and offline.
+
+        Kafka keeps the last ISR member in the ISR of a partition that lost its
+        leader with it (leader -1, LEADER_NOT_AVAILABLE), so that member can lead
+        again when it comes back.
+        """
+        found = self.cluster.leadership(topic, partition)
+        replicas = [NODE_ID] if found is None else list(found.replicas)
+        fenced = self.cluster.fenced
+        leader = NODE_ID if found is None else found.leader
         return {
-            "node_id": NODE_ID,
-            "broker_id": NODE_ID,
-            "host": self.advertised.host,
-            "port": self.advertised.port,
+            "error_code": NONE if leader != -1 else LEADER_NOT_AVAILABLE,
+            "partition_index": partition,
+            "leader_id": leader,
+            "leader_epoch": 0 if found is None else found.epoch,
+            "replica_nodes": replicas,
+            "isr_nodes": [n for n in replicas if n not in fenced] or replicas[:1],
+            "offline_replicas": [n for n in replicas if n in fenced],
+        }
+
+    def broker_entry(self, node_id: int = NODE_ID) -> dict[str, Any]:
+        listener = self.listeners.get(node_id, self.advertised)
+        return {
+            "node_id": node_id,
+            "broker_id": node_id,
+            "host": listener.host,
+            "port": listener.port,
             "rack": None,
             "is_fenced": False,
         }
+
+    def broker_entries(self) -> list[dict[str, Any]]:
+        """The registered nodes, as Metadata and DescribeCluster list them."""
+        return [self.broker_entry(node_id) for node_id in self.cluster.registered]
+
+    def current_leader(self, topic: str, partition: int) -> dict[str, int]:
+        """A response's ``current_leader`` (KIP-951), so a client re-routes without Metadata."""
+        found = self.cluster.leadership(topic, partition)
+        if found is None:
+            return {"leader_id": -1, "leader_epoch": -1}
+        return {"leader_id": found.leader, "leader_epoch": found.epoch}
+
+    def node_endpoints(self, node_ids: set[int]) -> list[dict[str, Any]]:
+        """A response's ``node_endpoints``: where the leaders it names listen."""
+        return [
+            {"node_id": n, "host": self.listeners[n].host, "port": self.listeners[n].port,
+             "rack": None}
+            for n in sorted(node_ids)
+            if n in self.listeners
+        ]  # fmt: skip
+
+    def leader_error(
+        self, connection: Connection, topic: str, partition: int, current_leader_epoch: int = -1
+    ) -> int:
+        """NOT_LEADER_OR_FOLLOWER (or an epoch error) where this node may not serve it."""
+        return self.cluster.leader_error(connection.node_id, topic, partition, current_leader_epoch)
+
+    def group_coordinator_error(self, connection: Connection, group_id: str) -> int:
+        """NOT_COORDINATOR on a node that does not coordinate the group; loading, for a moment."""
+        return self.cluster.coordinator_error(
+            connection.node_id, *self.cluster.group_coordinator(group_id)
+        )
 
 
 class BrokerExtension:
@@ -303,6 +498,9 @@ class BrokerExtension:
         return None
 
     def topic_deleted(self, broker: Broker, topic: Topic) -> None:
+        return None
+
+    def leader_changed(self, broker: Broker, topic: Topic, partition: int) -> None:
         return None
 
 
@@ -399,9 +597,9 @@ async def metadata(broker: Broker, request: Request, connection: Connection) -> 
         response_type(request),
         {
             "throttle_time": 0,
-            "brokers": [broker.broker_entry()],
+            "brokers": broker.broker_entries(),
             "cluster_id": broker.cluster_id,
-            "controller_id": NODE_ID,
+            "controller_id": broker.cluster.controller_id(),
             "topics": topics,
             "cluster_authorized_operations": -2147483648,
             "error_code": NONE,
@@ -437,8 +635,8 @@ async def describe_cluster(broker: Broker, request: Request, connection: Connect
             "error_message": None,
             "endpoint_type": 1,
             "cluster_id": broker.cluster_id,
-            "controller_id": NODE_ID,
-            "brokers": [broker.broker_entry()],
+            "controller_id": broker.cluster.controller_id(),
+            "brokers": broker.broker_entries(),
             "cluster_authorized_operations": -2147483648,
         },
     )
@@ -465,7 +663,9 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
             "error_code": NONE,
             "error_message": None,
             "num_partitions": partitions,
-            "replication_factor": 1,
+            "replication_factor": (
+                broker.default_replication_factor if replication == -1 else replication
+            ),
             "configs": [],
         }
         if not is_valid_topic_name(name):
@@ -481,16 +681,20 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
                 error_code=INVALID_PARTITIONS,
                 error_message="Number of partitions was set to an invalid non-positive value.",
             )
-        elif replication not in (-1, 1):
+        elif replication != -1 and not 1 <= replication <= len(broker.cluster.registered):
+            registered = len(broker.cluster.registered)
             result.update(
                 error_code=INVALID_REPLICATION_FACTOR,
                 error_message=f"Unable to replicate the partition {replication} time(s): "
                 "The target replication factor of "
-                f"{replication} cannot be reached because only 1 broker(s) are registered.",
+                f"{replication} cannot be reached because only {registered} broker(s) "
+                "are registered.",
             )
         elif not payload.validate_only:
             configs = {c.name: c.value for c in wanted.configs if c.value is not None}
-            topic = broker.create_topic(name, partitions, configs=configs)
+            topic = broker.create_topic(
+                name, partitions, replication_factor=replication, configs=configs
+            )
             result["topic_id"] = topic.topic_id
         results.append(result)
     return build(response_type(request), {"throttle_time": 0, "topics": results})
@@ -532,6 +736,7 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
     payload = request.payload
     acks = int(payload.acks)
     responses: list[dict[str, Any]] = []
+    leaders: set[int] = set()
     now = now_ms()
     for topic_data in payload.topic_data:
         name = getattr(topic_data, "name", None)
@@ -551,10 +756,14 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
             partition = None if topic is None else broker.partition_log(topic.name, data.index)
             if acks not in (-1, 0, 1):
                 entry["error_code"] = INVALID_REQUIRED_ACKS
-            elif partition is None or (topic is not None and topic.internal):
+            elif partition is None or topic is None or topic.internal:
                 entry["error_code"] = (
                     UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
                 )
+            elif code := broker.leader_error(connection, topic.name, data.index):
+                entry["error_code"] = code
+                entry["current_leader"] = broker.current_leader(topic.name, data.index)
+                leaders.add(entry["current_leader"]["leader_id"])
             elif data.records:
                 try:
                     entry["base_offset"] = partition.append(bytes(data.records), now)
@@ -567,7 +776,14 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
     broker.notify_data_changed()
     if acks == 0:
         return None
-    return build(response_type(request), {"responses": responses, "throttle_time": 0})
+    return build(
+        response_type(request),
+        {
+            "responses": responses,
+            "throttle_time": 0,
+            "node_endpoints": broker.node_endpoints(leaders),
+        },
+    )
 
 
 # -- Fetch -------------------------------------------------------------------
@@ -580,19 +796,28 @@ async def fetch(broker: Broker, request: Request, connection: Connection) -> Any
     deadline = asyncio.get_running_loop().time() + max_wait_s
     min_bytes = int(payload.min_bytes)
     while True:
-        responses, total = _fetch_once(broker, payload)
+        responses, total, leaders = _fetch_once(broker, payload, connection)
         remaining = deadline - asyncio.get_running_loop().time()
         if total >= min_bytes or remaining <= 0:
             break
         await broker.wait_data_changed(remaining)
     return build(
         response_type(request),
-        {"throttle_time": 0, "error_code": NONE, "session_id": 0, "responses": responses},
+        {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "session_id": 0,
+            "responses": responses,
+            "node_endpoints": broker.node_endpoints(leaders),
+        },
     )
 
 
-def _fetch_once(broker: Broker, payload: Any) -> tuple[list[dict[str, Any]], int]:
+def _fetch_once(
+    broker: Broker, payload: Any, connection: Connection
+) -> tuple[list[dict[str, Any]], int, set[int]]:
     responses: list[dict[str, Any]] = []
+    leaders: set[int] = set()
     total = 0
     budget = int(payload.max_bytes)
     for wanted in payload.topics:
@@ -612,12 +837,21 @@ def _fetch_once(broker: Broker, payload: Any) -> tuple[list[dict[str, Any]], int
                 "records": b"",
             }
             log_ = None if topic is None else broker.partition_log(topic.name, part.partition)
-            if log_ is None:
+            if topic is None or log_ is None:
                 # Empty records, as Kafka's MemoryRecords.EMPTY: librdkafka cannot parse a
                 # null record set ("invalid MessageSetSize -1") and would log it in a loop.
                 entry["error_code"] = (
                     UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
                 )
+            elif code := broker.leader_error(
+                connection,
+                topic.name,
+                part.partition,
+                int(getattr(part, "current_leader_epoch", -1)),
+            ):
+                entry["error_code"] = code
+                entry["current_leader"] = broker.current_leader(topic.name, part.partition)
+                leaders.add(entry["current_leader"]["leader_id"])
             else:
                 offset = int(part.fetch_offset)
                 entry["high_watermark"] = log_.log_end_offset
@@ -632,7 +866,7 @@ def _fetch_once(broker: Broker, payload: Any) -> tuple[list[dict[str, Any]], int
                     total += len(data)
             partitions.append(entry)
         responses.append({"topic": name, "topic_id": topic_id, "partitions": partitions})
-    return responses, total
+    return responses, total, leaders
 
 
 # -- ListOffsets -------------------------------------------------------------
@@ -656,7 +890,17 @@ async def list_offsets(broker: Broker, request: Request, connection: Connection)
             if log_ is None:
                 entry["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
                 entry["leader_epoch"] = -1
+            elif code := broker.leader_error(
+                connection,
+                wanted.name,
+                part.partition_index,
+                int(getattr(part, "current_leader_epoch", -1)),
+            ):
+                entry["error_code"] = code
+                entry["leader_epoch"] = -1
             else:
+                current = broker.current_leader(wanted.name, part.partition_index)
+                entry["leader_epoch"] = current["leader_epoch"]
                 timestamp = int(part.timestamp)
                 if timestamp == -2:  # EARLIEST
                     entry["offset"] = log_.log_start_offset
@@ -683,29 +927,47 @@ async def list_offsets(broker: Broker, request: Request, connection: Connection)
 @handles(10)
 async def find_coordinator(broker: Broker, request: Request, connection: Connection) -> Any:
     payload = request.payload
-    node = broker.broker_entry()
     keys = list(getattr(payload, "coordinator_keys", ()) or ())
     if not keys and getattr(payload, "key", None) is not None:
         keys = [payload.key]
-    coordinators = [
-        {
-            "key": key,
-            "node_id": node["node_id"],
-            "host": node["host"],
-            "port": node["port"],
-            "error_code": NONE,
-            "error_message": "",
-        }
-        for key in keys
-    ]
+    share_key = int(getattr(payload, "key_type", 0)) == SHARE_KEY_TYPE
+    coordinators = [_coordinator(broker, key, share_key) for key in keys]
     body: dict[str, Any] = {"throttle_time": 0, "coordinators": coordinators}
     if not has_field(response_type(request), "coordinators"):
+        (found,) = coordinators
         body = {
             "throttle_time": 0,
-            "error_code": NONE,
-            "error_message": "NONE",
-            "node_id": node["node_id"],
-            "host": node["host"],
-            "port": node["port"],
+            "error_code": found["error_code"],
+            "error_message": "NONE" if found["error_code"] == NONE else found["error_message"],
+            "node_id": found["node_id"],
+            "host": found["host"],
+            "port": found["port"],
         }
     return build(response_type(request), body)
+
+
+#: FindCoordinator's key type of a share coordinator ("group:topicId:partition").
+SHARE_KEY_TYPE: Final = 2
+
+
+def _coordinator(broker: Broker, key: str, share_key: bool) -> dict[str, Any]:
+    """The leader of the key's coordinator partition, or COORDINATOR_NOT_AVAILABLE when none.
+
+    A node that died but is not fenced yet still leads, so it is still the answer,
+    as on Kafka until ``broker.session.timeout.ms`` passes.
+    """
+    cluster = broker.cluster
+    leader = cluster.leader(
+        *(cluster.share_coordinator(key) if share_key else cluster.group_coordinator(key))
+    )
+    if leader == -1:
+        return {
+            "key": key, "node_id": -1, "host": "", "port": -1,
+            "error_code": COORDINATOR_NOT_AVAILABLE,
+            "error_message": "The coordinator is not available.",
+        }  # fmt: skip
+    node = broker.broker_entry(leader)
+    return {
+        "key": key, "node_id": node["node_id"], "host": node["host"], "port": node["port"],
+        "error_code": NONE, "error_message": "",
+    }  # fmt: skip

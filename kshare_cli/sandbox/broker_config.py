@@ -35,6 +35,8 @@ STATE_TOPIC_PRUNE_INTERVAL_MS: Final = "share.coordinator.state.topic.prune.inte
 COLD_PARTITION_SNAPSHOT_INTERVAL_MS: Final = "share.coordinator.cold.partition.snapshot.interval.ms"
 AUTO_CREATE_TOPICS_ENABLE: Final = "auto.create.topics.enable"
 NUM_PARTITIONS: Final = "num.partitions"
+BROKER_SESSION_TIMEOUT_MS: Final = "broker.session.timeout.ms"
+DEFAULT_REPLICATION_FACTOR: Final = "default.replication.factor"
 
 _JAVA_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
 _JAVA_INT_MIN: Final = -(2**31)
@@ -70,11 +72,21 @@ class ShareCoordinatorConfig:
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
-    """Everything ``--config`` can set: topic auto-creation and the share coordinator."""
+    """Everything ``--config`` can set: topic auto-creation, the share coordinator, fencing.
+
+    ``broker_session_timeout_ms`` is KRaft's ``broker.session.timeout.ms``: how long
+    a sandbox cluster's node that stopped or hangs stays registered before the
+    controller fences it and its leaderships move (an INT without a validator in
+    Kafka; 0 or less fences at once). ``default_replication_factor`` is Kafka's
+    ``default.replication.factor`` (at least 1; no more than the nodes, checked
+    when the cluster is built).
+    """
 
     auto_create_topics: bool = True
     num_partitions: int = 1
     share_coordinator: ShareCoordinatorConfig = field(default_factory=ShareCoordinatorConfig)
+    broker_session_timeout_ms: int = 9000
+    default_replication_factor: int = 1
 
 
 def parse_config_pairs(pairs: Iterable[str]) -> dict[str, str]:
@@ -109,7 +121,20 @@ def broker_config(values: Mapping[str, str]) -> BrokerConfig:
     num_partitions = 1
     if NUM_PARTITIONS in values:
         num_partitions = _at_least(NUM_PARTITIONS, _int(NUM_PARTITIONS, values[NUM_PARTITIONS]), 1)
-    return BrokerConfig(auto_create_topics, num_partitions, share_coordinator)
+    session_timeout_ms = 9000
+    if BROKER_SESSION_TIMEOUT_MS in values:
+        session_timeout_ms = _int(BROKER_SESSION_TIMEOUT_MS, values[BROKER_SESSION_TIMEOUT_MS])
+    replication_factor = 1
+    if DEFAULT_REPLICATION_FACTOR in values:
+        replication_factor = _at_least(
+            DEFAULT_REPLICATION_FACTOR,
+            _int(DEFAULT_REPLICATION_FACTOR, values[DEFAULT_REPLICATION_FACTOR]),
+            1,
+        )
+    return BrokerConfig(
+        auto_create_topics, num_partitions, share_coordinator, session_timeout_ms,
+        replication_factor,
+    )  # fmt: skip
 
 
 _SHARE_COORDINATOR_FIELDS: Final = {
@@ -117,7 +142,15 @@ _SHARE_COORDINATOR_FIELDS: Final = {
     STATE_TOPIC_PRUNE_INTERVAL_MS: "state_topic_prune_interval_ms",
     COLD_PARTITION_SNAPSHOT_INTERVAL_MS: "cold_partition_snapshot_interval_ms",
 }
-_KNOWN: Final = frozenset({*_SHARE_COORDINATOR_FIELDS, AUTO_CREATE_TOPICS_ENABLE, NUM_PARTITIONS})
+_KNOWN: Final = frozenset(
+    {
+        *_SHARE_COORDINATOR_FIELDS,
+        AUTO_CREATE_TOPICS_ENABLE,
+        NUM_PARTITIONS,
+        BROKER_SESSION_TIMEOUT_MS,
+        DEFAULT_REPLICATION_FACTOR,
+    }
+)
 
 
 def _int(name: str, text: str) -> int:

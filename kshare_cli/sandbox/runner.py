@@ -9,6 +9,12 @@ runs a function on that loop to inspect or change broker state safely.
 share groups, as a Kafka 3.x cluster would be. ``config`` takes broker configs
 by Kafka's names, as ``kshare sandbox --config`` does (``broker_config``), so a
 test can shorten the share coordinator's five-minute snapshot and prune timers.
+
+``brokers`` > 1 serves a sandbox cluster (``cluster.py``): ``bootstrap`` is node
+1's address, ``addresses`` every node's; ``stop_node`` (``kill -9``),
+``hang_node``, ``restart_node``, ``fence_node``, ``move_leader`` and
+``move_group_coordinator`` / ``move_share_coordinator`` cause what a test of a
+failing cluster needs, each taking effect before it returns.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kshare_cli.sandbox.broker import Broker
-from kshare_cli.sandbox.broker_config import broker_config
+from kshare_cli.sandbox.broker_config import BrokerConfigError, broker_config
 from kshare_cli.sandbox.security import ListenerSecurity
 
 T = TypeVar("T")
@@ -35,14 +41,18 @@ def new_broker(
     auto_create_topics: bool | None = None,
     default_partitions: int | None = None,
     config: Mapping[str, str] | None = None,
+    brokers: int = 1,
+    coordinator_load_ms: int = 200,
     **options: Any,
 ) -> Broker:
-    """A broker with every part of the emulator installed.
+    """A broker with every part of the emulator installed (``brokers`` nodes of it).
 
     ``config`` holds broker configs by Kafka's names (``--config``), checked as
     ``broker_config.broker_config`` checks them (BrokerConfigError when Kafka
     would refuse one). ``auto_create_topics`` and ``default_partitions``, when
     given, override its ``auto.create.topics.enable`` and ``num.partitions``.
+    ``coordinator_load_ms`` is how long a node that just took over a coordinator
+    partition answers COORDINATOR_LOAD_IN_PROGRESS for its groups.
     ``options`` configure the share groups (``settings``); with
     ``share_groups=False`` there are none to configure.
     """
@@ -51,6 +61,11 @@ def new_broker(
     if not share_groups and options:
         raise TypeError(f"share-group options {sorted(options)} given with share_groups=False")
     configured = broker_config(config or {})
+    if configured.default_replication_factor > brokers:
+        raise BrokerConfigError(
+            f"default.replication.factor {configured.default_replication_factor} "
+            f"needs at least as many brokers, not {brokers}"
+        )
     broker = Broker(
         data_dir=data_dir,
         share_groups=share_groups,
@@ -60,6 +75,10 @@ def new_broker(
         default_partitions=(
             configured.num_partitions if default_partitions is None else default_partitions
         ),
+        nodes=brokers,
+        session_timeout_ms=configured.broker_session_timeout_ms,
+        default_replication_factor=configured.default_replication_factor,
+        coordinator_load_ms=coordinator_load_ms,
     )
     if share_groups:
         install_share_groups(broker, coordinator=configured.share_coordinator, **options)
@@ -93,6 +112,48 @@ class SandboxThread:
     @property
     def bootstrap(self) -> str:
         return f"{self._host}:{self.port}"
+
+    @property
+    def addresses(self) -> dict[int, str]:
+        """Every node's ``host:port``, by node id (one entry on a one-node sandbox)."""
+        broker = self._started()
+        return {n: f"{node.host}:{node.port}" for n, node in sorted(broker.listeners.items())}
+
+    def _started(self) -> Broker:
+        if self.broker is None:
+            raise RuntimeError("sandbox not started")
+        return self.broker
+
+    def _run(self, coroutine: Any, timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    def stop_node(self, node_id: int) -> None:
+        """``kill -9`` a node: its connections reset and its port refuses, until restarted."""
+        self._run(self._started().stop_node(node_id))
+
+    def hang_node(self, node_id: int) -> None:
+        """Freeze a node: its port accepts, and nothing it reads is ever answered."""
+        self.call(lambda broker: broker.hang_node(node_id))
+
+    def restart_node(self, node_id: int) -> None:
+        """Start a stopped or hung node afresh on its port; it registers again at once."""
+        self._run(self._started().restart_node(node_id))
+
+    def fence_node(self, node_id: int) -> None:
+        """Fence a node now, without waiting for ``broker.session.timeout.ms``."""
+        self.call(lambda broker: broker.fence_node(node_id))
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> int:
+        """Elect ``node_id`` leader of the partition; returns its new leader epoch."""
+        return self.call(lambda broker: broker.move_leader(topic, partition, node_id))
+
+    def move_group_coordinator(self, group_id: str, node_id: int) -> int:
+        """Move the group's coordinator (its ``__consumer_offsets`` partition) to the node."""
+        return self.call(lambda broker: broker.move_group_coordinator(group_id, node_id))
+
+    def move_share_coordinator(self, key: str, node_id: int) -> int:
+        """Move the share coordinator of ``group:topicId:partition`` to the node."""
+        return self.call(lambda broker: broker.move_share_coordinator(key, node_id))
 
     @property
     def security(self) -> ListenerSecurity | None:

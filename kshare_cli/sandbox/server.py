@@ -12,6 +12,11 @@ happens before the first frame; an untrusted peer never gets that far) and
 SASL: until a connection has authenticated, its frames go through the
 listener's SASL gate instead of the broker, exactly as Kafka's authenticator
 sits in front of its request handlers.
+
+A node of a sandbox cluster can die the two ways a broker process does:
+``abort`` is ``kill -9`` (every connection reset, the port refuses), ``hang``
+is a process that stopped running (``kill -STOP``, a long GC pause): the kernel
+still accepts connections and takes requests, nothing is ever answered.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
+import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +65,8 @@ class Connection:
     peer_port: int
     listener: str = "PLAINTEXT"
     authenticated_principal: str | None = None
+    #: The sandbox cluster node the connection reached (``--brokers``).
+    node_id: int = 1
 
 
 Dispatch = Callable[[Request, Connection], Awaitable[Any | None]]
@@ -78,8 +87,10 @@ class FrameServer:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         security: ListenerSecurity = PLAINTEXT,
+        node_id: int = 1,
     ) -> None:
         self._dispatch = dispatch
+        self._node_id = node_id
         self._unsupported_api_versions = unsupported_api_versions
         self._max_frame_bytes = max_frame_bytes
         self._security = security
@@ -87,6 +98,10 @@ class FrameServer:
         self._listener = security.protocol
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        #: Cleared while the node hangs: frames are read and never answered.
+        self._running = asyncio.Event()
+        self._running.set()
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the bound port (useful with port 0)."""
@@ -108,12 +123,30 @@ class FrameServer:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
 
+    def hang(self) -> None:
+        """Stop answering: requests read from now on (or being handled) get no response."""
+        self._running.clear()
+
+    async def abort(self) -> None:
+        """Die as a killed process does: close the port and reset every connection (RST)."""
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                # Linger 0: close sends RST, as the kernel does for a killed process's sockets.
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+        await self.close()
+
     async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        self._writers.add(writer)
         peer = writer.get_extra_info("peername") or ("unknown", 0)
-        connection = Connection(str(peer[0]), int(peer[1]), self._listener)
+        connection = Connection(str(peer[0]), int(peer[1]), self._listener, node_id=self._node_id)
         if not self._security.sasl:
             connection.authenticated_principal = ANONYMOUS
             ssl_object = writer.get_extra_info("ssl_object")
@@ -134,6 +167,7 @@ class FrameServer:
         finally:
             if task is not None:
                 self._tasks.discard(task)
+            self._writers.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -150,6 +184,7 @@ class FrameServer:
             frame = await read_frame(reader, limit)
             if frame is None:
                 return
+            await self._running.wait()
             request: Request | None = None
             try:
                 if gate is not None and authenticating:
@@ -187,6 +222,7 @@ class FrameServer:
                         "handler for API %d v%d failed", request.api_key, request.api_version
                     )
                 return
+            await self._running.wait()
             if response is not None:
                 writer.write(encode_response(response, request.correlation_id))
                 await writer.drain()

@@ -9,6 +9,15 @@ as ShareSnapshot/ShareUpdate records in ``__share_group_state``, written through
 the same partition logs as any topic and replayed from them on start; the
 in-memory share-partitions are a cache rebuilt from that state, exactly like a
 share-partition leader reading ReadShareGroupState after a restart.
+
+On a sandbox cluster (``--brokers``) the group RPCs are answered only by the
+group's coordinator (NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS
+while it has just taken the group over), ShareFetch and ShareAcknowledge only
+by each partition's leader (NOT_LEADER_OR_FOLLOWER elsewhere, with the current
+leader, KIP-951), and share sessions are per node, as Kafka's share-session
+cache is per broker. A partition whose leader changes drops its in-memory
+share-partition: the new leader rebuilds it from the persisted state, so records
+that were acquired and not acknowledged become available again, as on Kafka.
 """
 
 from __future__ import annotations
@@ -21,7 +30,6 @@ from typing import Any, Final
 
 from kshare_cli.sandbox.broker import (
     COORDINATOR_NOT_AVAILABLE,
-    NODE_ID,
     NONE,
     SHARE_STATE_PARTITIONS,
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -32,6 +40,11 @@ from kshare_cli.sandbox.broker import (
     response_type,
 )
 from kshare_cli.sandbox.broker_config import ShareCoordinatorConfig
+from kshare_cli.sandbox.cluster import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    NOT_COORDINATOR,
+    NOT_LEADER_OR_FOLLOWER,
+)
 from kshare_cli.sandbox.group_config_file import load_group_configs, save_group_configs
 from kshare_cli.sandbox.group_configs import (
     BrokerGroupSettings,
@@ -122,7 +135,8 @@ class ShareGroups(BrokerExtension):
         self.snapshot_offsets = [SnapshotOffsets() for _ in range(SHARE_STATE_PARTITIONS)]
         self.pruned_to: dict[int, int] = {}
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
-        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        #: Share sessions by (node id, group, member): each broker has its own cache.
+        self.sessions: dict[tuple[int, str, str], ShareSession] = {}
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -228,6 +242,11 @@ class ShareGroups(BrokerExtension):
         for key in [k for k in self.partitions if k.topic_id == topic.topic_id]:
             del self.partitions[key]
 
+    def leader_changed(self, broker: Broker, topic: Topic, partition: int) -> None:
+        """The old leader's share-partitions go; the new leader reads the persisted state."""
+        moved = (topic.topic_id, partition)
+        self.forget_live([k for k in self.partitions if (k.topic_id, k.partition) == moved])
+
     # -- durable state -------------------------------------------------------
 
     def _append_state(self, key: SharePartitionKey, record: StateRecord) -> None:
@@ -325,14 +344,19 @@ class ShareGroups(BrokerExtension):
         found = partition_log.offset_for_timestamp(strategy.timestamp(now_ms()))
         return int(partition_log.log_end_offset if found is None else found[0])
 
-    def _member_gone(self, group_id: str, member_id: str, now: int) -> None:
-        """A member left or was fenced: release what it held.
+    def _member_gone(
+        self, group_id: str, member_id: str, now: int, led_by: int | None = None
+    ) -> None:
+        """A member left or was fenced: release what it held (``led_by``: on that node only).
 
         Its share session stays until the client closes it (epoch -1) -- Kafka answers
-        the closing ShareAcknowledge that follows a leave heartbeat without error.
+        the closing ShareAcknowledge that follows a leave heartbeat without error. A
+        closed session releases what the member holds on that session's broker.
         """
         for key, share_partition in list(self.partitions.items()):
             if key.group_id != group_id:
+                continue
+            if led_by is not None and self._leader_of(key) != led_by:
                 continue
             write = share_partition.release_member(member_id, now)
             if write is not None:
@@ -347,6 +371,10 @@ class ShareGroups(BrokerExtension):
         for key, state in self.state.states().items():
             by_group.setdefault(key.group_id, {})[key] = state
         return by_group
+
+    def _leader_of(self, key: SharePartitionKey) -> int:
+        topic = self.broker.logs.by_id.get(key.topic_id)
+        return -1 if topic is None else self.broker.cluster.leader(topic.name, key.partition)
 
     def forget_live(self, keys: list[SharePartitionKey]) -> None:
         for key in keys:
@@ -379,6 +407,13 @@ def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
+#: Kafka's ``Errors.message()`` of the errors a group RPC gets from the wrong node.
+COORDINATOR_MESSAGES: Final = {
+    NOT_COORDINATOR: "This is not the correct coordinator.",
+    COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
+}
+
+
 # -- ShareGroupHeartbeat ------------------------------------------------------
 
 
@@ -386,6 +421,20 @@ def _bytes(value: Any) -> bytes | None:
 async def share_group_heartbeat(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = share_groups(broker)
     payload = request.payload
+    refused = broker.group_coordinator_error(connection, payload.group_id)
+    if refused:
+        return build(
+            response_type(request),
+            {
+                "throttle_time": 0,
+                "error_code": refused,
+                "error_message": COORDINATOR_MESSAGES[refused],
+                "member_id": None,
+                "member_epoch": 0,
+                "heartbeat_interval": 0,
+                "assignment": None,
+            },
+        )
     now = now_ms()
     topics = {name: len(t.partitions) for name, t in broker.logs.topics.items() if not t.internal}
     result = shares.groups.heartbeat(
@@ -438,10 +487,10 @@ async def share_group_heartbeat(broker: Broker, request: Request, connection: Co
 
 
 def _session_for(
-    shares: ShareGroups, group_id: str, member_id: str, epoch: int
+    shares: ShareGroups, node_id: int, group_id: str, member_id: str, epoch: int
 ) -> tuple[ShareSession | None, int]:
     """Kafka's share-session rules: 0 opens, -1 closes, otherwise the epoch must follow on."""
-    key = (group_id, member_id)
+    key = (node_id, group_id, member_id)
     if epoch == 0:
         opened = ShareSession(group_id, member_id, 1)
         shares.sessions[key] = opened
@@ -459,6 +508,7 @@ def _session_for(
 
 def _acknowledge(
     shares: ShareGroups,
+    connection: Connection,
     group_id: str,
     member_id: str,
     topics: Any,
@@ -477,6 +527,10 @@ def _acknowledge(
             if not partition.acknowledgement_batches:
                 continue
             key = SharePartitionKey(group_id, topic.topic_id, int(partition.partition_index))
+            refused = _leader_error(shares.broker, connection, topic.topic_id, key.partition)
+            if refused:
+                results[(topic.topic_id, key.partition)] = refused
+                continue
             share_partition = shares.share_partition(key)
             if share_partition is None:
                 results[(topic.topic_id, key.partition)] = UNKNOWN_TOPIC_OR_PARTITION
@@ -498,6 +552,23 @@ def _acknowledge(
                 shares._persist(key, outcome.state_write)
             results[(topic.topic_id, key.partition)] = outcome.error_code
     return results
+
+
+def _leader_error(
+    broker: Broker, connection: Connection, topic_id: uuid.UUID, partition: int
+) -> int:
+    """NOT_LEADER_OR_FOLLOWER for a share-partition this node does not lead (else NONE)."""
+    topic = broker.logs.by_id.get(topic_id)
+    if topic is None:
+        return NONE
+    return broker.leader_error(connection, topic.name, partition)
+
+
+def _current_leader(broker: Broker, topic_id: uuid.UUID, partition: int) -> dict[str, int]:
+    topic = broker.logs.by_id.get(topic_id)
+    if topic is None:
+        return _LEADER
+    return broker.current_leader(topic.name, partition)
 
 
 def _acquire(
@@ -573,6 +644,11 @@ def _top_level_error(request: Request, error_code: int, **extra: Any) -> Any:
     return build(response_type(request), {**body, **extra})
 
 
+def _session_node(broker: Broker, connection: Connection) -> int | None:
+    """Whose partitions a closing session releases: all of them on a one-node sandbox."""
+    return connection.node_id if len(broker.cluster.node_ids) > 1 else None
+
+
 def _commit(deferred: list[SharePartition]) -> None:
     for share_partition in deferred:
         share_partition.commit_pending()
@@ -596,20 +672,29 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
     has_acks = any(p.acknowledgement_batches for t in payload.topics for p in t.partitions)
     if epoch == 0 and has_acks:
         return top_level(INVALID_REQUEST)
-    session, error = _session_for(shares, group_id, member_id, epoch)
+    session, error = _session_for(shares, connection.node_id, group_id, member_id, epoch)
     if session is None:
         return top_level(error)
     now = now_ms()
     deferred: list[SharePartition] = []
-    ack_results = _acknowledge(shares, group_id, member_id, payload.topics, now, deferred)
+    ack_results = _acknowledge(
+        shares, connection, group_id, member_id, payload.topics, now, deferred
+    )
     for forgotten in payload.forgotten_topics_data:
         for partition in forgotten.partitions:
             session.partitions.discard((forgotten.topic_id, int(partition)))
     errors: dict[tuple[uuid.UUID, int], int] = {}
+    # A partition of the session whose leadership moved away is reported once and dropped.
+    for topic_id, index in sorted(session.partitions, key=lambda p: (str(p[0]), p[1])):
+        if refused := _leader_error(broker, connection, topic_id, index):
+            errors[(topic_id, index)] = refused
+            session.partitions.discard((topic_id, index))
     for topic in payload.topics:
         for partition in topic.partitions:
             key = SharePartitionKey(group_id, topic.topic_id, int(partition.partition_index))
-            if shares.share_partition(key) is None:
+            if refused := _leader_error(broker, connection, topic.topic_id, key.partition):
+                errors[(topic.topic_id, key.partition)] = refused
+            elif shares.share_partition(key) is None:
                 errors[(topic.topic_id, key.partition)] = (
                     UNKNOWN_TOPIC_ID
                     if topic.topic_id not in broker.logs.by_id
@@ -619,9 +704,9 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
                 session.partitions.add((topic.topic_id, key.partition))
     fetched: dict[tuple[uuid.UUID, int], tuple[bytes, list[dict[str, int]]]] = {}
     if epoch == -1:
-        # Closing the session releases whatever the member still holds.
-        shares.sessions.pop((group_id, member_id), None)
-        shares._member_gone(group_id, member_id, now)
+        # Closing the session releases whatever the member still holds on this node.
+        shares.sessions.pop((connection.node_id, group_id, member_id), None)
+        shares._member_gone(group_id, member_id, now, led_by=_session_node(broker, connection))
         broker.notify_data_changed()
     else:
         loop = asyncio.get_running_loop()
@@ -646,16 +731,23 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
     _commit(deferred)
     touched = set(ack_results) | set(fetched) | set(errors)
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    leaders: set[int] = set()
     for topic_id, partition in sorted(touched, key=lambda p: (str(p[0]), p[1])):
         records, acquired = fetched.get((topic_id, partition), (b"", []))
+        error_code = errors.get((topic_id, partition), NONE)
+        ack_error_code = ack_results.get((topic_id, partition), NONE)
+        current_leader = _LEADER
+        if NOT_LEADER_OR_FOLLOWER in (error_code, ack_error_code):
+            current_leader = _current_leader(broker, topic_id, partition)
+            leaders.add(current_leader["leader_id"])
         by_topic.setdefault(topic_id, []).append(
             {
                 "partition_index": partition,
-                "error_code": errors.get((topic_id, partition), NONE),
+                "error_code": error_code,
                 "error_message": None,
-                "acknowledge_error_code": ack_results.get((topic_id, partition), NONE),
+                "acknowledge_error_code": ack_error_code,
                 "acknowledge_error_message": None,
-                "current_leader": _LEADER,
+                "current_leader": current_leader,
                 "records": records,
                 "acquired_records": acquired,
             }
@@ -671,7 +763,7 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
                 {"topic_id": topic_id, "partitions": partitions}
                 for topic_id, partitions in by_topic.items()
             ],
-            "node_endpoints": [],
+            "node_endpoints": broker.node_endpoints(leaders),
         },
     )
 
@@ -691,26 +783,31 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
         return top_level(INVALID_REQUEST)
     if epoch == 0:
         return top_level(INVALID_SHARE_SESSION_EPOCH)
-    session, error = _session_for(shares, group_id, member_id, epoch)
+    session, error = _session_for(shares, connection.node_id, group_id, member_id, epoch)
     if session is None:
         return top_level(error)
     now = now_ms()
-    results = _acknowledge(shares, group_id, member_id, payload.topics, now)
+    results = _acknowledge(shares, connection, group_id, member_id, payload.topics, now)
     if epoch == -1:
-        # Closing the session releases whatever the member still holds.
-        shares.sessions.pop((group_id, member_id), None)
-        shares._member_gone(group_id, member_id, now)
+        # Closing the session releases whatever the member still holds on this node.
+        shares.sessions.pop((connection.node_id, group_id, member_id), None)
+        shares._member_gone(group_id, member_id, now, led_by=_session_node(broker, connection))
     broker.notify_data_changed()
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    leaders: set[int] = set()
     for (topic_id, partition), code in sorted(
         results.items(), key=lambda r: (str(r[0][0]), r[0][1])
     ):
+        current_leader = _LEADER
+        if code == NOT_LEADER_OR_FOLLOWER:
+            current_leader = _current_leader(broker, topic_id, partition)
+            leaders.add(current_leader["leader_id"])
         by_topic.setdefault(topic_id, []).append(
             {
                 "partition_index": partition,
                 "error_code": code,
                 "error_message": None,
-                "current_leader": _LEADER,
+                "current_leader": current_leader,
             }
         )
     return build(
@@ -720,7 +817,7 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
             "error_code": NONE,
             "error_message": None,
             "responses": [{"topic_id": t, "partitions": p} for t, p in by_topic.items()],
-            "node_endpoints": [],
+            "node_endpoints": broker.node_endpoints(leaders),
         },
     )
 
@@ -738,8 +835,16 @@ async def list_groups(broker: Broker, request: Request, connection: Connection) 
     # Without share groups the broker is a 3.x one with no groups at all.
     if shares is not None:
         listed = [*shares.groups.list_groups(states), *shares.groups.list_classic_groups(states)]
+        # Each broker lists the groups it coordinates; an admin client asks them all.
+        here = set(
+            broker.cluster.groups_coordinated_by(
+                connection.node_id, [listing.group_id for listing in listed]
+            )
+        )
         for listing in listed:
             if types and listing.group_type not in types:
+                continue
+            if listing.group_id not in here:
                 continue
             groups.append(
                 {
@@ -775,11 +880,13 @@ async def offset_commit(broker: Broker, request: Request, connection: Connection
         for topic in payload.topics
         for partition in topic.partitions
     }
-    code = (
-        COORDINATOR_NOT_AVAILABLE
-        if shares is None  # a 3.x-like broker here hosts no groups at all
-        else shares.groups.commit_classic(str(payload.group_id), offsets)
-    )
+    refused = broker.group_coordinator_error(connection, str(payload.group_id))
+    if shares is None:
+        code = COORDINATOR_NOT_AVAILABLE  # a 3.x-like broker here hosts no groups at all
+    elif refused:
+        code = refused
+    else:
+        code = shares.groups.commit_classic(str(payload.group_id), offsets)
     topics = [
         {
             "name": getattr(topic, "name", ""),
@@ -799,6 +906,21 @@ async def share_group_describe(broker: Broker, request: Request, connection: Con
     shares = share_groups(broker)
     groups = []
     for group_id in request.payload.group_ids:
+        if refused := broker.group_coordinator_error(connection, group_id):
+            groups.append(
+                {
+                    "error_code": refused,
+                    "error_message": COORDINATOR_MESSAGES[refused],
+                    "group_id": group_id,
+                    "group_state": "",
+                    "group_epoch": 0,
+                    "assignment_epoch": 0,
+                    "assignor_name": "",
+                    "members": [],
+                    "authorized_operations": -2147483648,
+                }
+            )
+            continue
         description = shares.groups.describe(group_id)
         if description.error_code != NONE:
             groups.append(
@@ -897,6 +1019,16 @@ async def describe_share_group_offsets(
         if index and shares.summary_read_wait_s:
             await asyncio.sleep(shares.summary_read_wait_s)
         group_id = wanted.group_id
+        if refused := broker.group_coordinator_error(connection, group_id):
+            groups.append(
+                {
+                    "group_id": group_id,
+                    "topics": [],
+                    "error_code": refused,
+                    "error_message": COORDINATOR_MESSAGES[refused],
+                }
+            )
+            continue
         # Kafka answers for an unknown group as for one with no share-partitions:
         # no error, no topics (or start offset -1 for named partitions); it is the
         # tool that finds out the group is missing, from ShareGroupDescribe.
@@ -989,6 +1121,7 @@ def _group_refused(request: Request, group_id: str, error: int) -> Any:
     message = {
         NON_EMPTY_GROUP: "The group is not empty.",
         GROUP_ID_NOT_FOUND: f"Group {group_id} not found.",
+        **COORDINATOR_MESSAGES,
     }.get(error)
     body: dict[str, Any] = {
         "throttle_time": 0,
@@ -1006,6 +1139,8 @@ async def alter_share_group_offsets(
     shares = share_groups(broker)
     payload = request.payload
     group_id = payload.group_id
+    if refused := broker.group_coordinator_error(connection, group_id):
+        return _group_refused(request, group_id, refused)
     error = _group_error(shares, group_id, must_be_empty=True)
     if error == GROUP_ID_NOT_FOUND:
         # Kafka 4.2 (GroupMetadataManager.alterShareGroupOffsets) makes a new ShareGroup but
@@ -1060,6 +1195,8 @@ async def delete_share_group_offsets(
     shares = share_groups(broker)
     payload = request.payload
     group_id = payload.group_id
+    if refused := broker.group_coordinator_error(connection, group_id):
+        return _group_refused(request, group_id, refused)
     error = _group_error(shares, group_id, must_be_empty=True)
     if error != NONE:
         return _group_refused(request, group_id, error)
@@ -1116,6 +1253,9 @@ async def delete_groups(broker: Broker, request: Request, connection: Connection
     for group_id in request.payload.groups_names:
         if shares is None:
             results.append({"group_id": group_id, "error_code": GROUP_ID_NOT_FOUND})
+            continue
+        if refused := broker.group_coordinator_error(connection, group_id):
+            results.append({"group_id": group_id, "error_code": refused})
             continue
         error = _group_error(shares, group_id, must_be_empty=True)
         if error == NONE:
@@ -1187,11 +1327,11 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
                     error_code=INVALID_REQUEST,
                     error_message=f"Broker id must be an integer, but it is: {name}",
                 )
-            elif broker_id != NODE_ID:
+            elif broker_id != connection.node_id:
                 entry.update(
                     error_code=INVALID_REQUEST,
                     error_message=(
-                        f"Unexpected broker id, expected {NODE_ID} or empty string, "
+                        f"Unexpected broker id, expected {connection.node_id} or empty string, "
                         f"but received {name}"
                     ),
                 )
