@@ -64,6 +64,9 @@ async def _bounded(work: Coroutine[Any, Any, T], timeout_s: float, what: str) ->
     try:
         # The task wait_for makes copies this context: open_admin finds the deadline.
         return await asyncio.wait_for(work, timeout_s + BACKSTOP_S)
+    except TimedOut as error:
+        # The client's own deadline: say which option set it, as the backstop does.
+        raise TimedOut(f"{error} (--timeout)") from None
     except TimeoutError:
         raise TimedOut(f"{what} did not finish within {timeout_s:g} s (--timeout)") from None
     finally:

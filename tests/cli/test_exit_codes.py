@@ -478,3 +478,18 @@ def test_a_profiles_inline_password_never_reaches_stderr(
         assert WRONG_PASSWORD not in result.stderr
         if not extra:
             assert_one_error_line(result.stderr, "kshare: error:")
+
+
+def test_a_hung_first_bootstrap_server_costs_seconds_not_half_the_timeout(
+    kshare: Kshare, silent_server: SilentServer
+) -> None:
+    """``kshare list -b HUNG,GOOD``: the good server is tried 0.5 s later, not after 15 s."""
+    started = time.monotonic()
+    result = on(kshare, f"{silent_server.address},{kshare.bootstrap}").run(
+        "list", "--timeout", "30s"
+    )
+    elapsed = time.monotonic() - started
+    assert result.exit_code == ExitCode.OK, result.stderr
+    assert result.stderr == ""
+    assert silent_server.connected.is_set()  # it really was asked first
+    assert elapsed < 5.0
