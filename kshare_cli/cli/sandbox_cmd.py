@@ -1,16 +1,20 @@
 """``kshare sandbox``: serve the share-group broker emulator until interrupted.
 
 The bootstrap address goes to stdout (so a script can capture it), the banner
-and warnings to stderr. The command says loudly that this is an emulator: an
-operator must never mistake it for a Kafka cluster.
+and warnings to stderr. ``--brokers N`` serves a cluster of N nodes on
+consecutive ports from ``--port``: stdout's one line is then every node's
+address, comma-separated, node 1 first -- a bootstrap list as it is. The
+command says loudly that this is an emulator: an operator must never mistake it
+for a Kafka cluster.
 
 ``--tls-dir`` and ``--sasl-users`` make the listener SSL, SASL_PLAINTEXT or
 SASL_SSL, so TLS and SASL client settings can be tried without a real cluster;
 the client properties that fit go to stderr.
 
 ``--config KEY=VALUE`` sets broker configs by Kafka's names -- the share
-coordinator's snapshot and prune intervals, topic auto-creation -- checked
-before anything listens, so a bad one is a usage error that changed nothing.
+coordinator's snapshot and prune intervals, topic auto-creation, how long a
+silent node stays registered -- checked before anything listens, so a bad one
+is a usage error that changed nothing.
 """
 
 from __future__ import annotations
@@ -44,9 +48,21 @@ def sandbox(
             min=0,
             max=65535,
             metavar="PORT",
-            help="Port to listen on (0 picks a free one).",
+            help="Port to listen on (0 picks a free one); with --brokers, node 1's, "
+            "the others' following it.",
         ),
     ] = 9092,
+    brokers: Annotated[
+        int,
+        typer.Option(
+            "--brokers",
+            min=1,
+            max=64,
+            metavar="N",
+            help="Serve N nodes (ids 1..N) in this process, with partition leaders and "
+            "coordinators spread across them as Kafka places them.",
+        ),
+    ] = 1,
     data_dir: Annotated[
         Path | None,
         typer.Option(
@@ -100,17 +116,20 @@ def sandbox(
             "share.coordinator.snapshot.update.records.per.snapshot (500), "
             "share.coordinator.cold.partition.snapshot.interval.ms (300000), "
             "share.coordinator.state.topic.prune.interval.ms (300000), "
-            "auto.create.topics.enable (true), num.partitions (1).",
+            "auto.create.topics.enable (true), num.partitions (1), "
+            "default.replication.factor (1), broker.session.timeout.ms (9000).",
         ),
     ] = None,
 ) -> None:
     """Run a share-group broker EMULATOR for tests and demos. It is not Apache Kafka.
 
     Speaks the Kafka protocol (ApiVersions, Metadata, Produce, Fetch, ListOffsets,
-    CreateTopics, share groups, the share-group admin RPCs) on one node, and writes
-    share-partition state to __share_group_state as Kafka 4.2 does.
+    CreateTopics, share groups, the share-group admin RPCs) on one node or on --brokers
+    nodes, and writes share-partition state to __share_group_state as Kafka 4.2 does.
     """
-    broker_configs = _broker_configs(config or [])
+    broker_configs = _broker_configs(config or [], brokers)
+    if port and port + brokers - 1 > 65535:
+        fail(f"--port {port} leaves no room for {brokers} brokers below 65536", ExitCode.USAGE)
     if data_dir is not None:
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -123,19 +142,20 @@ def sandbox(
 
     try:
         interrupted = asyncio.run(
-            _serve(host, port, data_dir, demo, security, certificate, broker_configs)
+            _serve(host, port, data_dir, demo, security, certificate, broker_configs, brokers)
         )
     except DataDirError as error:
         fail(f"cannot use --data-dir {data_dir}: {error}", ExitCode.USAGE)
     except OSError as error:
-        fail(f"cannot listen on {host}:{port}: {error.strerror or error}", ExitCode.CONNECTION)
+        ports = f"{port}-{port + brokers - 1}" if brokers > 1 and port else str(port)
+        fail(f"cannot listen on {host}:{ports}: {error.strerror or error}", ExitCode.CONNECTION)
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     if interrupted:
         raise typer.Exit(ExitCode.INTERRUPTED)
 
 
-def _broker_configs(pairs: list[str]) -> dict[str, str]:
+def _broker_configs(pairs: list[str], brokers: int) -> dict[str, str]:
     """The ``--config`` pairs, checked now (as Kafka checks at start-up): bad ones exit 2."""
     from kshare_cli.sandbox.broker_config import (
         BrokerConfigError,
@@ -145,9 +165,15 @@ def _broker_configs(pairs: list[str]) -> dict[str, str]:
 
     try:
         configs = parse_config_pairs(pairs)
-        broker_config(configs)
+        replication_factor = broker_config(configs).default_replication_factor
     except BrokerConfigError as error:
         fail(f"--config: {error}", ExitCode.USAGE)
+    if replication_factor > brokers:
+        fail(
+            f"--config: default.replication.factor {replication_factor} needs at least "
+            f"{replication_factor} brokers (--brokers {brokers})",
+            ExitCode.USAGE,
+        )
     return configs
 
 
@@ -228,6 +254,7 @@ async def _serve(
     security: ListenerSecurity | None = None,
     certificate: ServerCertificate | None = None,
     config: dict[str, str] | None = None,
+    brokers: int = 1,
 ) -> bool:
     """Serve until SIGINT or SIGTERM; True when it was SIGINT (exit 130, as documented)."""
     import asyncio
@@ -236,10 +263,16 @@ async def _serve(
 
     from kshare_cli.sandbox.runner import new_broker
 
-    broker = new_broker(data_dir, config=config)
-    bound = await broker.start(host, port, security=security)
-    print(f"{broker.advertised.host}:{bound}", flush=True)
+    broker = new_broker(data_dir, config=config, brokers=brokers)
+    await broker.start(host, port, security=security)
+    print(broker.bootstrap_servers, flush=True)
     print(BANNER, file=sys.stderr, flush=True)
+    if brokers > 1:
+        nodes = ", ".join(
+            f"node {node_id} {listener.host}:{listener.port}"
+            for node_id, listener in sorted(broker.listeners.items())
+        )
+        print(f"cluster of {brokers} nodes: {nodes}", file=sys.stderr, flush=True)
     client_config: dict[str, str] = {}
     if security is not None:
         client_config = _client_properties(security, certificate)
@@ -269,7 +302,7 @@ async def _serve(
     if demo:
         from kshare_cli.sandbox.demo import run_demo
 
-        bootstrap = f"{broker.advertised.host}:{bound}"
+        bootstrap = broker.bootstrap_servers
         print(
             f"demo: topic 'demo-orders', share group 'demo-group' on {bootstrap}", file=sys.stderr
         )

@@ -395,3 +395,130 @@ def test_config_reaches_the_broker() -> None:
         assert process.wait(30) == 0
     assert topic.error_code == 0
     assert len(topic.partitions) == 3
+
+
+def _free_port_run(count: int) -> int:
+    """A first port with ``count`` free consecutive ports after it (bound and released)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            first = int(probe.getsockname()[1])
+        if first + count > 65535:
+            continue
+        sockets = []
+        try:
+            for offset in range(count):
+                held = socket.socket()
+                sockets.append(held)
+                held.bind(("127.0.0.1", first + offset))
+        except OSError:
+            continue
+        finally:
+            for held in sockets:
+                held.close()
+        return first
+    raise AssertionError(f"no {count} consecutive free ports")
+
+
+def test_brokers_3_prints_three_addresses_and_kshare_list_asks_every_coordinator(
+    tmp_path: Path,
+) -> None:
+    """Three nodes on consecutive ports; groups coordinated by different nodes all get listed."""
+    from kio.schema.alter_share_group_offsets.v0.request import (
+        AlterShareGroupOffsetsRequest,
+        AlterShareGroupOffsetsRequestPartition,
+        AlterShareGroupOffsetsRequestTopic,
+    )
+    from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+    from kio.schema.metadata.v12.request import MetadataRequest
+
+    first = _free_port_run(3)
+    process = subprocess.Popen(
+        [*KSHARE, "sandbox", "--brokers", "3", "--port", str(first)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        addresses = line.split(",")
+        assert addresses == [f"127.0.0.1:{first + offset}" for offset in range(3)]
+        metadata = call(
+            addresses[0],
+            MetadataRequest(
+                topics=None, allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )  # fmt: skip
+        assert sorted((b.node_id, b.port) for b in metadata.brokers) == [
+            (node, first + node - 1) for node in (1, 2, 3)
+        ]
+        topic = f"listed-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": addresses[0]})
+        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            future.result(15)
+        groups = [f"cluster-list-{index}-{uuid.uuid4().hex[:6]}" for index in range(8)]
+        coordinators = set()
+        for group in groups:
+            (coordinator,) = call(
+                addresses[0],
+                FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)),  # type: ignore[arg-type]
+            ).coordinators
+            coordinators.add(coordinator.node_id)
+            altered = call(
+                f"{coordinator.host}:{coordinator.port}",
+                AlterShareGroupOffsetsRequest(
+                    group_id=group,  # type: ignore[arg-type]
+                    topics=(
+                        AlterShareGroupOffsetsRequestTopic(
+                            topic_name=topic,  # type: ignore[arg-type]
+                            partitions=(
+                                AlterShareGroupOffsetsRequestPartition(
+                                    partition_index=0,  # type: ignore[arg-type]
+                                    start_offset=0,  # type: ignore[arg-type]
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            )
+            assert altered.error_code == 0
+        assert len(coordinators) > 1
+        kshare = Kshare(addresses[0], None, tmp_path / "config.toml")
+        listed = kshare.subprocess("list", "-o", "plain")
+        assert listed.returncode == 0, listed.stderr
+        assert set(groups) <= set(listed.stdout.split())
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        assert process.stderr is not None
+        stderr = process.stderr.read()
+        assert "cluster of 3 nodes" in stderr
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+def test_demo_runs_on_three_nodes() -> None:
+    with running_sandbox("--brokers", "3", "--demo") as (process, bootstrap):
+        assert len(bootstrap.split(",")) == 3
+        _wait_for(lambda: _demo_members(bootstrap) == 3, 60, "three demo members")
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 130
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--brokers", "2", "--config", "default.replication.factor=3"], "needs at least 3"),
+        (["--brokers", "0"], "--brokers"),
+        (["--brokers", "3", "--port", "65534"], "leaves no room for 3 brokers"),
+        (["--config", "broker.session.timeout.ms=soon"], "Not a number of type INT"),
+    ],
+)
+def test_a_cluster_that_cannot_be_built_is_a_usage_error(args: list[str], fragment: str) -> None:
+    result = CliRunner().invoke(app, ["sandbox", *args])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert fragment in result.stderr

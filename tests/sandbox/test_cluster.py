@@ -13,7 +13,7 @@ import socket
 import struct
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -48,6 +48,7 @@ from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, java_string_hash, k
 from kshare_cli.wire.framing import encode_request
 from kshare_cli.wire.records import encode_batch
 from tests.support.raw import call
+from tests.support.sandbox import StartCluster
 
 NONE = 0
 LEADER_NOT_AVAILABLE = 5
@@ -59,17 +60,12 @@ SESSION_TIMEOUT_MS = 1_500
 
 
 @pytest.fixture
-def sandbox() -> Iterator[SandboxThread]:
+def sandbox(sandbox_cluster: StartCluster) -> SandboxThread:
     """Three nodes, fenced 1.5 s after they go silent, with fast share-group heartbeats."""
     settings = BrokerGroupSettings(
         share_heartbeat_interval_ms=100, share_min_heartbeat_interval_ms=100
     )
-    with SandboxThread(
-        brokers=3,
-        config={"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS)},
-        settings=settings,
-    ) as running:
-        yield running
+    return sandbox_cluster(3, session_timeout_ms=SESSION_TIMEOUT_MS, settings=settings)
 
 
 def _metadata(address: str, *topics: str) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -78,3 +78,35 @@ def cluster() -> Iterator[Cluster]:
 def unique() -> str:
     """A short unique suffix, so tests sharing one cluster never see each other's topics."""
     return uuid.uuid4().hex[:10]
+
+
+#: What ``sandbox_cluster`` gives a test: a started SandboxThread of N nodes (faults on it).
+StartCluster = Callable[..., SandboxThread]
+
+
+@pytest.fixture
+def sandbox_cluster() -> Iterator[StartCluster]:
+    """Start sandbox clusters for fault tests: ``sandbox_cluster(3, session_timeout_ms=1500)``.
+
+    Each is a fresh ``SandboxThread`` (``bootstrap`` is node 1, ``addresses`` every
+    node; ``stop_node``, ``hang_node``, ``restart_node``, ``move_leader``,
+    ``move_group_coordinator`` cause the faults), stopped when the test ends.
+    Other keyword arguments go to ``SandboxThread`` (``config``, ``settings``...).
+    A real cluster cannot be stopped node by node: such tests are skipped there.
+    """
+    skip_on_real_cluster("it stops, hangs and restarts nodes of a sandbox cluster")
+    started: list[SandboxThread] = []
+
+    def start(
+        brokers: int = 3, session_timeout_ms: int | None = None, **options: object
+    ) -> SandboxThread:
+        config = dict(options.pop("config", None) or {})  # type: ignore[call-overload]
+        if session_timeout_ms is not None:
+            config["broker.session.timeout.ms"] = str(session_timeout_ms)
+        sandbox = SandboxThread(brokers=brokers, config=config, **options).start()
+        started.append(sandbox)
+        return sandbox
+
+    yield start
+    for sandbox in reversed(started):
+        sandbox.stop()
