@@ -1068,6 +1068,12 @@ async def describe_share_group_offsets(
                     entries.append(_offset_entry(partition, -1, -1, -1, UNKNOWN_TOPIC_OR_PARTITION))
                 elif persisted is None:
                     entries.append(_offset_entry(partition, -1, -1, -1, NONE))
+                elif broker.cluster.loading(
+                    SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)
+                ):
+                    # Its share coordinator moved a moment ago: Kafka 4.2 answered this
+                    # share-partition NOT_LEADER_OR_FOLLOWER until the move settled.
+                    entries.append(_offset_entry(partition, -1, -1, -1, NOT_LEADER_OR_FOLLOWER))
                 else:
                     end = topic.partitions[partition].log_end_offset
                     lag = share_partition_lag(

@@ -513,3 +513,57 @@ def test_a_default_single_node_sandbox_is_one_node_leading_everything() -> None:
         assert _find_coordinator(single.bootstrap, "any-group").node_id == 1
         state = _leaders(single.bootstrap, SHARE_STATE_TOPIC)
         assert set(state.values()) == {(1, 0)}
+
+
+def test_describe_offsets_says_not_leader_or_follower_while_a_share_coordinator_moves(
+    sandbox: SandboxThread,
+) -> None:
+    """Kafka 4.2, measured: during reassignments the share-partitions answer that for a moment."""
+    from kio.schema.alter_share_group_offsets.v0.request import (
+        AlterShareGroupOffsetsRequest,
+        AlterShareGroupOffsetsRequestPartition,
+        AlterShareGroupOffsetsRequestTopic,
+    )
+
+    topic = f"moving-{uuid.uuid4().hex[:8]}"
+    _create(sandbox, topic, 1)
+    (described,) = _metadata(sandbox.bootstrap, topic).topics
+    group = f"moving-{uuid.uuid4().hex[:8]}"
+    coordinator = _find_coordinator(sandbox.bootstrap, group)
+    at_coordinator = f"{coordinator.host}:{coordinator.port}"
+    _wait_for(lambda: _describe_error(at_coordinator, group) == 69, 5, "the coordinator")
+    altered = call(
+        at_coordinator,
+        AlterShareGroupOffsetsRequest(
+            group_id=group,  # type: ignore[arg-type]
+            topics=(
+                AlterShareGroupOffsetsRequestTopic(
+                    topic_name=topic,  # type: ignore[arg-type]
+                    partitions=(
+                        AlterShareGroupOffsetsRequestPartition(
+                            partition_index=0,  # type: ignore[arg-type]
+                            start_offset=0,  # type: ignore[arg-type]
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    )
+    assert altered.error_code == NONE
+
+    def partition_error() -> tuple[int, int]:
+        response = call(
+            at_coordinator,
+            DescribeShareGroupOffsetsRequest(
+                groups=(DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),)
+            ),
+        )
+        (entry,) = response.groups[0].topics[0].partitions
+        return int(entry.error_code), int(entry.start_offset)
+
+    assert partition_error() == (NONE, 0)
+    key = f"{group}:{kafka_uuid(described.topic_id)}:0"
+    share_coordinator = _find_coordinator(sandbox.bootstrap, key, key_type=2).node_id
+    sandbox.move_share_coordinator(key, next(n for n in (1, 2, 3) if n != share_coordinator))
+    assert partition_error() == (NOT_LEADER_OR_FOLLOWER, -1)
+    _wait_for(lambda: partition_error() == (NONE, 0), 5, "the share coordinator to settle")
