@@ -17,11 +17,15 @@ The directory holds:
   it stopped;
 * ``records/batch=N/``: micro-batch N's records of the groups (Parquet, the
   Kafka source's columns);
-* ``progress/batch-N.json``: the highest state-topic offset micro-batch N
-  read per partition, *whatever the group*. That, not the highest offset
-  captured, is where the captured history ends: a partition whose last
-  record of the group is old was still read up to here, and the live topic
-  beginning after it is no gap.
+* ``progress/batch-N.json``: ``read``, the highest state-topic offset
+  micro-batch N read per partition, *whatever the group*. That, not the
+  highest offset captured, is where the captured history ends: a partition
+  whose last record of the group is old was still read up to here, and the
+  live topic beginning after it is no gap. ``gaps``, per partition, the first
+  offset the batch read after records the share coordinator pruned before the
+  capture read them (a capture that fell behind, or was stopped, for longer
+  than Kafka's prune interval): the stream goes on from the log start, and
+  the audits say what the gap cost (`HistoryRead.gaps`).
 
 Micro-batch N writes both by overwriting, so a batch Spark replays after a
 crash (same offsets, same id) replaces its files instead of adding twice.
@@ -158,17 +162,27 @@ def capture_query(
 
         batch = batch.persist()
         try:
-            read = {
-                int(row["partition"]): int(row["last"])
-                for row in batch.groupBy("partition").agg(F.max("offset").alias("last")).collect()
+            spans = {
+                int(row["partition"]): (int(row["first"]), int(row["last"]))
+                for row in batch.groupBy("partition")
+                .agg(F.min("offset").alias("first"), F.max("offset").alias("last"))
+                .collect()
             }
-            if not read:
+            if not spans:
                 return
+            gaps = _pruned_before(
+                config, manifest.state_topic, spans, _captured_ends(directory, before=batch_id)
+            )
             kept = batch if groups is None else state_records_of(batch, group_ids=groups)
             kept.write.mode("overwrite").parquet(str(records_dir / f"batch={batch_id}"))
             progress_dir.mkdir(parents=True, exist_ok=True)
             (progress_dir / f"batch-{batch_id}.json").write_text(
-                json.dumps({str(partition): last for partition, last in sorted(read.items())}),
+                json.dumps(
+                    {
+                        "read": {str(p): last for p, (_, last) in sorted(spans.items())},
+                        "gaps": {str(p): first for p, first in sorted(gaps.items())},
+                    }
+                ),
                 encoding="utf-8",
             )
         finally:
@@ -184,24 +198,80 @@ def capture_query(
     return writer.start()
 
 
-def _captured_ends(directory: Path) -> dict[int, int]:
-    """Per state-topic partition, the highest offset the capture read."""
-    ends: dict[int, int] = {}
+def _pruned_before(
+    config: Mapping[str, str],
+    state_topic: str,
+    spans: Mapping[int, tuple[int, int]],
+    read_before: Mapping[int, int],
+) -> dict[int, int]:
+    """Per partition, the first offset a micro-batch read after records nobody read.
+
+    The stream reads each partition on from where the previous micro-batch
+    ended; when the share coordinator pruned that far while the capture was
+    behind (or stopped), the read starts at the log start instead (the source
+    runs with failOnDataLoss=false, so that a capture never stalls on it).
+    A batch whose first offset is not the one after the last offset read
+    before skipped records, and when the log now starts past that offset they
+    were pruned, not missing (the state topic has no holes otherwise).
+    """
+    skipped = {
+        partition: first
+        for partition, (first, _) in spans.items()
+        if partition in read_before and first > read_before[partition] + 1
+    }
+    if not skipped:
+        return {}
+    lows = watermark_offsets(config, [(state_topic, partition) for partition in sorted(skipped)])
+    return {
+        partition: first
+        for partition, first in skipped.items()
+        if lows[(state_topic, partition)][0] > read_before[partition] + 1
+    }
+
+
+def _progress(directory: Path, before: int | None = None) -> list[dict[str, dict[str, int]]]:
+    """The progress files' contents, those of micro-batches before `before` when given."""
     progress = directory / _PROGRESS
     if not progress.is_dir():
-        return ends
+        return []
+    documents = []
     for path in progress.glob("batch-*.json"):
-        for partition, last in json.loads(path.read_text(encoding="utf-8")).items():
+        if before is not None and int(path.stem.removeprefix("batch-")) >= before:
+            continue
+        documents.append(json.loads(path.read_text(encoding="utf-8")))
+    return documents
+
+
+def _captured_ends(directory: Path, before: int | None = None) -> dict[int, int]:
+    """Per state-topic partition, the highest offset the capture read (before a micro-batch)."""
+    ends: dict[int, int] = {}
+    for document in _progress(directory, before):
+        for partition, last in document["read"].items():
             ends[int(partition)] = max(ends.get(int(partition), -1), int(last))
     return ends
+
+
+def _captured_gaps(directory: Path) -> dict[int, int]:
+    """Per state-topic partition, the latest offset the capture read after pruned records.
+
+    Only the latest: a share-partition whose first record lies before it lost
+    what a gap held, and one that starts after it is judged by its first
+    record (`transforms.state_history`).
+    """
+    gaps: dict[int, int] = {}
+    for document in _progress(directory):
+        for partition, first in document.get("gaps", {}).items():
+            gaps[int(partition)] = max(gaps.get(int(partition), -1), int(first))
+    return gaps
 
 
 @dataclass(frozen=True, slots=True)
 class HistoryRead:
     """The records an audit reads with --history, and what is missing between them.
 
-    gaps maps a state-topic partition to the first live offset read after
-    records nobody read (the live log starts beyond the captured end + 1);
+    gaps maps a state-topic partition to the first offset read after records
+    nobody read: the live log starting beyond the captured end + 1, or else
+    the latest gap inside the capture (pruned while it was behind);
     `transforms.state_history` and `transforms.deliveries` take it.
     """
 
@@ -226,6 +296,7 @@ def history_records(
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
 
     captured_ends = _captured_ends(directory)
+    captured_gaps = _captured_gaps(directory)
     lows = watermark_offsets(config, [(state_topic, partition) for partition in partitions])
     starting: dict[str, int] = {}
     gaps: dict[int, int] = {}
@@ -237,6 +308,8 @@ def history_records(
             continue
         resume = min(captured_end + 1, end)
         starting[str(partition)] = resume
+        if partition in captured_gaps and captured_gaps[partition] < resume:
+            gaps[partition] = captured_gaps[partition]
         low = lows[(state_topic, partition)][0]
         if low > resume:
             gaps[partition] = low

@@ -39,6 +39,7 @@ from tests.support.sandbox import Cluster, skip_on_real_cluster
 
 COLD_MS = "share.coordinator.cold.partition.snapshot.interval.ms"
 PRUNE_MS = "share.coordinator.state.topic.prune.interval.ms"
+UPDATES_PER_SNAPSHOT = "share.coordinator.snapshot.update.records.per.snapshot"
 REJECTED = (2, 5, 7)
 
 
@@ -62,6 +63,44 @@ def _state_log_starts(cluster: Cluster) -> dict[int, int]:
                 TopicPartition(SHARE_STATE_TOPIC, partition), timeout=10
             )[0]
             for partition in partitions
+        }
+    finally:
+        consumer.close()
+
+
+def _run_story(
+    cluster: Cluster, group: str, topic: str, name: str, indexes: range = range(10)
+) -> list[Record]:
+    """Records delivered once each: 2, 5 and 7 rejected (archived), the others accepted."""
+    records = _produce(cluster, topic, indexes)
+    consumer = _share_consumer(cluster, group, topic, name)
+    try:
+        by_value = {record.value: record for record in records}
+        deadline = time.monotonic() + 60
+        while any(not record.actions for record in records):
+            assert time.monotonic() < deadline, records
+            messages = [m for m in consumer.poll(0.1) if m.error() is None]
+            for message in messages:
+                record = by_value[message.value() or b""]
+                action = REJECT if record.index in REJECTED else ACCEPT
+                record.actions.append((message.delivery_count() or 0, action))
+                consumer.acknowledge(message, ACK_TYPES[action])
+            if messages:
+                consumer.commit_sync(10)
+    finally:
+        consumer.close()
+    return records
+
+
+def _state_watermarks(cluster: Cluster) -> dict[int, tuple[int, int]]:
+    consumer = Consumer(cluster.config(**{"group.id": "kshare-test-watermarks"}))
+    try:
+        metadata = consumer.list_topics(SHARE_STATE_TOPIC, timeout=10)
+        return {
+            partition: consumer.get_watermark_offsets(
+                TopicPartition(SHARE_STATE_TOPIC, partition), timeout=10, cached=False
+            )
+            for partition in metadata.topics[SHARE_STATE_TOPIC].partitions
         }
     finally:
         consumer.close()
@@ -182,3 +221,321 @@ def test_history_of_another_group_is_refused_before_spark(pruned: Pruned) -> Non
         f"kshare: error: --history {pruned.history}: it captures {pruned.group}, "
         "not group 'someone-else'"
     ]
+
+
+@dataclass
+class Captured:
+    kshare: Kshare
+    topic: str
+    group: str
+    records: list[Record]
+    history: Path
+    state_partition: int
+    cold_snapshots_read: int
+    """How many state records the capture read after the story: the idle group's snapshot."""
+    end_before_restart: int
+    """The state partition's log end offset when the restarted (--until-caught-up) run began."""
+
+
+def _read_through(query: Any, partition: int) -> int:
+    """Where the capture stream's last completed micro-batch ended in a state partition."""
+    progress = query.lastProgress
+    if progress is None or not progress["sources"][0]["endOffset"]:
+        return -1
+    ends = json.loads(progress["sources"][0]["endOffset"])
+    return int(ends.get(SHARE_STATE_TOPIC, {}).get(str(partition), -1))
+
+
+@pytest.fixture(scope="module")
+def captured(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Captured]:
+    """A capture that runs from before the story, through the group's idle snapshots and
+    a prune of everything before the latest one; stopped, then restarted with
+    --until-caught-up over what the coordinator wrote meanwhile.
+
+    The snapshots come on the sandbox's timer (every second); the prune is the
+    sandbox's own prune pass, run when the capture has read what it deletes. On
+    Kafka a capture has five minutes to read a record before it can go, here a
+    Spark micro-batch on a shared machine takes seconds: on the prune timer the
+    test would race the capture.
+    """
+    skip_on_real_cluster("the share coordinator's snapshot and prune timers are broker configs")
+    from kshare_cli.pipeline.capture import CaptureManifest, capture_query, start_manifest
+    from kshare_cli.sandbox.share import share_groups
+
+    settings = BrokerGroupSettings(
+        share_heartbeat_interval_ms=100,
+        share_min_heartbeat_interval_ms=100,
+        share_min_record_lock_duration_ms=1_000,
+    )
+    config = {COLD_MS: "1000", PRUNE_MS: str(3_600_000)}
+    with SandboxThread(settings=settings, config=config) as sandbox:
+        cluster = Cluster(sandbox.bootstrap, {}, sandbox)
+        suffix = uuid.uuid4().hex[:8]
+        topic, group = f"kept-{suffix}", f"kept-g-{suffix}"
+        admin = AdminClient(cluster.config())
+        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            future.result(30)
+        _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+        home = tmp_path_factory.mktemp("kept")
+        kshare = Kshare(cluster.bootstrap, None, home / "config.toml")
+        history = home / "capture"
+        manifest = CaptureManifest(SHARE_STATE_TOPIC, (group,))
+        start_manifest(history, manifest)
+        query = capture_query(
+            spark, {"bootstrap.servers": cluster.bootstrap}, history, manifest, trigger_seconds=0.2
+        )
+        try:
+            records = _run_story(cluster, group, topic, f"kept-{suffix}")
+            (state_partition, (_, story_end)) = next(
+                (partition, marks)
+                for partition, marks in _state_watermarks(cluster).items()
+                if marks[1] > 0
+            )
+            # Idle now: the coordinator snapshots the group within a second, restating it.
+            wait_for(
+                lambda: _state_watermarks(cluster)[state_partition][1] > story_end,
+                timeout=30,
+                interval=0.2,
+                what="a snapshot of the idle group",
+            )
+            read_to = _state_watermarks(cluster)[state_partition][1]
+            wait_for(
+                lambda: _read_through(query, state_partition) >= read_to,
+                timeout=120,
+                interval=0.2,
+                what=f"the capture reading {SHARE_STATE_TOPIC}-{state_partition} to {read_to}",
+            )
+            sandbox.call(lambda broker: share_groups(broker).prune())
+            assert _state_watermarks(cluster)[state_partition][0] > 0, "nothing pruned"
+        finally:
+            query.stop()
+        # The group goes on while the capture is stopped: two more records, accepted.
+        records += _run_story(cluster, group, topic, f"kept2-{suffix}", range(10, 12))
+        wait_for(
+            lambda: _state_watermarks(cluster)[state_partition][1] > read_to,
+            timeout=30,
+            interval=0.2,
+            what="state records after the capture stopped",
+        )
+        end_before_restart = _state_watermarks(cluster)[state_partition][1]
+        caught_up = kshare.run(
+            "audit",
+            "capture",
+            "--group",
+            group,
+            "--to",
+            str(history),
+            "--until-caught-up",
+            "--master",
+            MASTER,
+        )
+        assert caught_up.exit_code == 0, caught_up.stderr
+        yield Captured(
+            kshare,
+            topic,
+            group,
+            records,
+            history,
+            state_partition,
+            read_to - story_end,
+            end_before_restart,
+        )
+
+
+def _captured_json(captured: Captured, job: str) -> dict[str, Any]:
+    result = captured.kshare.run(
+        "audit",
+        job,
+        "--group",
+        captured.group,
+        "--history",
+        str(captured.history),
+        "-o",
+        "json",
+        "--master",
+        MASTER,
+    )
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "history incomplete" not in result.stderr
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def test_capture_restarted_on_its_directory_kept_every_state_record_once(
+    captured: Captured,
+) -> None:
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    table = pq.read_table(captured.history / "records")
+    positions = sorted(
+        zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True)
+    )
+
+    # From the group's first state record to what the log held when the restart began:
+    # the stopped stream's, then the restarted one's, none twice, none left out.
+    last = positions[-1][1]
+    assert last + 1 >= captured.end_before_restart
+    assert positions == [(captured.state_partition, offset) for offset in range(last + 1)]
+
+
+def test_archived_with_history_are_exactly_the_archived_records_and_the_history_is_complete(
+    captured: Captured,
+) -> None:
+    document = _captured_json(captured, "archived")
+
+    (history,) = document["history"]
+    assert (history["topic"], history["partition"]) == (captured.topic, 0)
+    assert (history["history_complete"], history["history_missing"]) == (True, None)
+    by_offset = {record.offset: record for record in captured.records}
+    assert [
+        (row["offset"], row["key"], row["value"], row["headers"], row["delivery_count"])
+        for row in sorted(document["archived"], key=lambda row: row["offset"])
+    ] == [
+        (
+            by_offset[offset].offset,
+            by_offset[offset].key.decode(),
+            by_offset[offset].value.decode(),
+            [{"key": "i", "value": str(by_offset[offset].index)}],
+            1,
+        )
+        for offset in sorted(
+            record.offset for record in captured.records if record.index in REJECTED
+        )
+    ]
+    # The whole history is there, so each archiving has its time.
+    assert None not in {row["archived_at"] for row in document["archived"]}
+
+
+def test_deliveries_with_history_cover_every_offset(captured: Captured) -> None:
+    document = _captured_json(captured, "deliveries")
+
+    per_offset = {}
+    for each in document["deliveries"]:
+        assert (each["topic"], each["partition"]) == (captured.topic, 0)
+        assert each["last_changed"] is not None
+        for offset in range(each["first_offset"], each["last_offset"] + 1):
+            assert offset not in per_offset
+            per_offset[offset] = (each["max_delivery_count"], each["final_state"])
+    assert per_offset == {
+        record.offset: (1, "archived" if record.index in REJECTED else "acknowledged")
+        for record in captured.records
+    }
+
+
+def test_timeline_with_history_has_no_rows_for_the_idle_groups_snapshots(
+    captured: Captured,
+) -> None:
+    document = _captured_json(captured, "timeline")
+
+    rows = document["timeline"]
+    # The story: the group's first snapshot, then its updates; the snapshot the
+    # coordinator wrote of the idle group, captured, restates it and adds nothing.
+    assert captured.cold_snapshots_read >= 1
+    assert [row["record"] for row in rows] == ["snapshot"] + ["update"] * (len(rows) - 1)
+    assert len(rows) >= 2
+
+
+def test_dlq_topic_help_names_kafkas_six_dlq_headers() -> None:
+    from typer.testing import CliRunner
+
+    from kshare_cli.cli.app import app
+    from kshare_cli.pipeline.dead_letters import DlqHeader
+
+    result = CliRunner().invoke(app, ["audit", "archived", "--help"], env={"COLUMNS": "400"})
+
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.replace("│", " ").split())
+    first, *rest = list(DlqHeader)
+    named = ", ".join([first.value, *(header.removeprefix("__dlq.errors") for header in rest)])
+    assert len(DlqHeader) == 6 and f"({named})" in text
+
+
+def _capture_until_caught_up(kshare: Kshare, group: str, history: Path) -> None:
+    result = kshare.run(
+        "audit",
+        "capture",
+        "--group",
+        group,
+        "--to",
+        str(history),
+        "--until-caught-up",
+        "--master",
+        MASTER,
+    )
+    assert result.exit_code == 0, result.stderr
+
+
+def _captured_last_offset(history: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return max(pq.read_table(history / "records").column("offset").to_pylist())
+
+
+def test_records_pruned_while_the_capture_was_stopped_are_a_gap_it_reports(
+    spark: Any, tmp_path: Path
+) -> None:
+    skip_on_real_cluster("the share coordinator's snapshot and prune timers are broker configs")
+    from kshare_cli.sandbox.share import share_groups
+
+    settings = BrokerGroupSettings(
+        share_heartbeat_interval_ms=100,
+        share_min_heartbeat_interval_ms=100,
+        share_min_record_lock_duration_ms=1_000,
+    )
+    # A snapshot after every update, so that a prune can delete updates the capture never read.
+    config = {COLD_MS: "1000", PRUNE_MS: str(3_600_000), UPDATES_PER_SNAPSHOT: "1"}
+    with SandboxThread(settings=settings, config=config) as sandbox:
+        cluster = Cluster(sandbox.bootstrap, {}, sandbox)
+        suffix = uuid.uuid4().hex[:8]
+        topic, group = f"gap-{suffix}", f"gap-g-{suffix}"
+        admin = AdminClient(cluster.config())
+        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            future.result(30)
+        _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+        kshare = Kshare(cluster.bootstrap, None, tmp_path / "config.toml")
+        history = tmp_path / "capture"
+        _run_story(cluster, group, topic, f"gap-{suffix}")
+        _capture_until_caught_up(kshare, group, history)
+        read_to = _captured_last_offset(history)
+        (state_partition,) = [p for p, marks in _state_watermarks(cluster).items() if marks[1]]
+        # State records nobody reads, then a snapshot; the prune deletes what lies before it.
+        _run_story(cluster, group, topic, f"gap2-{suffix}", range(10, 11))
+        _run_story(cluster, group, topic, f"gap3-{suffix}", range(11, 12))
+        wait_for(
+            lambda: _state_watermarks(cluster)[state_partition][1] >= read_to + 3,
+            timeout=30,
+            interval=0.2,
+            what="state records after the capture stopped",
+        )
+
+        def pruned_past_the_capture() -> bool:
+            sandbox.call(lambda broker: share_groups(broker).prune())
+            return _state_watermarks(cluster)[state_partition][0] > read_to + 1
+
+        wait_for(pruned_past_the_capture, timeout=30, interval=0.2, what="unread records pruned")
+        log_start = _state_watermarks(cluster)[state_partition][0]
+
+        # The restarted capture goes on from the log start (no stall, exit 0) ...
+        _capture_until_caught_up(kshare, group, history)
+        assert _captured_last_offset(history) >= log_start
+        result = kshare.run(
+            "audit",
+            "archived",
+            "--group",
+            group,
+            "--history",
+            str(history),
+            "-o",
+            "json",
+            "--master",
+            MASTER,
+        )
+
+    # ... and the audit says what it did not read, though the capture began at the start.
+    assert result.exit_code == 0, result.stderr
+    (share_partition,) = json.loads(result.stdout)["history"]
+    assert (share_partition["history_complete"], share_partition["history_missing"]) == (
+        False,
+        "gap",
+    )
+    assert "history incomplete for 1 share-partitions" in result.stderr
