@@ -262,7 +262,7 @@ DlqTopic = Annotated[
         "--dlq-topic",
         metavar="TOPIC",
         help="Produce the archived records to this existing topic, with Kafka's DLQ headers "
-        "(__dlq.errors.topic, .partition, .offset, .group, .delivery.count).",
+        "(__dlq.errors.topic, .partition, .offset, .group, .delivery.count, .message).",
         show_default=False,
     ),
 ]
