@@ -649,10 +649,22 @@ def _unknown_key_warning(key: str, origin: str | None) -> str:
     return f"{where}unknown property {key}{hint}; ignored"
 
 
+#: The mechanisms a Java client logs in with under each login module. A login module
+#: registers the SASL client of its own mechanisms (ScramLoginModule and
+#: OAuthBearerLoginModule do so when loaded; PLAIN's client is the JDK's own), so a
+#: Java client with PlainLoginModule and SCRAM or OAUTHBEARER finds no SASL client:
+#: ``SaslClientAuthenticator.createSaslClient`` fails.
 _LOGIN_MODULE_MECHANISMS = {
-    "PlainLoginModule": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+    "PlainLoginModule": ("PLAIN",),
     "ScramLoginModule": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
     "OAuthBearerLoginModule": ("OAUTHBEARER",),
+}
+#: The login module each mechanism needs, for the fix the refusal names.
+_MECHANISM_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
 }
 _UNSECURED_PREFIX = "unsecuredLogin"
 _JAVA_TRIM = "".join(map(chr, range(0x21)))  # String.trim(): every char <= U+0020
@@ -973,9 +985,13 @@ def _sasl_settings(reader: _Reader, warnings: list[str]) -> SaslSettings:
                 "(PlainLoginModule, ScramLoginModule or OAuthBearerLoginModule)",
             )
         if mechanism not in allowed:
+            # Java's words (SaslAuthenticationException), and both ways out.
             raise reader.error(
                 "sasl.jaas.config",
-                f"{entry.module_name} does not provide credentials for SASL/{mechanism}",
+                f"{entry.module_name} does not log in with sasl.mechanism={mechanism}; "
+                f'Java clients refuse it ("Failed to create SaslClient with mechanism '
+                f'{mechanism}"): use {_MECHANISM_LOGIN_MODULES[mechanism]}, or set '
+                f"sasl.mechanism={allowed[0]}",
             )
     if mechanism == "OAUTHBEARER":
         return _oauthbearer_settings(reader, entry, warnings)

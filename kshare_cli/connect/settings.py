@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kshare_cli.errors import UsageError
+from kshare_cli.errors import AuthenticationFailed, UsageError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
@@ -56,6 +56,9 @@ DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 # A static token's lifetime is unknown when it is not a JWT: librdkafka then asks
 # again (re-reading a token file) after 80% of this.
 _OPAQUE_TOKEN_LIFETIME_S = 300.0
+# What librdkafka is told of a token that has already expired: long enough to send it, so
+# that the broker's refusal, not a callback failure, ends the connection.
+_REFUSED_TOKEN_LIFETIME_S = 5.0
 
 
 class Secret:
@@ -164,6 +167,61 @@ def _jwt_claims(token: str) -> dict[str, Any] | None:
     return claims if isinstance(claims, dict) else None
 
 
+def _numeric_claim(claims: Mapping[str, Any], name: str) -> float | None:
+    value = claims.get(name)
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _span(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def token_claims_problem(token: str, now: float | None = None) -> str | None:
+    """Why a bearer token's own claims make any broker refuse it now; None when they do not.
+
+    The one home of the time checks of Kafka's validators
+    (``OAuthBearerValidationUtils``: ``exp`` not yet passed, ``iat`` not in the
+    future, with no clock skew allowed by default; JWT validators also honour
+    ``nbf``). kshare holds the token, so it says which claim and when, before a
+    client is built (librdkafka refuses an expired token only after waiting 10 s
+    for one) and after a broker answered ``invalid_token``. An opaque (non-JWT)
+    token has no claims to read: None.
+    """
+    claims = _jwt_claims(token)
+    if claims is None:
+        return None
+    now = time.time() if now is None else now
+    expires = _numeric_claim(claims, "exp")
+    if expires is not None and expires <= now:
+        return f"the OAUTHBEARER token expired at {_utc(expires)} ({_span(now - expires)} ago)"
+    not_before = _numeric_claim(claims, "nbf")
+    if not_before is not None and not_before > now:
+        return (
+            f"the OAUTHBEARER token is not valid before {_utc(not_before)} "
+            f"(in {_span(not_before - now)})"
+        )
+    issued = _numeric_claim(claims, "iat")
+    if issued is not None and issued > now:
+        return (
+            f"the OAUTHBEARER token was issued in the future, at {_utc(issued)} "
+            f"({_span(issued - now)} from now: check this machine's clock)"
+        )
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class UnsecuredJwt:
     """An unsigned JWT minted afresh for each connection, as Kafka's unsecured login does.
@@ -215,12 +273,28 @@ class SaslSettings:
     token_file: Path | None = None  # OAUTHBEARER token, re-read for every connection
     unsecured_jwt: UnsecuredJwt | None = None  # OAUTHBEARER unsecured token, minted per connection
     extensions: tuple[tuple[str, str], ...] = ()  # OAUTHBEARER SASL extensions (RFC 7628)
+    # The token oauth_cb last handed to librdkafka, kept for a refresh that cannot read a new one.
+    _handed_out: list[str] = field(default_factory=list, compare=False, repr=False, hash=False)
 
-    def oauth_token(self) -> str:
+    def oauth_token(self, *, check_claims: bool = True) -> str:
         """The bearer token for the next connection (re-reading ``token_file``, or minting).
 
-        Raises UsageError naming the file when it cannot be read or is empty.
+        Raises UsageError naming the file when it cannot be read or is empty, and
+        (unless ``check_claims`` is false) AuthenticationFailed when the token's
+        own claims say no broker will take it now (:func:`token_claims_problem`).
         """
+        token = self._read_token()
+        problem = token_claims_problem(token) if check_claims else None
+        if problem is not None:
+            raise AuthenticationFailed(f"{problem}; {self._fresh_token_hint()}")
+        return token
+
+    def _fresh_token_hint(self) -> str:
+        if self.token_file is not None:
+            return f"put a fresh token in kshare.oauthbearer.token.file {self.token_file}"
+        return "set kshare.oauthbearer.token to a fresh token"
+
+    def _read_token(self) -> str:
         if self.token is not None:
             return self.token.reveal()
         if self.token_file is not None:
@@ -243,15 +317,30 @@ class SaslSettings:
 
         librdkafka has no setting for a static token; it calls this before the
         token expires (at 80% of its lifetime), which re-reads a token file. A
-        JWT's own ``exp`` is used when present (an expired token is refused by
-        librdkafka with a clear error); an opaque token is re-read every few
-        minutes. ``config`` is librdkafka's ``sasl.oauthbearer.config``, unused.
+        JWT's own ``exp`` is used when present; an opaque token is re-read every
+        few minutes. ``config`` is librdkafka's ``sasl.oauthbearer.config``, unused.
+
+        Whatever this raises, confluent-kafka turns into a 10 s wait and "OAuth
+        token not set" (a SystemError when a ShareConsumer is being built), so an
+        expired token is checked before any client is built
+        (:meth:`ConnectionSettings.confluent_config`) and here it is handed over
+        as it is: librdkafka refuses an ``exp`` already past, so a token that
+        expired since is given a moment's lifetime, the broker answers
+        ``invalid_token``, and kshare names the claim (:func:`token_claims_problem`).
         """
-        token = self.oauth_token()
+        try:
+            token = self.oauth_token(check_claims=False)
+        except UsageError:
+            if not self._handed_out:
+                raise  # the first token, read moments ago by confluent_config: a race
+            # A token file being rewritten (or gone): keep the session on the token it has.
+            token = self._handed_out[-1]
+        self._handed_out[:] = [token]
         claims = _jwt_claims(token) or {}
-        expiry = claims.get("exp")
-        if not isinstance(expiry, int | float) or isinstance(expiry, bool):
+        expiry = _numeric_claim(claims, "exp")
+        if expiry is None:
             expiry = time.time() + _OPAQUE_TOKEN_LIFETIME_S
+        expiry = max(expiry, time.time() + _REFUSED_TOKEN_LIFETIME_S)
         principal_claim = (
             self.unsecured_jwt.principal_claim_name if self.unsecured_jwt is not None else "sub"
         )
@@ -705,10 +794,16 @@ class ConnectionSettings:
         )
 
     def confluent_config(self) -> dict[str, Any]:
-        """:meth:`librdkafka_config` plus ``oauth_cb`` when librdkafka cannot get a token alone."""
+        """:meth:`librdkafka_config` plus ``oauth_cb`` when librdkafka cannot get a token alone.
+
+        Raises AuthenticationFailed when that token has expired (or is not valid
+        yet), and UsageError when its file cannot be read: before a client is built.
+        """
         config: dict[str, Any] = dict(self.librdkafka_config())
         if self.needs_oauth_cb():
             assert self.sasl is not None
+            # Before any client exists: confluent-kafka waits 10 s for a token it refuses.
+            self.sasl.oauth_token()
             config["oauth_cb"] = self.sasl.oauth_cb
         return config
 

@@ -410,6 +410,14 @@ class GateStep:
 _CLOSE: Final = GateStep(close=True)
 
 
+def _api_name(api_key: int) -> str:
+    """Kafka's ``ApiKeys`` name (``METADATA``), as its broker log says it."""
+    from kio.schema.index import api_key_map
+
+    name = api_key_map.get(api_key)
+    return str(name).upper() if name is not None else f"API {api_key}"
+
+
 class SaslGate:
     """Kafka's ``SaslServerAuthenticator`` states for one connection."""
 
@@ -446,7 +454,9 @@ class SaslGate:
             return GateStep(request=request)
         if api_key == SASL_HANDSHAKE:
             return self._handshake(decode_request(frame))
-        log.info("closing: request %d before SASL authentication", api_key)
+        # Kafka's InvalidRequestException here closes the connection without an answer,
+        # after ApiVersions was answered or before: clients see only the close.
+        log.info("Unexpected Kafka request of type %s during SASL handshake.", _api_name(api_key))
         return _CLOSE
 
     def _handshake(self, request: Request) -> GateStep:

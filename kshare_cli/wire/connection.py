@@ -22,6 +22,15 @@ read as a size prefix, announce a frame no ApiVersions answer comes near
 (``HTTP`` is 0x48545450, 1.2 GB), and they say what the peer is where that is
 certain; a peer that says nothing to ApiVersions for ``HANDSHAKE_TIMEOUT_S`` is
 not Kafka, or a hung broker.
+
+Likewise a SASL listener reached without SASL: Kafka's ``SaslServerAuthenticator``
+answers ApiVersions, then closes the connection without a word at the first
+other request ("Unexpected Kafka request of type METADATA during SASL
+handshake"). Retrying would only meet the same close until --timeout, so a
+connection without SASL that is closed before its first request after ApiVersions
+is answered asks the port, on a second connection, for its SASL mechanisms
+(``sasl_mechanisms``); a listener that offers some is reported at once, naming
+the ``security.protocol`` to set.
 """
 
 from __future__ import annotations
@@ -39,7 +48,13 @@ from kshare_cli.connect.settings import SaslSettings
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import BrokerApiVersions, format_address, our_versions
-from kshare_cli.wire.errors import UNSUPPORTED_VERSION, ConnectionLost, NotKafka, error_name
+from kshare_cli.wire.errors import (
+    UNSUPPORTED_SASL_MECHANISM,
+    UNSUPPORTED_VERSION,
+    ConnectionLost,
+    NotKafka,
+    error_name,
+)
 from kshare_cli.wire.framing import (
     API_VERSIONS_KEY,
     DEFAULT_MAX_FRAME_BYTES,
@@ -51,7 +66,7 @@ from kshare_cli.wire.framing import (
     request_schema,
     response_schema,
 )
-from kshare_cli.wire.sasl import authenticate
+from kshare_cli.wire.sasl import SASL_HANDSHAKE_KEY, authenticate
 
 log = logging.getLogger("kshare.wire")
 
@@ -171,6 +186,53 @@ async def answers_tls(host: str, port: int, timeout_s: float = TLS_PROBE_TIMEOUT
     return looks_like_tls(first)
 
 
+async def sasl_mechanisms(
+    host: str,
+    port: int,
+    ssl_context: ssl.SSLContext | None,
+    timeout_s: float = TLS_PROBE_TIMEOUT_S,
+) -> tuple[str, ...] | None:
+    """The mechanisms ``host:port`` offers as a SASL listener; None when it is not one.
+
+    A fresh connection sends ApiVersions, then SaslHandshake (v1) for PLAIN. A SASL
+    listener answers with NONE or UNSUPPORTED_SASL_MECHANISM and its enabled
+    mechanisms (Kafka's ``handleHandshakeRequest``); a listener without SASL answers
+    ILLEGAL_SASL_STATE. Anything else (no answer, a close, a refusal) proves
+    nothing and gives None. The probe never sends a credential.
+    """
+    try:
+        async with asyncio.timeout(timeout_s):
+            probe = await BrokerConnection.open(
+                host, port, ssl_context=ssl_context, handshake_timeout_s=timeout_s
+            )
+            probe._sasl_listener_check = False
+            try:
+                version = probe.api_versions.choose(SASL_HANDSHAKE_KEY, min_version=1)
+                schema = request_schema(SASL_HANDSHAKE_KEY, version)
+                answer = await probe.send(build(schema, {"mechanism": "PLAIN"}))
+            finally:
+                await probe.close()
+    except (TimeoutError, ConnectionFailed):
+        return None
+    if int(answer.error_code) not in (0, UNSUPPORTED_SASL_MECHANISM):
+        return None
+    return tuple(str(name) for name in answer.mechanisms)
+
+
+def sasl_listener_error(
+    address: str, mechanisms: tuple[str, ...], *, tls: bool
+) -> AuthenticationFailed:
+    """The one wording of "this port wants SASL and we spoke none"."""
+    protocol = "SASL_SSL" if tls else "SASL_PLAINTEXT"
+    offered = ", ".join(mechanisms) or "none enabled"
+    return AuthenticationFailed(
+        f"{address} closed the connection at the first request after ApiVersions, as a "
+        f"Kafka SASL listener does with a client that does not authenticate (it offers "
+        f"{offered}): set security.protocol={protocol} and sasl.mechanism, with "
+        "sasl.jaas.config for the credentials"
+    )
+
+
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
@@ -201,6 +263,12 @@ class BrokerConnection:
         self._failure: ConnectionLost | None = None
         self._negotiating = True
         self._api_versions: BrokerApiVersions | None = None
+        self._ssl_context: ssl.SSLContext | None = None
+        #: Whether a close before the first answer after ApiVersions is worth asking
+        #: the port about (no SASL configured, not itself a probe).
+        self._sasl_listener_check = False
+        self._answered = False
+        self._sasl_probe: asyncio.Task[AuthenticationFailed | None] | None = None
         self._reader_task = asyncio.get_running_loop().create_task(
             self._read_responses(), name=f"kshare-reader-{self.address}"
         )
@@ -264,6 +332,8 @@ class BrokerConnection:
             on_request=on_request,
             max_frame_bytes=max_frame_bytes,
         )
+        connection._ssl_context = ssl_context
+        connection._sasl_listener_check = sasl is None
         try:
             try:
                 async with asyncio.timeout(handshake_timeout_s):
@@ -381,9 +451,26 @@ class BrokerConnection:
         except (ConnectionError, OSError) as error:
             lost = ConnectionLost(f"{self.address}: {_one_line(error)}")
             self._fail(lost)
-            raise (self._failure or lost) from None
+            raise (await self._sasl_listener() or self._failure or lost) from None
+        except ConnectionLost as lost:
+            raise (await self._sasl_listener() or lost) from None
         finally:
             self._pending.pop(correlation_id, None)
+
+    async def _sasl_listener(self) -> AuthenticationFailed | None:
+        """After a close: the SASL-listener error when that explains it (module docstring)."""
+        if not self._sasl_listener_check or self._negotiating or self._answered:
+            return None
+        if self._sasl_probe is None:
+            # One probe however many requests were pending on the connection.
+            self._sasl_probe = asyncio.get_running_loop().create_task(self._probe_sasl())
+        return await asyncio.shield(self._sasl_probe)
+
+    async def _probe_sasl(self) -> AuthenticationFailed | None:
+        mechanisms = await sasl_mechanisms(self.host, self.port, self._ssl_context)
+        if mechanisms is None:
+            return None
+        return sasl_listener_error(self.address, mechanisms, tls=self._ssl_context is not None)
 
     async def _read_responses(self) -> None:
         try:
@@ -400,6 +487,8 @@ class BrokerConnection:
                               correlation_id)  # fmt: skip
                     continue
                 future, decode = entry
+                if not self._negotiating:
+                    self._answered = True
                 if future.done():
                     continue
                 try:

@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 from scramp import ScramClient, ScramException  # type: ignore[import-untyped]
 
-from kshare_cli.connect.settings import SaslSettings
+from kshare_cli.connect.settings import SaslSettings, token_claims_problem
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, UsageError
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import BrokerApiVersions
@@ -123,6 +123,10 @@ class OAuthBearer:
         if not challenge:
             return None
         self.server_error = _oauth_error(challenge)
+        # The broker says only "invalid_token"; the token's own claims may say why.
+        problem = token_claims_problem(self._token)
+        if problem is not None:
+            self.server_error += f": {problem}"
         return _KVSEP
 
 

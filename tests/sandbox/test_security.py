@@ -538,6 +538,27 @@ def test_requests_before_authentication_close_the_connection(
         assert _closed_after(sock, request)
 
 
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_a_client_without_sasl_gets_api_versions_then_a_silent_close(
+    secure_sandbox: SecureSandbox, tls_material: TlsMaterial, protocol: str
+) -> None:
+    """Kafka's SaslServerAuthenticator: ApiVersions is answered, the next non-SASL request
+    ("Unexpected Kafka request of type METADATA during SASL handshake") closes the
+    connection with no answer; a PLAINTEXT (or SSL-only) client sees only the close."""
+    sandbox = secure_sandbox(protocol, mechanisms=("SCRAM-SHA-512",))
+    context = tls_material.client_context() if protocol == "SASL_SSL" else None
+    with _socket(sandbox.bootstrap, context) as sock:
+        assert 3 in _api_versions(sock)
+        assert _closed_after(
+            sock,
+            MetadataRequest(
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+
+
 def test_unknown_mechanism_is_answered_with_the_enabled_ones_then_closed(
     secure_sandbox: SecureSandbox,
 ) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from typing import Any
 
@@ -190,14 +191,43 @@ def test_a_mechanism_the_listener_lacks_names_the_enabled_ones(
 
 
 def test_an_invalid_oauth_token_is_refused(secure_sandbox: SecureSandbox) -> None:
-    sandbox = secure_sandbox("SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",))
-    expired = unsecured_jwt(lifetime_s=-60)
+    sandbox = secure_sandbox(
+        "SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",), oauth_tokens=frozenset({"another"})
+    )
     with pytest.raises(AuthenticationFailed) as raised:
-        run(_metadata(sasl_settings(sandbox.bootstrap, "OAUTHBEARER", token=expired)))
+        run(_metadata(sasl_settings(sandbox.bootstrap, "OAUTHBEARER", token=unsecured_jwt())))
     assert str(raised.value) == (
         f"SASL OAUTHBEARER authentication failed at {sandbox.bootstrap}: "
         "the broker rejected the token (status invalid_token)"
     )
+
+
+def test_an_expired_oauth_token_is_refused_before_it_is_sent(
+    secure_sandbox: SecureSandbox,
+) -> None:
+    sandbox = secure_sandbox("SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",))
+    expired = unsecured_jwt(lifetime_s=-60)
+    exp = json.loads(base64.urlsafe_b64decode(expired.split(".")[1] + "=="))["exp"]
+    shown = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp))
+    with pytest.raises(AuthenticationFailed) as raised:
+        run(_metadata(sasl_settings(sandbox.bootstrap, "OAUTHBEARER", token=expired)))
+    assert re.fullmatch(
+        rf"the OAUTHBEARER token expired at {shown} \(6[01] s ago\); "
+        "set kshare.oauthbearer.token to a fresh token",
+        str(raised.value),
+    ), raised.value
+
+
+def test_a_token_the_broker_calls_invalid_is_explained_by_its_claims() -> None:
+    """The broker's clock may be ahead: it says invalid_token, the claims say why."""
+    expired = unsecured_jwt(lifetime_s=-7200)
+    mechanism = OAuthBearer(expired)
+    assert mechanism.respond(b'{"status":"invalid_token"}') == b"\x01"
+    assert mechanism.server_error is not None
+    assert mechanism.server_error.startswith(
+        "the broker rejected the token (status invalid_token): the OAUTHBEARER token expired at "
+    )
+    assert mechanism.server_error.endswith("(2 h ago)")
 
 
 def test_sasl_against_a_plaintext_listener_says_so(secure_sandbox: SecureSandbox) -> None:
