@@ -1,7 +1,7 @@
 """Wall time and round trips of ``describe --all-groups`` for 100 and for 1,000 share groups.
 
 Run: ``.venv/bin/python benchmarks/describe_fanout.py [--sizes 100,1000] [--runs 5]
-[--baseline-runs 2]``.
+[--baseline-runs 2] [--cluster-groups 1000] [--only-cluster]``.
 
 Why: issue 3 asks that describing every group scale with the number of coordinators,
 not of groups (one ShareGroupDescribe per coordinator, one ListOffsets per partition
@@ -37,7 +37,10 @@ ratios largest size / smallest size and a linear fit (fixed ms + us per group)
 through the two sizes, and the baseline's time over the new. The real CLI, ``kshare describe
 --all-groups`` with ``-o json`` and with the default ``-o table``, is also timed
 end to end once per size (process start included). ``--profile`` adds a
-cProfile of the offsets view at the largest size.
+cProfile of the offsets view at the largest size. Last, the three-node bed (issue
+16): ``--cluster-groups`` groups (1,000) on ``kshare sandbox --brokers 3``, spread
+by Kafka's hash over the three nodes' coordinators, the same views timed the same
+way, beside the one-node figures of that size.
 """
 
 from __future__ import annotations
@@ -103,11 +106,16 @@ class SizeFigures:
 
 
 class Sandbox:
-    """``kshare sandbox --port 0`` in its own process; the bootstrap is its first stdout line."""
+    """``kshare sandbox --port 0`` in its own process; the bootstrap is its first stdout line.
 
-    def __init__(self) -> None:
+    ``brokers`` above 1 starts a cluster (``--brokers N``): the first line then lists
+    every node's address, a bootstrap list.
+    """
+
+    def __init__(self, brokers: int = 1) -> None:
+        extra = ["--brokers", str(brokers)] if brokers > 1 else []
         self._process = subprocess.Popen(
-            SANDBOX_COMMAND,
+            [*SANDBOX_COMMAND, *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -130,7 +138,8 @@ class Sandbox:
 
 
 def settings_for(bootstrap: str) -> ConnectionSettings:
-    return ConnectionSettings(bootstrap_servers=(bootstrap,), client_id="describe-fanout")
+    servers = tuple(server for server in bootstrap.split(",") if server)
+    return ConnectionSettings(bootstrap_servers=servers, client_id="describe-fanout")
 
 
 def member_id() -> str:
@@ -361,6 +370,70 @@ def run_size(
     return figures, report
 
 
+@dataclass(frozen=True)
+class ClusterFigures:
+    """The three-node bed: the same views, the groups spread over every node's coordinator."""
+
+    brokers: int
+    groups: int
+    setup_s: float
+    #: Groups per coordinating node, as FindCoordinator placed them.
+    per_coordinator: dict[int, int]
+    offsets: Measured
+    describe: Measured
+    cli_json_ms: float
+
+
+async def coordinator_spread(bootstrap: str, groups: Sequence[str]) -> dict[int, int]:
+    async with await KafkaClient.connect(settings_for(bootstrap), timeout_s=120) as client:
+        found = await client.find_coordinators(groups)
+    spread: dict[int, int] = {}
+    for node in found.values():
+        assert isinstance(node, BrokerNode), node
+        spread[node.node_id] = spread.get(node.node_id, 0) + 1
+    return dict(sorted(spread.items()))
+
+
+def run_cluster(brokers: int, groups: int, runs: int) -> ClusterFigures:
+    """Issue 16: ``describe --all-groups`` over several coordinators (``--brokers N``).
+
+    ListGroups goes to every node and DescribeShareGroupOffsets to each group's own
+    coordinator, so the round trips grow by a handful of handshakes per node, and the
+    wall time should stay near the one-node figure (the nodes answer in parallel).
+    """
+    ids = [f"fanout-{index:05d}" for index in range(groups)]
+    with Sandbox(brokers) as sandbox:
+        started = time.perf_counter()
+        asyncio.run(setup_groups(sandbox.bootstrap, ids))
+        setup_s = time.perf_counter() - started
+        asyncio.run(verify(sandbox.bootstrap, ids))
+        spread = asyncio.run(coordinator_spread(sandbox.bootstrap, ids))
+        offsets = measure(offsets_view, sandbox.bootstrap, groups, runs)
+        described = measure(describe_view, sandbox.bootstrap, groups, runs)
+        cli_json_ms = time_cli(sandbox.bootstrap, groups, "json")
+    return ClusterFigures(brokers, groups, setup_s, spread, offsets, described, cli_json_ms)
+
+
+def print_cluster(cluster: ClusterFigures, single: SizeFigures | None) -> None:
+    spread = ", ".join(f"node {node}: {count}" for node, count in cluster.per_coordinator.items())
+    print(
+        f"\nThree-node bed (issue 16): kshare sandbox --brokers {cluster.brokers}, "
+        f"{cluster.groups} groups over {len(cluster.per_coordinator)} coordinators ({spread}); "
+        f"setup {cluster.setup_s:.1f} s"
+    )
+    print(f"{'view':>14} | {'median ms':>9}{'min':>8}{'cpu':>8}{'trips':>7} | one node ms / trips")
+    for name, measured, alone in (
+        ("offsets", cluster.offsets, None if single is None else single.offsets),
+        ("describe", cluster.describe, None if single is None else single.describe),
+    ):
+        reference = "" if alone is None else f"{alone.median_ms:.1f} / {alone.round_trips}"
+        print(
+            f"{name:>14} | {measured.median_ms:>9.1f}{measured.min_ms:>8.1f}"
+            f"{measured.client_cpu_ms:>8.1f}{measured.round_trips:>7} | {reference}"
+        )
+    print(f"{'CLI -o json':>14} | {cluster.cli_json_ms:>9.0f} (process start included)")
+
+
 def ratio(large: float, small: float) -> float:
     return large / small if small else float("inf")
 
@@ -411,7 +484,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--baseline-runs", type=int, default=2, help="timed runs of the old batching per size"
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the largest size")
+    parser.add_argument(
+        "--cluster-groups",
+        type=int,
+        default=1000,
+        help="groups on the three-node bed (--brokers 3); 0 skips it",
+    )
+    parser.add_argument("--only-cluster", action="store_true", help="run the three-node bed only")
     args = parser.parse_args(argv)
+    if args.only_cluster:
+        cluster = run_cluster(3, args.cluster_groups, args.runs)
+        print_cluster(cluster, None)
+        return
     sizes = sorted(int(size) for size in args.sizes.split(","))
 
     figures: list[SizeFigures] = []
@@ -467,6 +551,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     if len(figures) >= 2:
         print_ratios(figures[0], figures[-1])
+    if args.cluster_groups > 0:
+        single = next((f for f in figures if f.groups == args.cluster_groups), None)
+        print_cluster(run_cluster(3, args.cluster_groups, args.runs), single)
     for report in reports:
         if report:
             print(f"\ncProfile of the offsets view at {sizes[-1]} groups (client process):")
