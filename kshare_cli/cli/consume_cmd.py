@@ -670,6 +670,8 @@ def consume(
         timeout_s=timeout_s,
     )
     sink = sys.stdout.buffer
+    from kshare_cli.wire.diagnose import connection_check
+
     with stop_on_signals() as request:
         prompt = (
             make_prompt(request, chosen_ack, show_line=not _same_terminal())
@@ -686,6 +688,7 @@ def consume(
                 decide=prompt,
                 on_warning=common.warn,
                 on_rejected=common.report_failure,
+                diagnose=connection_check(settings),
             ),
             invocation,
         )

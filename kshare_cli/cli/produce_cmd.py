@@ -266,6 +266,8 @@ def produce(
     def report(failure: DeliveryFailure) -> None:
         common.report_failure(str(failure))
 
+    from kshare_cli.wire.diagnose import connection_check
+
     with _sigterm_interrupts():
         result = common.edge(
             lambda: produce_lines(
@@ -278,6 +280,7 @@ def produce(
                 partition=partition,
                 timeout_s=timeout_s,
                 on_failure=report,
+                diagnose=connection_check(settings),
             ),
             invocation,
         )

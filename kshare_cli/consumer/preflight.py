@@ -19,13 +19,14 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from kshare_cli.errors import (
     AuthenticationFailed,
     ConnectionFailed,
+    KshareError,
     NotFound,
     Refused,
     TimedOut,
@@ -39,12 +40,18 @@ if TYPE_CHECKING:
     # Public as confluent_kafka.admin.ClusterMetadata, re-exported without __all__.
     from confluent_kafka.admin._metadata import ClusterMetadata
 
+    from kshare_cli.wire.diagnose import Diagnose
+
+#: librdkafka's error text to the control plane's diagnosis (``Diagnose``, time bound set).
+Explain = Callable[[str], "KshareError | None"]
+
 __all__ = [
     "DEFAULT_DELIVERY_LIMIT",
     "DeliveryLimit",
     "MetadataClient",
     "Preflight",
     "check_cluster",
+    "is_authentication_error",
     "raise_for_client_error",
     "raise_for_client_errors",
     "topic_partitions",
@@ -122,6 +129,7 @@ def check_cluster(
     group_id: str,
     timeout_s: float,
     delivery_limit: bool = False,
+    diagnose: Diagnose | None = None,
 ) -> Preflight:
     """Fail before joining when the cluster or a topic is not there; see the module docstring.
 
@@ -143,23 +151,19 @@ def check_cluster(
     deadline = time.monotonic() + timeout_s
     partitions: dict[str, int] = {}
     for topic in topics:
-        partitions[topic] = _partition_count(admin, topic, errors, deadline, bootstrap, timeout_s)
+        partitions[topic] = len(
+            topic_partitions(
+                admin,
+                topic,
+                errors.seen,
+                deadline=deadline,
+                bootstrap=bootstrap,
+                timeout_s=timeout_s,
+                diagnose=diagnose,
+            )
+        )
     limit = _delivery_limit(admin, group_id, deadline) if delivery_limit else None
     return Preflight(partitions, limit)
-
-
-def _partition_count(
-    admin: AdminClient,
-    topic: str,
-    errors: _Errors,
-    deadline: float,
-    bootstrap: str,
-    timeout_s: float,
-) -> int:
-    partitions = topic_partitions(
-        admin, topic, errors.seen, deadline=deadline, bootstrap=bootstrap, timeout_s=timeout_s
-    )
-    return len(partitions)
 
 
 class MetadataClient(Protocol):
@@ -179,6 +183,7 @@ def topic_partitions(
     bootstrap: str,
     timeout_s: float,
     access: str = "read",
+    diagnose: Diagnose | None = None,
 ) -> tuple[int, ...]:
     """The partition ids of ``topic``, asked in short slices until ``deadline``.
 
@@ -187,7 +192,8 @@ def topic_partitions(
     ``error_cb`` (which appends to ``seen``) is served and read, so a refused
     connection or credentials end the wait as soon as librdkafka reports them, and
     only a cluster that never answers waits out ``timeout_s``. ``access`` names what
-    the command wants of the topic in the "not authorized" message.
+    the command wants of the topic in the "not authorized" message; ``diagnose``
+    (see :func:`raise_for_client_errors`) words a TLS or SASL failure.
     """
     from confluent_kafka import KafkaError, KafkaException
 
@@ -199,7 +205,7 @@ def topic_partitions(
             metadata = client.list_topics(topic, timeout=min(_SLICE_S, remaining))
         except KafkaException:
             client.poll(0)  # serves error_cb: why the metadata did not come
-            raise_for_client_errors(seen, bootstrap)
+            raise_for_client_errors(seen, bootstrap, _until(diagnose, deadline))
             continue
         described = metadata.topics.get(topic)
         if described is None:
@@ -218,7 +224,27 @@ def topic_partitions(
         time.sleep(min(_SLICE_S, max(0.0, deadline - time.monotonic())))
 
 
-def raise_for_client_error(error: KafkaError, bootstrap: str) -> None:
+def _until(diagnose: Diagnose | None, deadline: float) -> Explain | None:
+    """``diagnose`` bounded by what is left until ``deadline``."""
+    if diagnose is None:
+        return None
+    return lambda text: diagnose(text, deadline - time.monotonic())
+
+
+def is_authentication_error(error: KafkaError) -> bool:
+    """TLS or SASL refused us: final, unlike a broker that is down."""
+    from confluent_kafka import KafkaError
+
+    return error.code() in (
+        KafkaError._AUTHENTICATION,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+        KafkaError._SSL,
+    )
+
+
+def raise_for_client_error(
+    error: KafkaError, bootstrap: str, diagnose: Explain | None = None
+) -> None:
     """Turn one librdkafka client error into kshare's error, if it is one worth stopping for.
 
     One error carries no history, so a lone "all brokers are down" is reported as
@@ -226,12 +252,14 @@ def raise_for_client_error(error: KafkaError, bootstrap: str) -> None:
     """
     from confluent_kafka import KafkaError
 
-    raise_for_client_errors([error], bootstrap)
+    raise_for_client_errors([error], bootstrap, diagnose)
     if error.code() == KafkaError._ALL_BROKERS_DOWN:
         raise ConnectionFailed(f"cannot connect to {bootstrap}: all brokers are down")
 
 
-def raise_for_client_errors(seen: Sequence[KafkaError], bootstrap: str) -> None:
+def raise_for_client_errors(
+    seen: Sequence[KafkaError], bootstrap: str, diagnose: Explain | None = None
+) -> None:
     """Raise kshare's error for the client errors librdkafka reported so far, if one is final.
 
     Refused credentials or certificates (3), authorization refused (1), a fatal
@@ -240,17 +268,20 @@ def raise_for_client_errors(seen: Sequence[KafkaError], bootstrap: str) -> None:
     with no such cause is a broker that accepted the connection and never
     answered (librdkafka gives up after ``api.version.request.timeout.ms``): not
     a refusal, so the caller keeps waiting and reports a timeout (4) at its deadline.
+
+    ``diagnose`` (``wire.diagnose.connection_check``) gives the control plane's
+    words for a TLS or SASL failure, and for brokers that hung up on us after
+    connecting: librdkafka's own words blame the CA for a hostname mismatch, and
+    a SASL listener reached without SASL is only "all brokers are down" (its
+    disconnects after ApiVersions reach no ``error_cb``). For that last case only
+    a TLS or SASL diagnosis counts; anything else keeps the wait going.
     """
     from confluent_kafka import KafkaError
 
-    authentication = {
-        KafkaError._AUTHENTICATION,
-        KafkaError.SASL_AUTHENTICATION_FAILED,
-        KafkaError._SSL,
-    }
     for error in seen:
-        if error.code() in authentication:
-            raise AuthenticationFailed(f"{bootstrap}: {_strip(error.str())}")
+        if is_authentication_error(error):
+            diagnosed = diagnose(error.str()) if diagnose is not None else None
+            raise diagnosed or AuthenticationFailed(f"{bootstrap}: {_strip(error.str())}")
     for error in seen:
         if error.code() in (
             KafkaError.TOPIC_AUTHORIZATION_FAILED,
@@ -264,11 +295,18 @@ def raise_for_client_errors(seen: Sequence[KafkaError], bootstrap: str) -> None:
         causes = [
             error for error in seen if error.code() in (KafkaError._TRANSPORT, KafkaError._RESOLVE)
         ]
+        hung_up = [error for error in causes if _REFUSED not in error.str()]
+        if diagnose is not None and (hung_up or not causes):
+            diagnosed = diagnose((hung_up or seen)[-1].str())
+            if isinstance(diagnosed, AuthenticationFailed) or (hung_up and diagnosed):
+                raise diagnosed
         if causes:
             raise ConnectionFailed(f"cannot connect to {bootstrap}: {_strip(causes[-1].str())}")
 
 
 _BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")
+#: librdkafka's words for a refused connection: nothing the control plane can add.
+_REFUSED: Final = "Connection refused"
 
 
 def _strip(text: str) -> str:

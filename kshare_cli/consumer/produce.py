@@ -36,6 +36,8 @@ from kshare_cli.errors import NotFound, UsageError
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, Producer
 
+    from kshare_cli.wire.diagnose import Diagnose
+
 __all__ = [
     "DEFAULT_PRODUCER_CONFIG",
     "DeliveryFailure",
@@ -269,6 +271,7 @@ def _check_destination(
     timeout_s: float,
     deliveries: _Deliveries,
     bootstrap: str,
+    diagnose: Diagnose | None = None,
 ) -> None:
     """Fail before reading a line if the cluster, the topic or the partition cannot take records.
 
@@ -284,6 +287,7 @@ def _check_destination(
         bootstrap=bootstrap,
         timeout_s=timeout_s,
         access="write to",
+        diagnose=diagnose,
     )
     if partition is not None and partition not in partitions:
         count = len(partitions)
@@ -305,6 +309,7 @@ def produce_lines(
     timeout_s: float = 30.0,
     on_failure: Callable[[DeliveryFailure], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    diagnose: Diagnose | None = None,
 ) -> ProduceResult:
     """Produce one record per line of ``source`` to ``topic``; flush; count the outcome.
 
@@ -317,7 +322,8 @@ def produce_lines(
     AuthenticationFailed, TimedOut) when no metadata comes back, NotFound for an
     unknown topic or partition -- all before the first line is read. After that
     nothing raises: a KeyboardInterrupt stops reading, and a second one stops
-    waiting for the deliveries still in flight.
+    waiting for the deliveries still in flight. ``diagnose`` words a TLS or SASL
+    failure as the control plane does (``wire.diagnose``).
     """
     from confluent_kafka import KafkaException
 
@@ -327,7 +333,7 @@ def produce_lines(
         settings["message.timeout.ms"] = str(max(1, round(timeout_s * 1000)))
     producer = _new_producer(settings, deliveries)
     bootstrap = str(settings.get("bootstrap.servers", ""))
-    _check_destination(producer, topic, partition, timeout_s, deliveries, bootstrap)
+    _check_destination(producer, topic, partition, timeout_s, deliveries, bootstrap, diagnose)
 
     line_number = sent = 0
     stopped_by: StopReason = "eof"

@@ -48,16 +48,24 @@ from kshare_cli.consumer.preflight import (
     DEFAULT_DELIVERY_LIMIT,
     DeliveryLimit,
     check_cluster,
+    is_authentication_error,
     quiet_logger,
     raise_for_client_error,
 )
 from kshare_cli.consumer.records import ConsumedRecord
-from kshare_cli.errors import ConnectionFailed, KshareError, Refused, UsageError
+from kshare_cli.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    KshareError,
+    Refused,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, ShareConsumer, TopicPartition
 
     from kshare_cli.consumer.formatting import Formatter
+    from kshare_cli.wire.diagnose import Diagnose
 
 __all__ = [
     "DEFAULT_GROUP",
@@ -185,6 +193,7 @@ def consume(
     on_warning: Callable[[str], None] | None = None,
     on_rejected: Callable[[str], None] | None = None,
     check: bool = True,
+    diagnose: Diagnose | None = None,
 ) -> ConsumeResult:
     """Consume ``options.topics`` into ``sink`` until a stop; see the module docstring.
 
@@ -193,7 +202,8 @@ def consume(
     refuses and, with ``check``, the preflight's errors (cluster unreachable,
     credentials refused, topic missing) -- all before joining the group. Once
     joined nothing raises but a second interrupt (KeyboardInterrupt): failures
-    come back in the result, after the group was left.
+    come back in the result, after the group was left. ``diagnose`` words a TLS or
+    SASL failure as the control plane does (``wire.diagnose``).
     """
     if options.interactive and decide is None:
         raise UsageError("interactive consumption needs a prompt")
@@ -211,6 +221,7 @@ def consume(
                 group_id=options.group_id,
                 timeout_s=options.timeout_s,
                 delivery_limit=options.interactive,
+                diagnose=diagnose,
             )
             limit = preflight.delivery_limit
         run = _Run(
@@ -226,6 +237,7 @@ def consume(
             on_warning=on_warning or _ignore,
             on_rejected=on_rejected or _ignore,
             bootstrap=str(settings.get("bootstrap.servers", "")),
+            diagnose=diagnose,
         )
         consumer.set_acknowledgement_commit_callback(run.committed)
         consumer.subscribe(list(options.topics))
@@ -239,13 +251,23 @@ def _ignore(_message: str) -> None:
 
 
 def _new_consumer(settings: Mapping[str, object]) -> ShareConsumer:
-    from confluent_kafka import KafkaException, ShareConsumer
+    from confluent_kafka import KafkaError, KafkaException, ShareConsumer
 
     try:
-        return ShareConsumer(dict(settings))
+        try:
+            return ShareConsumer(dict(settings))
+        except SystemError as error:
+            # confluent-kafka 2.16 wraps a failed oauth_cb's "OAuth token not set" so.
+            if isinstance(error.__cause__, KafkaException):
+                raise error.__cause__ from None
+            raise
     except KafkaException as error:
+        kafka_error = error.args[0]
+        if kafka_error.code() == KafkaError.SASL_AUTHENTICATION_FAILED:
+            # oauth_cb gave no token (settings checked it a moment ago: a file being replaced).
+            raise AuthenticationFailed(f"OAUTHBEARER: {kafka_error.str()}") from None
         # librdkafka checks every property before it creates the handle: nothing connected.
-        raise UsageError(f"consumer configuration: {error.args[0].str()}") from None
+        raise UsageError(f"consumer configuration: {kafka_error.str()}") from None
     except (TypeError, ValueError) as error:
         raise UsageError(f"consumer configuration: {error}") from None
 
@@ -288,6 +310,7 @@ class _Run:
     on_warning: Callable[[str], None]
     on_rejected: Callable[[str], None]
     bootstrap: str
+    diagnose: Diagnose | None = None
     processed: int = 0
     accepted: int = 0
     released: int = 0
@@ -343,13 +366,26 @@ class _Run:
                 return self.finish(reason, error)
             waiting_since = time.monotonic()
 
+    def explain(self, librdkafka_error: str) -> KshareError | None:
+        """The control plane's words for a TLS or SASL failure (``wire.diagnose``)."""
+        from kshare_cli.wire.diagnose import CHECK_TIMEOUT_S
+
+        if self.diagnose is None:
+            return None
+        return self.diagnose(librdkafka_error, CHECK_TIMEOUT_S)
+
     def client_problem(self) -> KshareError | None:
         """A client error that ends the run (credentials refused, a fatal error); None else."""
         from confluent_kafka import KafkaError
 
         for error in self.client_errors.take():
             try:
-                raise_for_client_error(error, self.bootstrap)
+                # Mid-run only a TLS or SASL refusal is worth a check: brokers that are
+                # down come back, and are waited for below.
+                authentication = is_authentication_error(error)
+                raise_for_client_error(
+                    error, self.bootstrap, self.explain if authentication else None
+                )
             except Refused as refusal:
                 return refusal
             except ConnectionFailed as failure:

@@ -1,0 +1,253 @@
+"""TLS and SASL edges on every plane (issue 19): each fails at once, in one line, with the fix.
+
+The same mistake must read the same whichever command meets it: ``list`` goes
+through kshare's own client, ``consume`` and ``produce`` through librdkafka, whose
+words are weaker (a hostname mismatch blamed on the CA, a SASL listener reported
+as "all brokers are down"), so the data plane asks the control plane's
+connection check and reports its line. Every case runs the installed ``kshare``
+in a subprocess with a 30 s ``--timeout`` and asserts the README's exit code,
+one stderr line naming the cause and the fix, no traceback, no secret, and a
+failure well inside 5 s.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kshare_cli.errors import ExitCode
+from kshare_cli.sandbox.runner import SandboxThread
+from kshare_cli.sandbox.security import ListenerSecurity, server_ssl_context
+from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
+from tests.support.tls import USERS, SecureSandbox, TlsMaterial
+
+#: Every command that connects, each with what it needs to get as far as connecting.
+COMMANDS = {
+    "list": ["list"],
+    "consume": ["consume", "-t", "edges", "-g", "edges"],
+    "produce": ["produce", "-t", "edges"],
+}
+FAILS_WITHIN_S = 5.0
+
+
+def run(kshare: Kshare, command: str, bootstrap: str, config: Path | None) -> tuple[
+    subprocess.CompletedProcess[str], float
+]:
+    """``kshare <command>`` as an operator runs it, with --timeout 30s; (result, seconds)."""
+    argv = [str(KSHARE), *COMMANDS[command], "-b", bootstrap, "--timeout", "30s"]
+    if config is not None:
+        argv += ["--command-config", str(config)]
+    started = time.monotonic()
+    result = subprocess.run(
+        argv,
+        input="a record\n",
+        capture_output=True,
+        text=True,
+        env=process_env(kshare.environment()),
+        timeout=60,
+        check=False,
+    )
+    return result, time.monotonic() - started
+
+
+def jwt(**claims: float | str) -> str:
+    """An unsigned JWT with ``claims``, as an identity provider's token looks to kshare."""
+
+    def part(value: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none'})}.{part({'sub': 'alice', **claims})}."
+
+
+def utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+@pytest.fixture
+def closed_port() -> Iterator[str]:
+    """An address nothing listens on: a command that connects fails there with exit 3."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    yield f"127.0.0.1:{port}"
+
+
+# -- 1. an OAUTHBEARER token whose claims say no broker will take it --------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("claims", "words"),
+    [
+        ({"exp": -3600}, "the OAUTHBEARER token expired at {exp} (60 min ago)"),
+        ({"exp": 7200, "nbf": 3600}, "the OAUTHBEARER token is not valid before {nbf} (in 60 min)"),
+        ({"exp": 7200, "iat": 3600}, "the OAUTHBEARER token was issued in the future, at {iat}"),
+    ],
+    ids=["expired", "not-yet-valid", "issued-in-the-future"],
+)
+def test_a_token_whose_claims_refuse_it_fails_at_once_naming_the_claim(
+    kshare: Kshare,
+    secure_sandbox: SecureSandbox,
+    tmp_path: Path,
+    command: str,
+    claims: dict[str, int],
+    words: str,
+) -> None:
+    sandbox = secure_sandbox("SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",))
+    now = int(time.time())
+    times = {name: now + offset for name, offset in claims.items()}
+    token = jwt(**times)
+    config = write_properties(
+        tmp_path / "oauth.properties",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "OAUTHBEARER",
+            "kshare.oauthbearer.token": token,
+        },
+    )
+    result, elapsed = run(kshare, command, sandbox.bootstrap, config)
+    assert result.returncode == ExitCode.CONNECTION, result.stderr
+    expected = words.format(**{name: utc(value) for name, value in times.items()})
+    assert_one_error_line(
+        result.stderr, f"kshare: error: {expected}", "set kshare.oauthbearer.token to a fresh token"
+    )
+    assert token not in result.stderr and token.split(".")[1] not in result.stderr
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+# -- 2. no SASL on a SASL listener: Kafka answers ApiVersions, then hangs up ------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_a_client_without_sasl_on_a_sasl_listener_is_told_to_set_it(
+    kshare: Kshare,
+    secure_sandbox: SecureSandbox,
+    tls_material: TlsMaterial,
+    tmp_path: Path,
+    command: str,
+    listener: str,
+) -> None:
+    sandbox = secure_sandbox(listener, mechanisms=("SCRAM-SHA-512",))
+    config = None
+    if listener == "SASL_SSL":  # a TLS-only client: the handshake and ApiVersions succeed
+        config = write_properties(
+            tmp_path / "ssl.properties",
+            {"security.protocol": "SSL", "ssl.ca.location": str(tls_material.ca_pem)},
+        )
+    result, elapsed = run(kshare, command, sandbox.bootstrap, config)
+    assert result.returncode == ExitCode.CONNECTION, result.stderr
+    assert_one_error_line(
+        result.stderr,
+        f"kshare: error: {sandbox.bootstrap} closed the connection at the first request after "
+        "ApiVersions",
+        "(it offers SCRAM-SHA-512)",
+        f"set security.protocol={listener} and sasl.mechanism",
+    )
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+# -- 3. a login module that cannot log in with the mechanism ----------------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_mechanism_the_login_module_cannot_serve_is_refused_before_connecting(
+    kshare: Kshare, closed_port: str, tmp_path: Path, command: str
+) -> None:
+    """Java: ``Failed to create SaslClient with mechanism SCRAM-SHA-512`` (PlainLoginModule
+    registers no SCRAM client). Exit 2 on a port where connecting would have been exit 3."""
+    password = USERS["alice"]
+    config = write_properties(
+        tmp_path / "client.properties",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+            f'required username="alice" password="{password}";',
+        },
+    )
+    result, elapsed = run(kshare, command, closed_port, config)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert_one_error_line(
+        result.stderr,
+        "kshare: error: ",
+        "sasl.jaas.config",
+        "PlainLoginModule does not log in with sasl.mechanism=SCRAM-SHA-512",
+        '"Failed to create SaslClient with mechanism SCRAM-SHA-512"',
+        "use org.apache.kafka.common.security.scram.ScramLoginModule, or set sasl.mechanism=PLAIN",
+    )
+    assert password not in result.stderr
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+# -- 4. TLS failures in the data plane, in the control plane's words --------------------------
+
+
+@pytest.fixture
+def misnamed_broker(tls_material: TlsMaterial, tmp_path: Path) -> Iterator[SandboxThread]:
+    """An SSL listener on 127.0.0.1 whose certificate (from the trusted CA) names another host."""
+    leaf = tls_material.ca.issue_cert("broker.example.com")
+    cert, key = tmp_path / "misnamed.pem", tmp_path / "misnamed.key"
+    cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+    key.write_bytes(leaf.private_key_pem.bytes())
+    sandbox = SandboxThread(
+        security=ListenerSecurity(protocol="SSL", ssl_context=server_ssl_context(cert, key))
+    )
+    sandbox.start()
+    yield sandbox
+    sandbox.stop()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_hostname_mismatch_is_named_on_every_plane(
+    kshare: Kshare,
+    misnamed_broker: SandboxThread,
+    tls_material: TlsMaterial,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    config = write_properties(
+        tmp_path / "ssl.properties",
+        {"security.protocol": "SSL", "ssl.ca.location": str(tls_material.ca_pem)},
+    )
+    result, elapsed = run(kshare, command, misnamed_broker.bootstrap, config)
+    assert result.returncode == ExitCode.CONNECTION, result.stderr
+    line = assert_one_error_line(
+        result.stderr,
+        "kshare: error: TLS: certificate verify failed: IP address mismatch, certificate is not "
+        "valid for '127.0.0.1'",
+        misnamed_broker.bootstrap,
+    )
+    assert "ssl.ca.location" not in line  # librdkafka's guess: the CA is fine
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_missing_client_certificate_is_named_on_every_plane(
+    kshare: Kshare,
+    secure_sandbox: SecureSandbox,
+    tls_material: TlsMaterial,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    sandbox = secure_sandbox("SSL", require_client_cert=True)
+    config = write_properties(
+        tmp_path / "ssl.properties",
+        {"security.protocol": "SSL", "ssl.ca.location": str(tls_material.ca_pem)},
+    )
+    result, elapsed = run(kshare, command, sandbox.bootstrap, config)
+    assert result.returncode == ExitCode.CONNECTION, result.stderr
+    line = assert_one_error_line(
+        result.stderr,
+        f"kshare: error: TLS: {sandbox.bootstrap} closed the connection",
+        "the broker may require a client certificate (ssl.client.auth=required)",
+    )
+    assert "alert number 42" not in line
+    assert elapsed < FAILS_WITHIN_S, elapsed
