@@ -438,13 +438,24 @@ R = TypeVar("R", bound=_PerGroup)
 
 @dataclass(frozen=True, slots=True)
 class GroupResults(Generic[R]):
-    """Per-group results, each a value or a ``GroupFailure``, sorted by group id."""
+    """Per-group results, each a value or a ``GroupFailure``, sorted by group id.
+
+    ``broker_failures`` names the brokers that did not answer the listing of an
+    ``--all-groups`` run: the groups they coordinate are missing from ``results``,
+    so the answer is incomplete even when every group in it succeeded.
+    """
 
     results: tuple[R | GroupFailure, ...]
+    broker_failures: tuple[BrokerFailure, ...] = ()
 
     def __post_init__(self) -> None:
         unique = {result.group_id: result for result in self.results}
         object.__setattr__(self, "results", tuple(unique[key] for key in sorted(unique)))
+        object.__setattr__(
+            self,
+            "broker_failures",
+            tuple(sorted(self.broker_failures, key=lambda failure: failure.node_id)),
+        )
 
     def sorted(self) -> tuple[R | GroupFailure, ...]:
         return self.results

@@ -5,7 +5,9 @@ prints what it could describe on stdout, one line per failed group on stderr,
 and exits 5 when every failure was a missing group, 1 for any other failure. A
 group of another type (a consumer group) is such another failure: "group 'X' is
 not a share group", exit 1, as ``kshare delete`` refuses one; it exists, so
-"not found" (5) would send a script looking for a group that is there.
+"not found" (5) would send a script looking for a group that is there. With
+``--all-groups``, a broker that did not answer the listing is named too (exit 1):
+the groups it coordinates are missing, so an answer without them is partial.
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ def describe(
     common.stdout_write(render(report, output.value, view=view.value, verbose=verbose))
     for line in notices(report, output.value):
         typer.echo(line, err=True)
+    for unlisted in report.broker_failures:
+        common.report_failure(f"{unlisted}: the share groups it coordinates are missing")
     failures = report.errors()
     for failure in failures:
         common.report_failure(str(failure))
@@ -122,7 +126,7 @@ def describe(
     for partition_failure in partition_failures:
         common.report_failure(str(partition_failure))
     missing = all(failure.not_found and not failure.not_share_group for failure in failures)
-    if failures and not partition_failures and missing:
+    if failures and not partition_failures and not report.broker_failures and missing:
         raise typer.Exit(int(ExitCode.NOT_FOUND))
-    if failures or partition_failures:
+    if failures or partition_failures or report.broker_failures:
         raise typer.Exit(int(ExitCode.PARTIAL))

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, TypeVar
 
-from kshare_cli.admin.models import GroupDescriptions, GroupListing, ShareGroupOffsets
+from kshare_cli.admin.models import (
+    BrokerFailure,
+    GroupDescriptions,
+    GroupListing,
+    ShareGroupOffsets,
+)
 from kshare_cli.admin.share_groups import SHARE_GROUP_DESCRIBE, ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import TimedOut
@@ -92,10 +98,18 @@ async def describe(
 ) -> GroupDescriptions | ShareGroupOffsets:
     async def work() -> GroupDescriptions | ShareGroupOffsets:
         async with open_admin(settings, timeout_s) as admin:
-            ids: Sequence[str] = await admin.all_group_ids() if all_groups else group_ids
+            ids: Sequence[str] = group_ids
+            unlisted: tuple[BrokerFailure, ...] = ()
+            if all_groups:
+                # A broker that did not list is news: the groups it coordinates are missing.
+                listing = await admin.list_groups()
+                ids, unlisted = listing.group_ids(), listing.failures
+            result: GroupDescriptions | ShareGroupOffsets
             if view == "offsets":
-                return await admin.list_share_partition_offsets(ids)
-            return await admin.describe_groups(ids)
+                result = await admin.list_share_partition_offsets(ids)
+            else:
+                result = await admin.describe_groups(ids)
+            return dataclasses.replace(result, broker_failures=unlisted)
 
     return await _bounded(work(), timeout_s, "describing share groups")
 

@@ -34,6 +34,7 @@ from kshare_cli.render.formats import (
     new_table,
     table_text,
 )
+from kshare_cli.render.listing import broker_errors_document
 
 __all__ = [
     "DescribeView",
@@ -312,7 +313,10 @@ def descriptions_document(descriptions: GroupDescriptions) -> dict[str, Any]:
             document = _group_state_document(result)
             document["members"] = [_member_document(member) for member in result.members]
             groups.append(document)
-    return {"groups": groups}
+    return {
+        "groups": groups,
+        "broker_errors": broker_errors_document(descriptions.broker_failures),
+    }
 
 
 def member_rows(descriptions: GroupDescriptions) -> list[dict[str, Any]]:

@@ -7,9 +7,10 @@ table (for people) and the structured formats always carry the state.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from kshare_cli.admin.models import GroupListing
+from kshare_cli.admin.models import BrokerFailure, GroupListing
 from kshare_cli.render.formats import (
     OutputFormat,
     add_row,
@@ -20,7 +21,7 @@ from kshare_cli.render.formats import (
     table_text,
 )
 
-__all__ = ["listing_document", "listing_rows", "render_listing"]
+__all__ = ["broker_errors_document", "listing_document", "listing_rows", "render_listing"]
 
 #: ``printGroupInfo``: the GROUP column is at least 15 wide.
 _MIN_GROUP_WIDTH = 15
@@ -57,16 +58,21 @@ def listing_document(listing: GroupListing) -> dict[str, Any]:
     return {
         "groups": listing_rows(listing),
         "states_filter": list(listing.states_filter),
-        "broker_errors": [
-            {
-                "node_id": failure.node_id,
-                "host": failure.host,
-                "port": failure.port,
-                "error": error_document(failure.error),
-            }
-            for failure in listing.failures
-        ],
+        "broker_errors": broker_errors_document(listing.failures),
     }
+
+
+def broker_errors_document(failures: Iterable[BrokerFailure]) -> list[dict[str, Any]]:
+    """``broker_errors``: the brokers a listing could not ask, in every document that lists."""
+    return [
+        {
+            "node_id": failure.node_id,
+            "host": failure.host,
+            "port": failure.port,
+            "error": error_document(failure.error),
+        }
+        for failure in failures
+    ]
 
 
 def _plain(listing: GroupListing, with_state: bool) -> str:

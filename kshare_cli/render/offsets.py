@@ -36,6 +36,7 @@ from kshare_cli.render.formats import (
     or_dash,
     table_text,
 )
+from kshare_cli.render.listing import broker_errors_document
 
 __all__ = [
     "lag_text",
@@ -265,7 +266,7 @@ def offsets_document(offsets: ShareGroupOffsets) -> dict[str, Any]:
                 "partitions": [_partition_document(offset) for offset in result.partitions],
             }
         )
-    return {"groups": groups}
+    return {"groups": groups, "broker_errors": broker_errors_document(offsets.broker_failures)}
 
 
 def offsets_rows(offsets: ShareGroupOffsets) -> list[dict[str, Any]]:
