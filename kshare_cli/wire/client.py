@@ -66,6 +66,7 @@ from kshare_cli.wire.errors import (
     BrokerUnreachable,
     KafkaError,
     NodeLeft,
+    NotKafka,
 )
 from kshare_cli.wire.framing import request_schema
 
@@ -102,6 +103,11 @@ UNREACHABLE_AFTER_S: Final = 1.0
 #: Kafka broker answers ApiVersions in milliseconds, so one hung (stopped, not
 #: refusing) server costs this, not its share of --timeout.
 BOOTSTRAP_STAGGER_S: Final = 0.5
+#: How long a broker given up on (unreachable, or silent for a branch's whole share) is
+#: reported so again without a new attempt. Without it each step of one command (list,
+#: then describe, then end offsets) paid a hung broker's 5 s handshake again; after it,
+#: one attempt is made, so a broker that came back is asked within a metadata age.
+GIVE_UP_FOR_S: Final = 5.0
 #: Per-partition errors after which the partition's leader is looked up again in
 #: fresh metadata and the partition asked again (Java's admin client does the same
 #: for these InvalidMetadataException errors): NOT_LEADER_OR_FOLLOWER,
@@ -199,6 +205,8 @@ class KafkaClient:
         self._failing: dict[int, tuple[float, str]] = {}
         #: Every broker ever listed, so one that left can still be named by address.
         self._seen: dict[int, BrokerNode] = {}
+        #: Brokers given up on, when, and the error to report for them meanwhile.
+        self._given_up: dict[int, tuple[float, BrokerUnreachable]] = {}
         self.metadata_max_age_s = DEFAULT_METADATA_MAX_AGE_S
         #: Requests sent on every connection, handshakes included (benchmarks print it).
         self.round_trips = 0
@@ -534,8 +542,46 @@ class KafkaClient:
                 raise NodeLeft(node.node_id, str(node), str(error))
             if current.address != node.address:
                 return  # the node came back elsewhere: worth asking at once
-        if now - since >= UNREACHABLE_AFTER_S:
-            raise BrokerUnreachable(node.node_id, node.host, node.port, str(error))
+        # NotKafka from a broker the metadata lists: it accepted and then said nothing to
+        # ApiVersions for the whole handshake bound (a hung broker), longer than the
+        # refusals allowed: asking again would cost another handshake bound.
+        if isinstance(error, NotKafka) or now - since >= UNREACHABLE_AFTER_S:
+            unreachable = BrokerUnreachable(node.node_id, node.host, node.port, str(error))
+            self._given_up[node.node_id] = (now, unreachable)
+            raise unreachable
+
+    def _check_given_up(self, node: BrokerNode) -> None:
+        """Raise the broker's BrokerUnreachable again if it was given up on a moment ago."""
+        entry = self._given_up.get(node.node_id)
+        if entry is None:
+            return
+        at, unreachable = entry
+        same = (unreachable.host, unreachable.port) == node.address
+        if same and asyncio.get_running_loop().time() - at < GIVE_UP_FOR_S:
+            raise unreachable
+        del self._given_up[node.node_id]
+
+    async def _give_up(self, node: BrokerNode | None, error: BaseException) -> None:
+        """A fan-out branch to ``node`` ran out of its share without an answer (a hung broker).
+
+        Its connection is closed (a request stuck on it would hold every later one) and
+        the broker is given up on for ``GIVE_UP_FOR_S``, so the next step of the same
+        command reports it at once instead of waiting out another share.
+        """
+        if node is None or not isinstance(error, TimedOut):
+            return
+        now = asyncio.get_running_loop().time()
+        self._given_up[node.node_id] = (
+            now,
+            BrokerUnreachable(node.node_id, node.host, node.port, f"silent: {error}"),
+        )
+        connection = self._connections.pop(node.address, None)
+        if connection is not None:
+            await connection.close()
+
+    def _answered(self, node_id: int) -> None:
+        self._failing.pop(node_id, None)
+        self._given_up.pop(node_id, None)
 
     # -- requests ----------------------------------------------------------------
 
@@ -596,6 +642,7 @@ class KafkaClient:
         max_version: int | None,
     ) -> tuple[int, Any]:
         broker = await self._node(node_id)
+        self._check_given_up(broker)
         try:
             connection = await self._connection(broker.address)
         except (AuthenticationFailed, IncompatibleBroker):
@@ -605,7 +652,7 @@ class KafkaClient:
             await self._connection_failed(broker, error)
             raise
         answer = await self._attempt(connection, api_key, body, min_version, max_version)
-        self._failing.pop(node_id, None)
+        self._answered(node_id)
         return answer
 
     # -- metadata ----------------------------------------------------------------
@@ -777,6 +824,7 @@ class KafkaClient:
                     if isinstance(outcome, NodeLeft):
                         replan = True
                     if isinstance(outcome, BaseException):
+                        await self._give_up(broker, outcome)
                         results[broker] = _branch_failure(outcome, broker)
                     else:
                         results[broker] = outcome
@@ -853,6 +901,7 @@ class KafkaClient:
                         continue
                     if isinstance(outcome, BaseException):
                         node = metadata.brokers.get(leader)
+                        await self._give_up(node, outcome)
                         failure = _branch_failure(outcome, node)
                         results.update({key: failure for key in keys})
                         continue
@@ -953,6 +1002,7 @@ class KafkaClient:
                 pending = []
                 for (node, groups), outcome in zip(asked, outcomes, strict=True):
                     if isinstance(outcome, BaseException):
+                        await self._give_up(node, outcome)
                         failure = _branch_failure(outcome, node)
                         results.update({group_id: failure for group_id in groups})
                         continue
@@ -981,6 +1031,11 @@ class KafkaClient:
         result), which stands if the fan-out runs out of time for it.
         """
         try:
+            self._check_given_up(node)
+        except BrokerUnreachable:
+            self._cluster.forget_coordinators(group_ids)  # found again once it may have moved
+            raise
+        try:
             connection = await self._connection(node.address)
         except (AuthenticationFailed, IncompatibleBroker):
             raise
@@ -1007,7 +1062,7 @@ class KafkaClient:
             self._cluster.forget_coordinators(group_ids)
             failure = transport_error(error)
             return {group_id: failure for group_id in group_ids}, group_ids
-        self._failing.pop(node.node_id, None)
+        self._answered(node.node_id)
         answered: dict[str, Any | KafkaError] = {}
         retry: list[str] = []
         moved: list[str] = []
