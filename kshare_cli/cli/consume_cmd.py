@@ -274,14 +274,45 @@ class StopRequest:
     signal_number: int | None = None
 
 
+#: How long a stopped run may take to commit and leave the group before the process exits
+#: anyway (the command's ``--timeout`` when it has one). librdkafka's close runs in C:
+#: neither a second Ctrl-C nor Python's handlers can interrupt it, and a broker that never
+#: answers the leave would otherwise hold an operator's terminal (seen once in a thousand
+#: stops under load).
+STOP_GRACE_S: Final = 30.0
+
+
+def _exit_if_stuck(grace_s: float) -> None:
+    """After ``grace_s``, say so and exit 130 if the stopped run has not ended by itself.
+
+    Records printed were acknowledged before the stop; what was not committed is released
+    when the broker's acquisition locks expire, so nothing is lost by leaving this way.
+    """
+
+    def watchdog() -> None:
+        sys.stderr.write(
+            f"kshare: error: leaving the share group did not finish within {grace_s:g} s of "
+            "the stop; exiting (records not yet acknowledged return to the group when their "
+            "acquisition locks expire)\n"
+        )
+        sys.stderr.flush()
+        os._exit(int(ExitCode.INTERRUPTED))
+
+    timer = threading.Timer(grace_s, watchdog)
+    timer.daemon = True  # a run that ends in time exits without waiting for it
+    timer.start()
+
+
 @contextmanager
-def stop_on_signals() -> Iterator[StopRequest]:
+def stop_on_signals(grace_s: float = STOP_GRACE_S) -> Iterator[StopRequest]:
     """First SIGINT/SIGTERM: finish the record at hand, release the rest, commit, leave.
 
     The handler only sets an event the consume loop checks (a poll lasts at most
     0.1 s), so a signal never lands between printing a record and acknowledging
     it. A second signal raises KeyboardInterrupt: the consumer is closed, and
-    whatever was not acknowledged goes back to the group with it.
+    whatever was not acknowledged goes back to the group with it. A run still not over
+    ``grace_s`` (``--timeout``, which bounds the last commit) after the first signal exits
+    130 anyway, saying so: see :func:`_exit_if_stuck`.
     """
     request = StopRequest(threading.Event())
 
@@ -290,6 +321,7 @@ def stop_on_signals() -> Iterator[StopRequest]:
             raise KeyboardInterrupt
         request.signal_number = signal_number
         request.event.set()
+        _exit_if_stuck(grace_s)
 
     previous: list[tuple[signal.Signals, Callable[[int, FrameType | None], object] | int]] = []
     try:
@@ -672,7 +704,7 @@ def consume(
     sink = sys.stdout.buffer
     from kshare_cli.wire.diagnose import connection_check
 
-    with stop_on_signals() as request:
+    with stop_on_signals(grace_s=timeout_s) as request:
         prompt = (
             make_prompt(request, chosen_ack, show_line=not _same_terminal())
             if interactive
