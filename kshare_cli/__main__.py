@@ -1,5 +1,5 @@
 """Allow ``python -m kshare_cli`` where the console script is not on PATH."""
 
-from kshare_cli.cli.app import main
+from kshare_cli.entry import main
 
 main()

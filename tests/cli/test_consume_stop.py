@@ -38,8 +38,18 @@ def test_a_broker_hung_during_the_leave_costs_the_timeout_not_the_terminal(
     topic, group = bed.names("stop")
     bed.produce(topic, values(50))
     process = subprocess.Popen(
-        [str(KSHARE), "consume", "-t", topic, "-g", group, "-b", sandbox.bootstrap,
-         "--timeout", "3s"],
+        [
+            str(KSHARE),
+            "consume",
+            "-t",
+            topic,
+            "-g",
+            group,
+            "-b",
+            sandbox.bootstrap,
+            "--timeout",
+            "3s",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
