@@ -47,7 +47,14 @@ from kshare_cli.admin.models import (
     summed_lag_source,
 )
 from kshare_cli.admin.share_groups import UNKNOWN_TOPIC_OR_PARTITION
-from kshare_cli.errors import ExitCode, IncompatibleBroker, KshareError, NotFound
+from kshare_cli.errors import (
+    ConnectionFailed,
+    ExitCode,
+    IncompatibleBroker,
+    KshareError,
+    NotFound,
+    TimedOut,
+)
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import InFlightWindow
@@ -55,6 +62,7 @@ from kshare_cli.state.window import InFlightWindow
 if TYPE_CHECKING:
     from kshare_cli.admin.share_groups import ShareGroupAdmin
     from kshare_cli.state.tailer import StateTailer
+    from kshare_cli.wire.client import KafkaClient
 
 __all__ = [
     "DEFAULT_DELIVERY_COUNT_LIMIT",
@@ -430,32 +438,45 @@ async def delivery_count_limit(admin: ShareGroupAdmin, group_id: str) -> int | N
     """
     client = admin.client
     metadata = await client.metadata([])
-    if not metadata.brokers:
-        return None
-    node = min(metadata.brokers)
-    try:
-        _, response = await client.request(
-            DESCRIBE_CONFIGS,
-            {
-                "resources": [
-                    {
-                        "resource_type": GROUP_RESOURCE,
-                        "resource_name": group_id,
-                        "configuration_keys": [_GROUP_LIMIT],
-                    },
-                    {
-                        "resource_type": BROKER_RESOURCE,
-                        "resource_name": str(node),
-                        "configuration_keys": [_BROKER_LIMIT],
-                    },
-                ],
-                "include_synonyms": False,
-                "include_documentation": False,
-            },
-            node=node,
-        )
-    except IncompatibleBroker:
-        return None
+    # Lowest id first, as before; a broker that is down or silent is passed over for the
+    # next: the limit only scales the strips, so it never holds a refresh for long.
+    for node in sorted(metadata.brokers):
+        try:
+            async with asyncio.timeout(LIMIT_LOOKUP_S):
+                return await _delivery_count_limit_from(client, group_id, node)
+        except IncompatibleBroker:
+            return None
+        except (ConnectionFailed, TimedOut, TimeoutError):
+            continue
+    return None
+
+
+#: How long one broker may take to answer the delivery-limit lookup before the next is asked.
+LIMIT_LOOKUP_S: Final = 2.0
+
+
+async def _delivery_count_limit_from(client: KafkaClient, group_id: str, node: int) -> int | None:
+    """The limit as broker ``node`` states it (DescribeConfigs of the group and the broker)."""
+    _, response = await client.request(
+        DESCRIBE_CONFIGS,
+        {
+            "resources": [
+                {
+                    "resource_type": GROUP_RESOURCE,
+                    "resource_name": group_id,
+                    "configuration_keys": [_GROUP_LIMIT],
+                },
+                {
+                    "resource_type": BROKER_RESOURCE,
+                    "resource_name": str(node),
+                    "configuration_keys": [_BROKER_LIMIT],
+                },
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+        node=node,
+    )
     for resource_type, name, key in (
         (GROUP_RESOURCE, group_id, _GROUP_LIMIT),
         (BROKER_RESOURCE, str(node), _BROKER_LIMIT),

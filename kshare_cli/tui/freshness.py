@@ -36,12 +36,14 @@ class Freshness:
     received_at: float | None = None
     started_at: float | None = None
     error: str | None = None
+    #: What the last answer lacked (a broker not answering): the data is fresh but partial.
+    partial: str | None = None
 
     def started(self, at: float) -> Freshness:
         return replace(self, started_at=at)
 
-    def succeeded(self, at: float) -> Freshness:
-        return Freshness(received_at=at, started_at=None, error=None)
+    def succeeded(self, at: float, partial: str | None = None) -> Freshness:
+        return Freshness(received_at=at, started_at=None, error=None, partial=partial)
 
     def failed(self, error: str) -> Freshness:
         return replace(self, started_at=None, error=error)
@@ -73,4 +75,6 @@ class Freshness:
             return Status(f"stale: {age} old — {self.error}", stale=True)
         if self.overdue(now, refresh_s):
             return Status(f"stale: {age} old — {NOT_ANSWERING}", stale=True)
+        if self.partial is not None:
+            return Status(f"updated {age} ago · refresh {every} — partial: {self.partial}", True)
         return Status(f"updated {age} ago · refresh {every}", stale=False)

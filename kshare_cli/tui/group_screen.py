@@ -275,6 +275,15 @@ class GroupScreen(LiveScreen[GroupInflight]):
     async def fetch(self) -> GroupInflight:
         return await self.dashboard.source.group(self.group_id)
 
+    def partial_note(self, data: GroupInflight) -> str | None:
+        """The share-partitions the cluster answered with an error, and the first error."""
+        failed = [partition for partition in data.partitions if partition.error is not None]
+        if not failed:
+            return None
+        first = failed[0]
+        count = f"{len(failed)} share-partition{'s' if len(failed) != 1 else ''}"
+        return f"{count} failed ({first.topic}:{first.partition} {first.error})"
+
     def apply(self, data: GroupInflight, at: float) -> None:
         dashboard = self.dashboard
         dashboard.record_group(data, at)

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kshare_cli.admin.inflight import GroupsOverview, GroupSummary
+from kshare_cli.admin.models import BrokerFailure
 from kshare_cli.render.offsets import total_lag_text
 from kshare_cli.tui import format as fmt
 from kshare_cli.tui.group_screen import GroupScreen
@@ -83,6 +84,18 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
 
     async def fetch(self) -> GroupsOverview:
         return await self.dashboard.source.overview()
+
+    def partial_note(self, data: GroupsOverview) -> str | None:
+        """The brokers that did not list (by id and address), and the groups not described."""
+        brokers = [
+            f"broker {failure.node_id} ({failure.host}:{failure.port}) not answering"
+            for failure in data.failures
+            if isinstance(failure, BrokerFailure)
+        ]
+        groups = len(data.failures) - len(brokers)
+        if groups:
+            brokers.append(f"{groups} group{'s' if groups != 1 else ''} not described")
+        return "; ".join(brokers) or None
 
     def apply(self, data: GroupsOverview, at: float) -> None:
         self.dashboard.record_overview(data, at)

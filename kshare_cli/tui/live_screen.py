@@ -74,6 +74,15 @@ class LiveScreen(Screen[None], Generic[D]):
     def apply(self, data: D, at: float) -> None:
         """Show new data (on the UI loop)."""
 
+    def partial_note(self, data: D) -> str | None:
+        """What an answer lacks, for the status line (a broker down): None when complete.
+
+        A partial answer is fresh data, not stale data: the rows that came are shown,
+        and the status line names what did not, so a broker down is never mistaken for
+        a quiet cluster.
+        """
+        return None
+
     def compose_status(self) -> ComposeResult:
         yield StatusLine("loading…", id=self.STATUS_ID)
 
@@ -123,8 +132,8 @@ class LiveScreen(Screen[None], Generic[D]):
 
     def on_live_screen_fetched(self, message: LiveScreen.Fetched) -> None:
         message.stop()
-        self.freshness = self.freshness.succeeded(message.at)
         self.data = cast(D, message.data)
+        self.freshness = self.freshness.succeeded(message.at, self.partial_note(self.data))
         self.apply(self.data, message.at)
         self.show_status()
 
