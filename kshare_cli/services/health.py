@@ -1,0 +1,306 @@
+"""One evaluation of share-group health, for ``kshare health``, the exporter and the dashboard.
+
+Burrow's statuses, applied to share groups: a monitoring script, a Prometheus
+alert and the dashboard must call the same share-partition stalled, so the rules
+live here once and every front end hands in its samples.
+
+Rules (per share-partition, then the group):
+
+- ERR: the share-partition or the group could not be read;
+- STOP: the group has no members while its lag is above 0: nobody will deliver it;
+- STALL: the lag is above 0 while the start offset has not moved for
+  ``stall_after_s`` (needs two samples at least that far apart; the dashboard's rule);
+- WARN: lag above ``lag_above``; available records one delivery short of the
+  delivery limit (the next failed delivery archives them); archived records above
+  ``archived_above``; a start offset below the log start offset (retention deleted
+  records before they were delivered: they are lost, yet the group can go on, so a
+  warning rather than an error).
+
+A group's status is the worst of its share-partitions' and its own rules'.
+What one sample cannot tell (a stall) is said in ``GroupHealth.notes``, never guessed.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from kshare_cli.admin.inflight import (
+    DEFAULT_DELIVERY_COUNT_LIMIT,
+    GroupInflight,
+    PartitionInflight,
+)
+from kshare_cli.admin.models import TopicPartition
+from kshare_cli.state.window import WindowState
+
+__all__ = [
+    "DEFAULT_STALL_AFTER_S",
+    "GroupHealth",
+    "PartitionHealth",
+    "Sample",
+    "Status",
+    "Thresholds",
+    "evaluate",
+    "is_stalled",
+    "monitoring_exit_code",
+    "overall",
+    "unreadable",
+    "worst",
+]
+
+#: The dashboard's ``--stall-after`` default, the same for every front end.
+DEFAULT_STALL_AFTER_S: Final = 60.0
+
+
+class Status(enum.StrEnum):
+    """Burrow's words, in rising severity: the order is what ``worst`` compares."""
+
+    OK = "OK"
+    WARN = "WARN"
+    STALL = "STALL"
+    STOP = "STOP"
+    ERR = "ERR"
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+    @property
+    def critical(self) -> bool:
+        """STALL, STOP and ERR need someone now; WARN can wait for office hours."""
+        return self.severity >= _SEVERITY[Status.STALL]
+
+
+_SEVERITY: Final = {status: rank for rank, status in enumerate(Status)}
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    """The most severe status; OK for none (nothing found wrong)."""
+    return max(statuses, key=lambda status: status.severity, default=Status.OK)
+
+
+def monitoring_exit_code(status: Status) -> int:
+    """Nagios' convention, which monitoring scripts expect: 0 OK, 1 WARN, 2 critical."""
+    if status is Status.OK:
+        return 0
+    return 2 if status.critical else 1
+
+
+def is_stalled(lag: int | None, unmoved_s: float | None, stall_after_s: float) -> bool:
+    """Lag above zero while the start offset stood still for at least ``stall_after_s``.
+
+    The one stall rule: the dashboard (``tui/history.py`` keeps its own copy until it
+    calls this one with ``since_moved.seconds``), ``kshare health`` and the exporter.
+    """
+    return lag is not None and lag > 0 and unmoved_s is not None and unmoved_s >= stall_after_s
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The operator's limits. ``None`` turns a rule off (its default where a healthy
+    group commonly crosses it: any lag, any archived record)."""
+
+    lag_above: int | None = None
+    archived_above: int | None = None
+    stall_after_s: float = DEFAULT_STALL_AFTER_S
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One reading of a group, when it was taken (a monotonic clock, seconds) and the
+    log start offsets of its share-partitions (ListOffsets earliest; absent when unread)."""
+
+    group: GroupInflight
+    taken_at: float
+    log_start_offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionHealth:
+    """One share-partition's status, why, and the figures the reasons quote."""
+
+    topic: str
+    partition: int
+    status: Status
+    reasons: tuple[str, ...]
+    start_offset: int | None
+    end_offset: int | None
+    lag: int | None
+    log_start_offset: int | None = None
+    archived: int | None = None
+    near_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHealth:
+    """A group's status (the worst of its share-partitions and its own rules), why, and
+    ``notes``: what could not be evaluated, so an OK is never claimed beyond the evidence."""
+
+    group_id: str
+    status: Status
+    reasons: tuple[str, ...]
+    state: str | None
+    members: int | None
+    lag: int | None
+    partitions: tuple[PartitionHealth, ...] = ()
+    notes: tuple[str, ...] = ()
+    not_found: bool = False
+
+
+def unreadable(group_id: str, reason: str, *, not_found: bool = False) -> GroupHealth:
+    """A group that could not be described: ERR, with the reason the read failed."""
+    return GroupHealth(group_id, Status.ERR, (reason,), None, None, None, not_found=not_found)
+
+
+def evaluate(
+    current: Sample, earlier: Sample | None = None, thresholds: Thresholds | None = None
+) -> GroupHealth:
+    """The group's health from one sample, or two (``earlier`` first) for stalls."""
+    limits = thresholds or Thresholds()
+    group = current.group
+    elapsed = None if earlier is None else current.taken_at - earlier.taken_at
+    before: Mapping[tuple[str, int], PartitionInflight] = (
+        {}
+        if earlier is None
+        else {(each.topic, each.partition): each for each in earlier.group.partitions}
+    )
+    delivery_limit = group.delivery_count_limit or DEFAULT_DELIVERY_COUNT_LIMIT
+    partitions = tuple(
+        _partition(
+            each,
+            before.get((each.topic, each.partition)),
+            elapsed,
+            current.log_start_offsets.get(TopicPartition(each.topic, each.partition)),
+            delivery_limit,
+            limits,
+        )
+        for each in group.partitions
+    )
+    reasons: list[str] = []
+    statuses = [each.status for each in partitions]
+    description = group.description
+    members = None if description is None else description.member_count
+    lag = group.total_lag
+    if members == 0 and lag is not None and lag > 0:
+        statuses.append(Status.STOP)
+        reasons.append(f"no members while the lag is {lag}: nothing is being delivered")
+    for status in (Status.ERR, Status.STALL, Status.WARN):
+        count = sum(1 for each in partitions if each.status is status)
+        if count:
+            noun = "share-partition" if count == 1 else "share-partitions"
+            reasons.append(f"{count} {noun} {status.value}")
+    notes: list[str] = []
+    if earlier is None:
+        notes.append("stalls not evaluated: one sample (ask for two with --stall-after)")
+    elif elapsed is not None and elapsed < limits.stall_after_s:
+        notes.append(
+            f"stalls not evaluated: the samples are {elapsed:.1f} s apart, "
+            f"below --stall-after {limits.stall_after_s:g} s"
+        )
+    if group.window_note is not None:
+        notes.append(
+            "delivery-limit and archived rules not evaluated: no in-flight windows "
+            f"({group.window_note})"
+        )
+    return GroupHealth(
+        group.group_id,
+        worst(statuses),
+        tuple(reasons),
+        None if description is None else description.state,
+        members,
+        lag,
+        partitions,
+        tuple(notes),
+    )
+
+
+def _partition(
+    current: PartitionInflight,
+    earlier: PartitionInflight | None,
+    elapsed: float | None,
+    log_start_offset: int | None,
+    delivery_limit: int,
+    limits: Thresholds,
+) -> PartitionHealth:
+    findings: list[tuple[Status, str]] = []
+    lag = current.lag
+    start = current.start_offset
+    if current.error is not None:
+        findings.append((Status.ERR, f"could not be read: {current.error}"))
+    if earlier is not None and elapsed is not None:
+        unmoved = elapsed if start is not None and start == earlier.start_offset else 0.0
+        if is_stalled(lag, unmoved, limits.stall_after_s):
+            trend = _trend(earlier.lag, lag)
+            findings.append(
+                (
+                    Status.STALL,
+                    f"start offset {start} has not moved for {elapsed:.0f} s "
+                    f"while the lag is {lag}{trend}",
+                )
+            )
+    if limits.lag_above is not None and lag is not None and lag > limits.lag_above:
+        findings.append((Status.WARN, f"lag {lag} is above {limits.lag_above}"))
+    window = current.window
+    near_limit = archived = None
+    if window is not None:
+        last_chance = max(1, delivery_limit - 1)
+        near_limit = sum(
+            run.count
+            for run in window.runs
+            if run.state is WindowState.AVAILABLE and run.delivery_count >= last_chance
+        )
+        if near_limit:
+            findings.append(
+                (
+                    Status.WARN,
+                    f"{near_limit} available records were delivered {last_chance}+ times "
+                    f"(limit {delivery_limit}): one more failed delivery archives them",
+                )
+            )
+        archived = window.archived
+        if limits.archived_above is not None and archived > limits.archived_above:
+            rising = ""
+            if earlier is not None and earlier.window is not None:
+                grown = archived - earlier.window.archived
+                rising = f", +{grown} since the first sample" if grown > 0 else ""
+            findings.append(
+                (
+                    Status.WARN,
+                    f"{archived} archived records (rejected or over the delivery limit) "
+                    f"is above {limits.archived_above}{rising}",
+                )
+            )
+    if log_start_offset is not None and start is not None and 0 <= start < log_start_offset:
+        findings.append(
+            (
+                Status.WARN,
+                f"start offset {start} is below the log start offset {log_start_offset}: "
+                f"{log_start_offset - start} records were deleted by retention "
+                "before they were delivered",
+            )
+        )
+    return PartitionHealth(
+        current.topic,
+        current.partition,
+        worst(status for status, _ in findings),
+        tuple(reason for _, reason in findings),
+        start,
+        current.end_offset,
+        lag,
+        log_start_offset,
+        archived,
+        near_limit,
+    )
+
+
+def _trend(earlier: int | None, now: int | None) -> str:
+    if earlier is None or now is None or earlier == now:
+        return ""
+    return f" (growing from {earlier})" if now > earlier else f" (was {earlier})"
+
+
+def overall(groups: Sequence[GroupHealth]) -> Status:
+    """The run's status: the worst group's."""
+    return worst(each.status for each in groups)
