@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import subprocess
 import time
@@ -26,6 +27,7 @@ from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.security import ListenerSecurity, server_ssl_context
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
+from tests.support.sandbox import _read_properties
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial
 
 #: Every command that connects, each with what it needs to get as far as connecting.
@@ -152,6 +154,50 @@ def test_a_client_without_sasl_on_a_sasl_listener_is_told_to_set_it(
         f"set security.protocol={listener} and sasl.mechanism",
     )
     assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+def _real_sasl_cluster() -> tuple[str, str, dict[str, str]] | None:
+    """(bootstrap, protocol, its properties without SASL) when the real test cluster is SASL.
+
+    With ``KSHARE_TEST_BOOTSTRAP`` and a ``KSHARE_TEST_COMMAND_CONFIG`` whose
+    ``security.protocol`` is SASL_PLAINTEXT or SASL_SSL, the same mistake is made against
+    that cluster: its own properties, less every ``sasl.*`` one, with the protocol left as
+    PLAINTEXT or SSL (the TLS settings kept).
+    """
+    bootstrap = os.environ.get("KSHARE_TEST_BOOTSTRAP")
+    config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
+    if not bootstrap or not config_path:
+        return None
+    properties = _read_properties(config_path)
+    protocol = properties.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return None
+    kept = {key: value for key, value in properties.items() if not key.startswith("sasl.")}
+    kept["security.protocol"] = "SSL" if protocol == "SASL_SSL" else "PLAINTEXT"
+    return bootstrap, protocol, kept
+
+
+REAL_SASL_CLUSTER = _real_sasl_cluster()
+
+
+if REAL_SASL_CLUSTER is not None:  # defined only where there is such a cluster: never a skip
+
+    @pytest.mark.parametrize("command", COMMANDS)
+    def test_a_client_without_sasl_on_the_real_clusters_listener_is_told_to_set_it(
+        kshare: Kshare, tmp_path: Path, command: str
+    ) -> None:
+        assert REAL_SASL_CLUSTER is not None
+        bootstrap, protocol, properties = REAL_SASL_CLUSTER
+        config = write_properties(tmp_path / "no-sasl.properties", properties)
+        result, elapsed = run(kshare, command, bootstrap, config)
+        assert result.returncode == ExitCode.CONNECTION, result.stderr
+        assert_one_error_line(
+            result.stderr,
+            "kshare: error: ",
+            "closed the connection at the first request after ApiVersions",
+            f"set security.protocol={protocol} and sasl.mechanism",
+        )
+        assert elapsed < FAILS_WITHIN_S, elapsed
 
 
 # -- 3. a login module that cannot log in with the mechanism ----------------------------------
