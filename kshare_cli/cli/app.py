@@ -16,6 +16,7 @@ from kshare_cli.cli import (
     dashboard_cmd,
     delete_cmd,
     describe_cmd,
+    health_cmd,
     inflight_cmd,
     list_cmd,
     produce_cmd,
@@ -63,6 +64,7 @@ app.command("produce")(produce_cmd.produce)
 app.command("consume")(consume_cmd.consume)
 app.add_typer(audit_cmd.app, name="audit")
 app.command("dashboard")(dashboard_cmd.dashboard)
+app.command("health")(health_cmd.health)
 
 
 def main() -> None:

@@ -38,11 +38,13 @@ from kshare_cli.state.window import WindowState
 __all__ = [
     "DEFAULT_STALL_AFTER_S",
     "GroupHealth",
+    "HealthReport",
     "PartitionHealth",
     "Sample",
     "Status",
     "Thresholds",
     "evaluate",
+    "evaluate_samples",
     "is_stalled",
     "monitoring_exit_code",
     "overall",
@@ -304,3 +306,40 @@ def _trend(earlier: int | None, now: int | None) -> str:
 def overall(groups: Sequence[GroupHealth]) -> Status:
     """The run's status: the worst group's."""
     return worst(each.status for each in groups)
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    """Every group's health, sorted by group id, as one run (or one refresh) found it."""
+
+    groups: tuple[GroupHealth, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "groups", tuple(sorted(self.groups, key=lambda each: each.group_id))
+        )
+
+    @property
+    def status(self) -> Status:
+        return overall(self.groups)
+
+    @property
+    def not_found(self) -> tuple[str, ...]:
+        return tuple(each.group_id for each in self.groups if each.not_found)
+
+
+def evaluate_samples(
+    latest: Sequence[Sample | GroupHealth],
+    earlier: Sequence[Sample | GroupHealth] = (),
+    thresholds: Thresholds | None = None,
+) -> HealthReport:
+    """Each group's latest sample against its earlier one, when both were read."""
+    before = {each.group.group_id: each for each in earlier if isinstance(each, Sample)}
+    return HealthReport(
+        tuple(
+            evaluate(each, before.get(each.group.group_id), thresholds)
+            if isinstance(each, Sample)
+            else each
+            for each in latest
+        )
+    )

@@ -1,0 +1,151 @@
+"""Rendering ``HealthReport``: ``kshare health``.
+
+One row per group, then one per share-partition under it, each with its status
+and the reasons in words (``; ``-joined in a table or CSV cell). json and yaml
+are one document with the run's status; jsonl and csv one row per group and per
+share-partition (a group's row has no topic and partition), so ``jq 'select(.status
+!= "OK")'`` lists what needs attention. Kafka's tool has no such view: no ``plain``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kshare_cli.errors import UsageError
+from kshare_cli.render.formats import OutputFormat, add_row, dispatch, new_table, table_text
+from kshare_cli.services.health import GroupHealth, HealthReport, PartitionHealth
+
+__all__ = ["CSV_HEADER", "health_document", "health_rows", "render_health"]
+
+CSV_HEADER: Final = (
+    "group",
+    "topic",
+    "partition",
+    "status",
+    "reason",
+    "state",
+    "members",
+    "start_offset",
+    "end_offset",
+    "lag",
+)
+
+
+def render_health(report: HealthReport, fmt: OutputFormat | str) -> str:
+    return dispatch(
+        fmt,
+        plain=_no_plain,
+        table=lambda: _table(report),
+        document=lambda: health_document(report),
+        rows=lambda: health_rows(report),
+        csv_header=CSV_HEADER,
+        csv_rows=lambda: [tuple(row[key] for key in CSV_HEADER) for row in health_rows(report)],
+    )
+
+
+def _no_plain() -> str:
+    raise UsageError("-o plain: kafka-share-groups.sh has no health view to reproduce")
+
+
+def _table(report: HealthReport) -> str:
+    table = new_table(
+        "GROUP", "TOPIC", "PARTITION", "STATUS", "LAG", "REASON", right=("PARTITION", "LAG")
+    )
+    for index, group in enumerate(report.groups):
+        last = index == len(report.groups) - 1
+        add_row(
+            table,
+            [group.group_id, None, None, group.status.value, group.lag, _reason(group.reasons)],
+            end_section=not group.partitions and not last,
+        )
+        for position, partition in enumerate(group.partitions):
+            add_row(
+                table,
+                [
+                    group.group_id,
+                    partition.topic,
+                    partition.partition,
+                    partition.status.value,
+                    partition.lag,
+                    _reason(partition.reasons),
+                ],
+                end_section=position == len(group.partitions) - 1 and not last,
+            )
+    return table_text(table, None)
+
+
+def _reason(reasons: tuple[str, ...]) -> str | None:
+    return "; ".join(reasons) or None
+
+
+def _partition_document(partition: PartitionHealth) -> dict[str, Any]:
+    return {
+        "topic": partition.topic,
+        "partition": partition.partition,
+        "status": partition.status.value,
+        "reasons": list(partition.reasons),
+        "start_offset": partition.start_offset,
+        "end_offset": partition.end_offset,
+        "lag": partition.lag,
+        "log_start_offset": partition.log_start_offset,
+        "archived": partition.archived,
+        "near_delivery_limit": partition.near_limit,
+    }
+
+
+def _group_document(group: GroupHealth) -> dict[str, Any]:
+    return {
+        "group_id": group.group_id,
+        "status": group.status.value,
+        "reasons": list(group.reasons),
+        "state": group.state,
+        "members": group.members,
+        "lag": group.lag,
+        "not_found": group.not_found,
+        "notes": list(group.notes),
+        "partitions": [_partition_document(each) for each in group.partitions],
+    }
+
+
+def health_document(report: HealthReport) -> dict[str, Any]:
+    """The whole run: its status (the worst group's) and every group."""
+    return {
+        "status": report.status.value,
+        "groups": [_group_document(each) for each in report.groups],
+    }
+
+
+def health_rows(report: HealthReport) -> list[dict[str, Any]]:
+    """One flat row per group and per share-partition, in the table's order."""
+    rows: list[dict[str, Any]] = []
+    for group in report.groups:
+        rows.append(
+            {
+                "group": group.group_id,
+                "topic": None,
+                "partition": None,
+                "status": group.status.value,
+                "reason": _reason(group.reasons),
+                "state": group.state,
+                "members": group.members,
+                "start_offset": None,
+                "end_offset": None,
+                "lag": group.lag,
+            }
+        )
+        for partition in group.partitions:
+            rows.append(
+                {
+                    "group": group.group_id,
+                    "topic": partition.topic,
+                    "partition": partition.partition,
+                    "status": partition.status.value,
+                    "reason": _reason(partition.reasons),
+                    "state": None,
+                    "members": None,
+                    "start_offset": partition.start_offset,
+                    "end_offset": partition.end_offset,
+                    "lag": partition.lag,
+                }
+            )
+    return rows
