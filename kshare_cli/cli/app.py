@@ -16,6 +16,7 @@ from kshare_cli.cli import (
     dashboard_cmd,
     delete_cmd,
     describe_cmd,
+    exporter_cmd,
     health_cmd,
     inflight_cmd,
     list_cmd,
@@ -65,6 +66,7 @@ app.command("consume")(consume_cmd.consume)
 app.add_typer(audit_cmd.app, name="audit")
 app.command("dashboard")(dashboard_cmd.dashboard)
 app.command("health")(health_cmd.health)
+app.command("exporter")(exporter_cmd.exporter)
 
 
 def main() -> None:

@@ -1,0 +1,167 @@
+"""``kshare exporter``: share-group metrics for Prometheus, and ``kshare health``'s status.
+
+A long-running command: it reads the groups every ``--interval`` in the
+background (never per scrape) and serves the last reading at ``/metrics``,
+``/healthz`` (200 while the last refresh succeeded within three intervals, else
+503 with the reason) and ``/`` (the metrics named). The bound address is one
+stderr line, so ``--listen 127.0.0.1:0`` can be used by a script. SIGTERM and
+SIGINT stop it, exit 0. A refresh that fails is a stderr warning and a counted
+error, not an exit: the exporter outlives a broker restart. Exit 2 for usage, 3
+when it cannot listen.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Final
+
+import typer
+
+from kshare_cli.cli import common
+from kshare_cli.errors import UsageError
+
+DEFAULT_LISTEN: Final = "0.0.0.0:9932"
+DEFAULT_INTERVAL_S: Final = 15.0
+
+_LISTEN = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]*)):(?P<port>\d{1,5})$")
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT`` or ``:PORT`` (every interface); port 0 picks a free one."""
+    match = _LISTEN.match(text.strip())
+    if match is None or int(match.group("port")) > 65535:
+        raise UsageError(f"--listen: {text!r} is not HOST:PORT (e.g. 0.0.0.0:9932 or :9932)")
+    host = match.group("v6") or match.group("host") or "0.0.0.0"
+    return host, int(match.group("port"))
+
+
+def check_args(
+    groups: list[str],
+    all_groups: bool,
+    interval: float,
+    stall_after: float,
+    values: dict[str, int | None],
+) -> None:
+    """Everything that can be refused before connecting (exit 2, one stderr line)."""
+    if groups and all_groups:
+        raise UsageError("give --group or --all-groups, not both")
+    for group in groups:
+        if not group.strip():
+            raise UsageError("a group id cannot be empty")
+    if not 0 < interval <= 3600:
+        raise UsageError(f"--interval must be above 0 and at most 3600 s, not {interval:g}")
+    if not stall_after > 0:
+        raise UsageError(f"--stall-after must be above 0, not {stall_after:g}")
+    for name, value in values.items():
+        if value is not None and value < 0:
+            raise UsageError(f"{name} must be 0 or more, not {value}")
+
+
+def exporter(
+    listen: Annotated[
+        str,
+        typer.Option("--listen", metavar="HOST:PORT", help="Where to serve (port 0: any free)."),
+    ] = DEFAULT_LISTEN,
+    group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help="Export this share group (repeatable); default: every share group.",
+            show_default=False,
+        ),
+    ] = None,
+    all_groups: Annotated[
+        bool,
+        typer.Option("--all-groups", help="Every share group, listed again at each refresh."),
+    ] = False,
+    interval: Annotated[
+        float,
+        typer.Option("--interval", metavar="SECONDS", help="Seconds between refreshes."),
+    ] = DEFAULT_INTERVAL_S,
+    stall_after: Annotated[
+        float,
+        typer.Option(
+            "--stall-after",
+            metavar="SECONDS",
+            help="STALL: lag above 0 while the start offset has not moved this long.",
+        ),
+    ] = 60.0,
+    lag_above: Annotated[
+        int | None,
+        typer.Option(
+            "--lag-above",
+            metavar="N",
+            help="WARN above this lag (default: off).",
+            show_default=False,
+        ),
+    ] = None,
+    archived_above: Annotated[
+        int | None,
+        typer.Option(
+            "--archived-above",
+            metavar="N",
+            help="WARN above this many archived records (default: off).",
+            show_default=False,
+        ),
+    ] = None,
+    cluster_name: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster-name",
+            metavar="NAME",
+            help="The cluster_name label (default: the bootstrap servers).",
+            show_default=False,
+        ),
+    ] = None,
+    bootstrap_server: common.BootstrapServer = None,
+    command_config: common.CommandConfig = None,
+    profile: common.Profile = None,
+    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
+    debug: common.Debug = False,
+) -> None:
+    """Serve share-group metrics to Prometheus (/metrics, /healthz).
+
+    Lag, start and end offsets, in-flight records by state and the highest
+    delivery count per share-partition; lag, members, state and kshare health's
+    status per group. Read every --interval in the background; scrapes get the
+    last reading. SIGTERM or Ctrl-C stops it (exit 0).
+    """
+    invocation = common.Invocation(debug=debug)
+    group_ids = group or []
+    common.usage_guard(
+        lambda: check_args(
+            group_ids,
+            all_groups,
+            interval,
+            stall_after,
+            {"--lag-above": lag_above, "--archived-above": archived_above},
+        ),
+        invocation,
+    )
+    address = common.usage_guard(lambda: parse_listen(listen), invocation)
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    settings = common.usage_guard(
+        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    )
+    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+
+    from kshare_cli.cli import exporter_service
+    from kshare_cli.services.health import Thresholds
+
+    thresholds = Thresholds(lag_above, archived_above, stall_after)
+    name = cluster_name or ",".join(settings.bootstrap_servers)
+    common.edge(
+        lambda: exporter_service.serve(
+            settings,
+            group_ids or None,
+            thresholds,
+            interval,
+            timeout_s,
+            address,
+            name,
+            lambda line: typer.echo(line, err=True),
+        ),
+        invocation,
+    )

@@ -1,0 +1,126 @@
+"""``kshare exporter`` at run time: the HTTP endpoints and the refresh loop.
+
+Imported only once the command runs. The HTTP server answers from its own
+threads, from the current snapshot only; the refresh loop runs on the main
+thread's event loop, where SIGTERM and SIGINT set the stop event: the server
+shuts down, the state-topic reader closes, and the command exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import CollectorRegistry
+
+from kshare_cli.admin.inflight import InflightService, TailingStateSource
+from kshare_cli.cli.inflight_service import STATE_SHARE_OF_TIMEOUT
+from kshare_cli.cli.service import open_admin
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.errors import ConnectionFailed
+from kshare_cli.render.metrics import SnapshotCollector, index_page
+from kshare_cli.services.exporter import Refresher
+from kshare_cli.services.health import Thresholds
+
+
+def serve(
+    settings: ConnectionSettings,
+    group_ids: Sequence[str] | None,
+    thresholds: Thresholds,
+    interval_s: float,
+    timeout_s: float,
+    listen: tuple[str, int],
+    cluster_name: str,
+    say: Callable[[str], None],
+) -> None:
+    """Serve until SIGTERM or SIGINT; ``say`` writes one stderr line (the bound address,
+    each failed refresh)."""
+    source = TailingStateSource(settings.confluent_config(), group_ids=group_ids)
+
+    @asynccontextmanager
+    async def open_service() -> AsyncIterator[InflightService]:
+        async with open_admin(settings, timeout_s) as admin:
+            yield InflightService(admin, source, state_timeout_s=timeout_s * STATE_SHARE_OF_TIMEOUT)
+
+    refresher = Refresher(
+        open_service,
+        group_ids,
+        thresholds,
+        interval_s,
+        timeout_s,
+        on_error=lambda message: say(f"kshare: warning: refresh failed: {message}"),
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: refresher.snapshot, cluster_name))
+    page = index_page(cluster_name).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 -- http.server's name
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry))
+            elif path == "/healthz":
+                ok, reason = refresher.snapshot.healthy(interval_s, time.monotonic())
+                self._send(200 if ok else 503, "text/plain; charset=utf-8", reason.encode() + b"\n")
+            elif path == "/":
+                self._send(200, "text/html; charset=utf-8", page)
+            else:
+                self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics\n")
+
+        def _send(self, code: int, content_type: str, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            """Scrapes are not worth a stderr line each."""
+
+    try:
+        server = ThreadingHTTPServer(listen, Handler)
+    except OSError as error:
+        source.close()
+        raise ConnectionFailed(
+            f"cannot listen on {listen[0]}:{listen[1]}: {error.strerror or error}"
+        ) from None
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="kshare-exporter-http")
+    thread.start()
+    host, port = server.server_address[:2]
+    say(f"kshare: exporter listening on http://{_host_text(str(host))}:{port}/metrics")
+    try:
+        asyncio.run(_refresh_until_stopped(refresher))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        source.close()
+
+
+async def _refresh_until_stopped(refresher: Refresher) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signal_number in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signal_number, stop.set)
+    refreshing = asyncio.create_task(refresher.run(stop))
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({refreshing, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    if refreshing.done():
+        stopped.cancel()
+        refreshing.result()  # the refresh loop only ends early on a defect: report it
+        return
+    refreshing.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await refreshing
+
+
+def _host_text(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

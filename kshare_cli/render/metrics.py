@@ -1,0 +1,137 @@
+"""The exporter's Prometheus view of an ``ExporterSnapshot``, and its index page.
+
+Names follow kafka-lag-exporter and kminion: ``kshare_share_partition_*`` per
+share-partition and ``kshare_share_group_*`` per group, labelled ``cluster_name``,
+``group``, ``topic``, ``partition``; ``kshare_exporter_*`` for the refresher.
+The collector builds the families from the current snapshot on each scrape, so a
+scrape never waits on Kafka, and a figure that is unknown (a lag the broker did
+not report, a window the state topic did not give) is left out rather than
+written as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from kshare_cli.services.exporter import ExporterSnapshot
+from kshare_cli.services.health import Status
+
+__all__ = ["METRICS", "SnapshotCollector", "index_page"]
+
+_PARTITION: Final = ("cluster_name", "group", "topic", "partition")
+_GROUP: Final = ("cluster_name", "group")
+
+#: Every metric the exporter serves, with its help: the collector's and the index page's.
+METRICS: Final = {
+    "kshare_share_partition_lag": "Records of the share-partition not yet delivered and done.",
+    "kshare_share_partition_start_offset": "The share-partition start offset (SPSO).",
+    "kshare_share_partition_end_offset": "The log end offset of the partition.",
+    "kshare_share_partition_records": "Records in the persisted in-flight window, by state.",
+    "kshare_share_partition_max_delivery_count": "The highest delivery count in the window.",
+    "kshare_share_group_lag": "The sum of the group's known share-partition lags.",
+    "kshare_share_group_members": "Members of the share group.",
+    "kshare_share_group_state": "The share group's state (Stable, Empty, ...), info-style.",
+    "kshare_share_group_status": "kshare health's status of the group: 1 for the current one.",
+    "kshare_exporter_refresh_seconds": "How long the last successful refresh took.",
+    "kshare_exporter_refresh_errors": "Refreshes that failed as a whole.",
+    "kshare_exporter_last_refresh_timestamp_seconds": "When the last refresh succeeded.",
+}
+
+_WINDOW_STATES: Final = ("available", "acknowledged", "archived")
+
+
+class SnapshotCollector(Collector):
+    """Serves whatever snapshot ``current`` returns at scrape time."""
+
+    def __init__(self, current: Callable[[], ExporterSnapshot], cluster_name: str) -> None:
+        self._current = current
+        self._cluster = cluster_name
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot = self._current()
+        cluster = self._cluster
+        lag = _gauge("kshare_share_partition_lag", _PARTITION)
+        start = _gauge("kshare_share_partition_start_offset", _PARTITION)
+        end = _gauge("kshare_share_partition_end_offset", _PARTITION)
+        records = _gauge("kshare_share_partition_records", (*_PARTITION, "state"))
+        deliveries = _gauge("kshare_share_partition_max_delivery_count", _PARTITION)
+        group_lag = _gauge("kshare_share_group_lag", _GROUP)
+        members = _gauge("kshare_share_group_members", _GROUP)
+        state = InfoMetricFamily(
+            "kshare_share_group_state", METRICS["kshare_share_group_state"], labels=_GROUP
+        )
+        status = _gauge("kshare_share_group_status", (*_GROUP, "status"))
+        for sample in snapshot.samples:
+            group = sample.group
+            for partition in group.partitions:
+                labels = [cluster, group.group_id, partition.topic, str(partition.partition)]
+                if partition.lag is not None:
+                    lag.add_metric(labels, partition.lag)
+                if partition.start_offset is not None and partition.start_offset >= 0:
+                    start.add_metric(labels, partition.start_offset)
+                if partition.end_offset is not None:
+                    end.add_metric(labels, partition.end_offset)
+                window = partition.window
+                if window is not None:
+                    counts = (window.available, window.acknowledged, window.archived)
+                    for name, count in zip(_WINDOW_STATES, counts, strict=True):
+                        records.add_metric([*labels, name], count)
+                    deliveries.add_metric(labels, window.max_delivery_count)
+        for health in snapshot.report.groups:
+            labels = [cluster, health.group_id]
+            if health.lag is not None:
+                group_lag.add_metric(labels, health.lag)
+            if health.members is not None:
+                members.add_metric(labels, health.members)
+            if health.state is not None:
+                state.add_metric(labels, {"state": health.state})
+            for each in Status:
+                status.add_metric([*labels, each.value], 1 if health.status is each else 0)
+        yield from (lag, start, end, records, deliveries, group_lag, members, state, status)
+        if snapshot.refresh_seconds is not None:
+            refresh = _gauge("kshare_exporter_refresh_seconds", ("cluster_name",))
+            refresh.add_metric([cluster], snapshot.refresh_seconds)
+            yield refresh
+        errors = CounterMetricFamily(
+            "kshare_exporter_refresh_errors",
+            METRICS["kshare_exporter_refresh_errors"],
+            labels=("cluster_name",),
+        )
+        errors.add_metric([cluster], snapshot.refresh_errors)
+        yield errors
+        if snapshot.refreshed_at is not None:
+            last = _gauge("kshare_exporter_last_refresh_timestamp_seconds", ("cluster_name",))
+            last.add_metric([cluster], snapshot.refreshed_at)
+            yield last
+
+
+def _gauge(name: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, METRICS[name], labels=labels)
+
+
+def index_page(cluster_name: str) -> str:
+    """``/``: what is served where, for someone who opened the port in a browser."""
+    items = "".join(
+        f"<li><code>{name}{'_total' if name.endswith('_errors') else ''}</code>: {text}</li>"
+        for name, text in METRICS.items()
+    )
+    return (
+        "<!doctype html><html><head><title>kshare exporter</title></head><body>"
+        f"<h1>kshare exporter: {_escape(cluster_name)}</h1>"
+        '<p><a href="/metrics">/metrics</a> (Prometheus) &middot; '
+        '<a href="/healthz">/healthz</a></p>'
+        f"<ul>{items}</ul></body></html>\n"
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

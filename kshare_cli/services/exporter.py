@@ -1,0 +1,156 @@
+"""The exporter's refresh: every interval, one read of the groups into an immutable snapshot.
+
+Scrapes never wait on Kafka: a background refresh (``Refresher.run``) reads the
+groups on its own interval and swaps in a new ``ExporterSnapshot``; the
+Prometheus collector and ``/healthz`` read whatever snapshot is current. A
+refresh that fails as a whole (the cluster unreachable, ``--timeout`` passed)
+keeps the previous figures, counts the error and leaves ``/healthz`` to turn
+503 once no refresh has succeeded for three intervals.
+
+Stalls need two samples ``stall_after_s`` apart: the refresher keeps the samples
+of earlier refreshes until one is old enough, and evaluates against it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field, replace
+from typing import Final
+
+from kshare_cli.admin.inflight import InflightService
+from kshare_cli.errors import KshareError
+from kshare_cli.services.health import (
+    GroupHealth,
+    HealthReport,
+    Sample,
+    Thresholds,
+    evaluate_samples,
+)
+from kshare_cli.services.sampling import sample_groups
+
+__all__ = ["HEALTHY_INTERVALS", "ExporterSnapshot", "Refresher"]
+
+#: ``/healthz`` is 200 while the last successful refresh is at most this many intervals old.
+HEALTHY_INTERVALS: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterSnapshot:
+    """What a scrape serves: the last successful refresh's samples and health, and the
+    refresher's own figures. ``refreshed_at`` is wall-clock seconds (for the timestamp
+    metric), ``refreshed_monotonic`` the same moment on the monotonic clock (for age)."""
+
+    samples: tuple[Sample, ...] = ()
+    report: HealthReport = field(default_factory=lambda: HealthReport(()))
+    refreshed_at: float | None = None
+    refreshed_monotonic: float | None = None
+    refresh_seconds: float | None = None
+    refresh_errors: int = 0
+    last_error: str | None = None
+
+    def healthy(self, interval_s: float, now_monotonic: float) -> tuple[bool, str]:
+        """Whether the figures are fresh, and the sentence ``/healthz`` answers with."""
+        if self.refreshed_monotonic is None:
+            reason = "no refresh has succeeded yet"
+            if self.last_error is not None:
+                reason += f"; last error: {self.last_error}"
+            return False, reason
+        age = now_monotonic - self.refreshed_monotonic
+        limit = HEALTHY_INTERVALS * interval_s
+        if age > limit:
+            reason = f"the last successful refresh was {age:.1f} s ago (limit {limit:g} s)"
+            if self.last_error is not None:
+                reason += f"; last error: {self.last_error}"
+            return False, reason
+        return True, f"ok: refreshed {age:.1f} s ago"
+
+
+#: Opens what one refresh reads through (a client on the settings), closed after it.
+OpenService = Callable[[], AbstractAsyncContextManager[InflightService]]
+
+
+class Refresher:
+    """Reads the groups every ``interval_s`` and keeps the current ``ExporterSnapshot``.
+
+    ``group_ids`` None means every share group, listed again at each refresh, so a
+    new group appears without a restart.
+    """
+
+    def __init__(
+        self,
+        open_service: OpenService,
+        group_ids: Sequence[str] | None,
+        thresholds: Thresholds,
+        interval_s: float,
+        timeout_s: float,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self._open_service = open_service
+        self._on_error = on_error
+        self._group_ids = None if group_ids is None else tuple(group_ids)
+        self._thresholds = thresholds
+        self._interval_s = interval_s
+        self._timeout_s = timeout_s
+        self._history: list[tuple[float, tuple[Sample | GroupHealth, ...]]] = []
+        self.snapshot = ExporterSnapshot()
+
+    async def refresh(self) -> None:
+        """One refresh; a failure is counted and named, never raised."""
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                latest = await self._read()
+        except (KshareError, TimeoutError, OSError) as error:
+            message = str(error) or f"no answer within {self._timeout_s:g} s"
+            previous = self.snapshot
+            self.snapshot = replace(
+                previous, refresh_errors=previous.refresh_errors + 1, last_error=message
+            )
+            if self._on_error is not None:
+                self._on_error(message)
+            return
+        finished = time.monotonic()
+        report = evaluate_samples(latest, self._earlier(finished), self._thresholds)
+        self._history.append((finished, latest))
+        self.snapshot = replace(
+            self.snapshot,
+            samples=tuple(each for each in latest if isinstance(each, Sample)),
+            report=report,
+            refreshed_at=time.time(),
+            refreshed_monotonic=finished,
+            refresh_seconds=finished - started,
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Refresh until ``stop`` is set; each refresh starts an interval after the last began."""
+        while not stop.is_set():
+            began = time.monotonic()
+            await self.refresh()
+            wait = max(0.0, self._interval_s - (time.monotonic() - began))
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+            except TimeoutError:
+                continue
+
+    async def _read(self) -> tuple[Sample | GroupHealth, ...]:
+        async with self._open_service() as service:
+            ids = self._group_ids
+            if ids is None:
+                ids = await service.admin.all_group_ids()
+            return await sample_groups(service, ids)
+
+    def _earlier(self, now: float) -> tuple[Sample | GroupHealth, ...]:
+        """The newest kept refresh at least ``stall_after_s`` old; older ones are dropped."""
+        old_enough = [
+            index
+            for index, (taken, _) in enumerate(self._history)
+            if now - taken >= self._thresholds.stall_after_s
+        ]
+        if not old_enough:
+            return ()
+        newest = old_enough[-1]
+        del self._history[:newest]
+        return self._history[0][1]

@@ -1,0 +1,50 @@
+"""The exporter's refresher and snapshot: failures are counted and named, /healthz ages out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from prometheus_client import generate_latest
+from prometheus_client.registry import CollectorRegistry
+
+from kshare_cli.admin.inflight import InflightService
+from kshare_cli.errors import ConnectionFailed
+from kshare_cli.render.metrics import SnapshotCollector
+from kshare_cli.services.exporter import ExporterSnapshot, Refresher
+from kshare_cli.services.health import Thresholds
+
+
+@asynccontextmanager
+async def _unreachable() -> AsyncIterator[InflightService]:
+    raise ConnectionFailed("broker 127.0.0.1:1: connection refused")
+    yield  # pragma: no cover -- a generator, so the context manager is one
+
+
+def test_a_failed_refresh_is_counted_named_and_keeps_healthz_503() -> None:
+    errors: list[str] = []
+    refresher = Refresher(_unreachable, ["g"], Thresholds(), 1.0, 5.0, on_error=errors.append)
+    asyncio.run(refresher.refresh())
+    asyncio.run(refresher.refresh())
+    snapshot = refresher.snapshot
+    assert (snapshot.refresh_errors, snapshot.refreshed_at) == (2, None)
+    assert errors == ["broker 127.0.0.1:1: connection refused"] * 2
+    ok, reason = snapshot.healthy(1.0, 100.0)
+    assert not ok
+    assert reason == (
+        "no refresh has succeeded yet; last error: broker 127.0.0.1:1: connection refused"
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: snapshot, "c"))
+    text = generate_latest(registry).decode()
+    assert 'kshare_exporter_refresh_errors_total{cluster_name="c"} 2.0' in text
+    assert "kshare_exporter_last_refresh_timestamp_seconds" not in text
+
+
+def test_healthz_is_200_within_three_intervals_of_the_last_success() -> None:
+    snapshot = ExporterSnapshot(refreshed_at=1.0, refreshed_monotonic=50.0, refresh_seconds=0.1)
+    assert snapshot.healthy(10.0, 80.0) == (True, "ok: refreshed 30.0 s ago")
+    ok, reason = snapshot.healthy(10.0, 80.5)
+    assert not ok
+    assert reason == "the last successful refresh was 30.5 s ago (limit 30 s)"
