@@ -199,3 +199,18 @@ def test_two_samples_stall_after_apart_show_the_stalled_share_partitions(
     assert first.startswith(f"start offset {group['partitions'][0]['start_offset']} has not moved")
     assert "2 share-partitions STALL" in group["reasons"]
     assert "stalls not evaluated" not in stderr
+
+
+def test_all_groups_evaluates_every_share_group(kshare: Kshare, share_groups: ShareGroups) -> None:
+    code, document, _ = _health(kshare, "--all-groups")
+    assert code == 2  # drained is STOP, whatever else the cluster holds
+    assert document["status"] in ("STOP", "ERR")
+    assert _group(document, share_groups.drained)["status"] == "STOP"
+    assert _group(document, share_groups.live)["status"] == "OK"
+    rows = [
+        json.loads(line)
+        for line in kshare.run("health", "--all-groups", "-o", "jsonl").stdout.splitlines()
+    ]
+    assert {"group": share_groups.drained, "topic": None, "status": "STOP"}.items() <= next(
+        row for row in rows if row["group"] == share_groups.drained
+    ).items()
