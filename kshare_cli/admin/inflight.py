@@ -55,6 +55,7 @@ from kshare_cli.errors import (
     NotFound,
     TimedOut,
 )
+from kshare_cli.state.partitioning import state_partition_for
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import InFlightWindow
@@ -73,6 +74,7 @@ __all__ = [
     "GroupsOverview",
     "InflightService",
     "PartitionInflight",
+    "PlacedStateSource",
     "StateSource",
     "StateTopicUnavailable",
     "TailingStateSource",
@@ -100,6 +102,10 @@ class PartitionInflight:
     ``window`` is None when the state topic was not read, could not be read, or
     holds nothing for this share-partition; ``topic_id`` is None when the
     metadata did not name the topic (then no window can be matched to it).
+    ``end_offset_error`` is why ``end_offset`` is None (ListOffsets failed: the
+    leader down or silent, named). ``window_error`` says why the window is unknown
+    when the state partition that holds it could not be read (its leader did not
+    answer) while others were.
     """
 
     topic: str
@@ -111,6 +117,8 @@ class PartitionInflight:
     lag_source: LagSource | None
     window: InFlightWindow | None
     error: KafkaError | None = None
+    window_error: str | None = None
+    end_offset_error: KafkaError | None = None
 
     @property
     def queued(self) -> int | None:
@@ -288,6 +296,44 @@ class TailingStateSource:
         self.close()
 
 
+class PlacedStateSource(TailingStateSource):
+    """A ``TailingStateSource`` that can also read only where given share-partitions live.
+
+    A command about one group (``kshare inflight``, a reset's plan) needs a few
+    of the state topic's fifty partitions; reading all of them waited for every
+    leader, so one down broker leading any state partition cost the whole
+    state share of --timeout. ``read_placed`` reads the state partitions holding
+    the share-partitions (Kafka's placement) and gives up on each alone.
+    """
+
+    def read_placed(
+        self, share_partitions: Collection[SharePartitionKey], timeout_s: float
+    ) -> tuple[dict[SharePartitionKey, SharePartitionState], dict[SharePartitionKey, str]]:
+        """The states read, and for each share-partition whose state partition was not
+        read to its end, why (its leader, named); their partial states are dropped."""
+        from kshare_cli.state.tailer import StateTailer
+
+        keys = frozenset(share_partitions)
+        if not keys:
+            return {}, {}
+        with self._lock:
+            if self._closed:
+                raise StateTopicUnavailable("the state topic reader was closed")
+            groups = {key.group_id for key in keys}
+            with StateTailer(self._config, group_ids=groups, share_partitions=keys) as tailer:
+                silent = tailer.catch_up_each(timeout_s)
+                count = tailer.partition_count
+                states = tailer.states()
+        unread = {}
+        if count is not None:
+            for key in keys:
+                reason = silent.get(state_partition_for(key, count))
+                if reason is not None:
+                    unread[key] = reason
+        read = {key: state for key, state in states.items() if key in keys and key not in unread}
+        return read, unread
+
+
 # --------------------------------------------------------------------------- service
 
 
@@ -366,7 +412,8 @@ class InflightService:
         # The state topic first, the offsets after: on a live group everything moves
         # forward, so a window read before the log end offsets never reaches past them
         # (read concurrently, a slow state read showed windows beyond the end offset).
-        states, note = await self._states(group_id)
+        placed = await self._placement(group_id, wanted_topics)
+        states, note, unread = await self._states(group_id, placed)
         descriptions, offsets, limit = await asyncio.gather(
             admin.describe_groups([group_id]),
             admin.list_share_partition_offsets([group_id]),
@@ -387,23 +434,61 @@ class InflightService:
         present = {offset.topic for offset in rows}
         topic_ids, unknown = await self._topics(sorted(present | wanted_topics))
         partitions = tuple(
-            _partition(offset, topic_ids.get(offset.topic), group_id, states) for offset in rows
+            _partition(offset, topic_ids.get(offset.topic), group_id, states, unread)
+            for offset in rows
         )
         unknown_topics = tuple(sorted(unknown - present))
         return GroupInflight(group_id, description, partitions, note, limit, unknown_topics)
 
+    async def _placement(
+        self, group_id: str, wanted_topics: Collection[str]
+    ) -> frozenset[SharePartitionKey] | None:
+        """The group's share-partitions by topic id, for a source that reads only theirs.
+
+        None for any other source (it reads the whole state topic). Asked before the
+        state read, which must come before the end offsets (see ``group``): a
+        DescribeShareGroupOffsets without ListOffsets and a Metadata, both cheap.
+        """
+        if not isinstance(self._state, PlacedStateSource):
+            return None
+        listed = (
+            await self._admin.list_share_partition_offsets([group_id], end_offsets=False)
+        ).get(group_id)
+        if isinstance(listed, GroupFailure):
+            raise _group_error(listed)
+        if listed is None:
+            return frozenset()
+        rows = [
+            offset
+            for offset in listed.partitions
+            if not wanted_topics or offset.topic in wanted_topics
+        ]
+        topic_ids, _ = await self._topics(sorted({offset.topic for offset in rows}))
+        return frozenset(
+            SharePartitionKey(group_id, topic_ids[offset.topic], offset.partition)
+            for offset in rows
+            if offset.topic in topic_ids
+        )
+
     async def _states(
-        self, group_id: str
-    ) -> tuple[Mapping[SharePartitionKey, SharePartitionState] | None, str | None]:
+        self, group_id: str, placed: frozenset[SharePartitionKey] | None
+    ) -> tuple[
+        Mapping[SharePartitionKey, SharePartitionState] | None,
+        str | None,
+        Mapping[SharePartitionKey, str],
+    ]:
         source = self._state
         if source is None:
-            return None, None
+            return None, None, {}
         timeout_s = self._state_timeout_s or self._admin.client.timeout_s
         try:
+            if placed is not None and isinstance(source, PlacedStateSource):
+                read, unread = await asyncio.to_thread(source.read_placed, placed, timeout_s)
+                return read, None, unread
             states = await asyncio.to_thread(source.refresh, [group_id], timeout_s)
         except StateTopicUnavailable as unavailable:
-            return None, unavailable.reason
-        return states, None
+            return None, unavailable.reason, {}
+        return states, None, {}
 
     async def _topics(self, topics: Sequence[str]) -> tuple[dict[str, uuid.UUID], frozenset[str]]:
         """The topics' ids (to find their windows), and which of them do not exist."""
@@ -496,10 +581,14 @@ def _partition(
     topic_id: uuid.UUID | None,
     group_id: str,
     states: Mapping[SharePartitionKey, SharePartitionState] | None,
+    unread: Mapping[SharePartitionKey, str],
 ) -> PartitionInflight:
     window = None
+    window_error = None
     if states is not None and topic_id is not None:
-        state = states.get(SharePartitionKey(group_id, topic_id, offset.partition))
+        key = SharePartitionKey(group_id, topic_id, offset.partition)
+        window_error = unread.get(key)
+        state = states.get(key)
         if state is not None:
             window = InFlightWindow.from_state(state)
     return PartitionInflight(
@@ -512,4 +601,6 @@ def _partition(
         lag_source=offset.lag_source,
         window=window,
         error=offset.error,
+        window_error=window_error,
+        end_offset_error=offset.end_offset_error,
     )

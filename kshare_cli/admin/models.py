@@ -164,9 +164,12 @@ class PartitionFailure:
     group_id: str
     topic_partition: TopicPartition
     error: KafkaError
+    #: What the error cost when it is not the offsets themselves ("end offset unknown").
+    what: str | None = None
 
     def __str__(self) -> str:
-        return f"share group '{self.group_id}', partition {self.topic_partition}: {self.error}"
+        head = f"share group '{self.group_id}', partition {self.topic_partition}"
+        return f"{head}: {self.what}: {self.error}" if self.what else f"{head}: {self.error}"
 
 
 # --------------------------------------------------------------------------- list
@@ -324,7 +327,9 @@ class SharePartitionOffset:
     persisted (None when the share-partition is not initialised: Kafka's ``-``).
     ``lag`` is None when unknown; ``lag_source`` says whether it is the broker's exact
     figure or kshare's upper bound (see ``LagSource``). ``end_offset`` is the log end
-    offset (ListOffsets latest), None when not asked for or not answered.
+    offset (ListOffsets latest), None when not asked for or not answered;
+    ``end_offset_error`` is why it was not answered (the leader down or silent,
+    named by id and address), which a command reports as a partial answer.
     """
 
     topic: str
@@ -335,6 +340,7 @@ class SharePartitionOffset:
     lag_source: LagSource | None = None
     end_offset: int | None = None
     error: KafkaError | None = None
+    end_offset_error: KafkaError | None = None
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -427,6 +433,19 @@ class GroupOffsets:
             if offset.error is not None
         )
 
+    def end_offset_errors(self) -> tuple[PartitionFailure, ...]:
+        """Share-partitions whose log end offset (hence END-OFFSET, and a bound lag) is unknown.
+
+        Apart from ``errors()``: the group's offsets stand, only the leader's figure is missing.
+        """
+        return tuple(
+            PartitionFailure(
+                self.group_id, offset.topic_partition, offset.end_offset_error, "end offset unknown"
+            )
+            for offset in self.partitions
+            if offset.end_offset_error is not None
+        )
+
 
 class _PerGroup(Protocol):
     @property
@@ -496,6 +515,11 @@ class ShareGroupOffsets(GroupResults[GroupOffsets]):
 
     def partition_errors(self) -> tuple[PartitionFailure, ...]:
         return tuple(failure for group in self.succeeded() for failure in group.errors())
+
+    def end_offset_errors(self) -> tuple[PartitionFailure, ...]:
+        return tuple(
+            failure for group in self.succeeded() for failure in group.end_offset_errors()
+        )
 
 
 @dataclass(frozen=True, slots=True)

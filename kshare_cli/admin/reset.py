@@ -616,6 +616,15 @@ class ShareGroupResetter:
         }
         if self._state is None or inflight.window_note is not None:
             return listed, None, inflight.window_note
+        # A window missing because its state partition's leader was silent is not "nothing
+        # persisted": the counts become lower bounds, and the note names the broker.
+        unread = dict.fromkeys(
+            partition.window_error
+            for partition in inflight.partitions
+            if partition.window_error is not None
+        )
+        if unread:
+            return listed, None, "window unknown: " + "; ".join(unread)
         windows = {
             TopicPartition(partition.topic, partition.partition): partition.window
             for partition in inflight.partitions

@@ -406,13 +406,18 @@ def group_offsets_from(group: Any, end_offsets: EndOffsets | None = None) -> Gro
             tp = TopicPartition(topic.topic_name, int(partition.partition_index))
             code = int(partition.error_code)
             end = None if end_offsets is None else end_offsets.get(tp)
+            end_error = None if end_offsets is None else end_offsets.failures.get(tp)
             if code != 0:
                 error = KafkaError.of(code, partition.error_message)
                 offsets.append(SharePartitionOffset(tp.topic, tp.partition, None, error=error))
                 continue
             start = int(partition.start_offset)
             if start < 0:
-                offsets.append(SharePartitionOffset(tp.topic, tp.partition, None, end_offset=end))
+                offsets.append(
+                    SharePartitionOffset(
+                        tp.topic, tp.partition, None, end_offset=end, end_offset_error=end_error
+                    )
+                )
                 continue
             epoch = int(partition.leader_epoch)
             reported = getattr(partition, "lag", None)  # absent before v1
@@ -427,6 +432,7 @@ def group_offsets_from(group: Any, end_offsets: EndOffsets | None = None) -> Gro
                     lag=lag,
                     lag_source=source,
                     end_offset=end,
+                    end_offset_error=end_error,
                 )
             )
     return GroupOffsets(group.group_id, tuple(offsets))

@@ -122,7 +122,11 @@ def describe(
     failures = report.errors()
     for failure in failures:
         common.report_failure(str(failure))
-    partition_failures = report.partition_errors() if isinstance(report, ShareGroupOffsets) else ()
+    partition_failures = (
+        (*report.partition_errors(), *report.end_offset_errors())
+        if isinstance(report, ShareGroupOffsets)
+        else ()
+    )
     for partition_failure in partition_failures:
         common.report_failure(str(partition_failure))
     missing = all(failure.not_found and not failure.not_share_group for failure in failures)

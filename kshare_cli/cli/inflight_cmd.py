@@ -129,7 +129,20 @@ def finish(
             f"share group '{result.group_id}', partition "
             f"{partition.topic}:{partition.partition}: {partition.error}"
         )
-    if errors:
+    unread = [partition for partition in result.partitions if partition.window_error is not None]
+    for partition in unread:
+        common.report_failure(
+            f"share group '{result.group_id}', partition "
+            f"{partition.topic}:{partition.partition}: window unknown: {partition.window_error}"
+        )
+    no_end = [partition for partition in result.partitions if partition.end_offset_error]
+    for partition in no_end:
+        common.report_failure(
+            f"share group '{result.group_id}', partition "
+            f"{partition.topic}:{partition.partition}: end offset unknown: "
+            f"{partition.end_offset_error}"
+        )
+    if errors or unread or no_end:
         raise typer.Exit(int(ExitCode.PARTIAL))
     if missing:
         raise typer.Exit(int(ExitCode.NOT_FOUND))

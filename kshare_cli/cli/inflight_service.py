@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from kshare_cli.admin.inflight import GroupInflight, InflightService, TailingStateSource
+from kshare_cli.admin.inflight import GroupInflight, InflightService, PlacedStateSource
 from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 
@@ -22,7 +22,7 @@ STATE_SHARE_OF_TIMEOUT: Final = 0.75
 async def inflight(
     settings: ConnectionSettings, group_id: str, topics: Sequence[str], timeout_s: float
 ) -> GroupInflight:
-    source = TailingStateSource(settings.confluent_config(), group_ids=[group_id])
+    source = PlacedStateSource(settings.confluent_config(), group_ids=[group_id])
     try:
 
         async def work() -> GroupInflight:

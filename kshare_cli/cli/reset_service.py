@@ -5,13 +5,13 @@ at a confirmation prompt, and writes the rollback plan. Each is bounded by
 ``--timeout`` on its own.
 
 A plan reads the in-flight windows from ``__share_group_state`` with the reader
-``kshare inflight`` uses (``TailingStateSource``, given the same share of the
+``kshare inflight`` uses (``PlacedStateSource``, given the same share of the
 timeout): the records a reset delivers again or skips are counted from them.
 """
 
 from __future__ import annotations
 
-from kshare_cli.admin.inflight import TailingStateSource
+from kshare_cli.admin.inflight import PlacedStateSource
 from kshare_cli.admin.models import GroupDescription
 from kshare_cli.admin.reset import ResetPlan, Scenario, Selection, ShareGroupResetter
 from kshare_cli.cli.inflight_service import STATE_SHARE_OF_TIMEOUT
@@ -28,7 +28,7 @@ async def plan_reset(
     allow_new_group: bool,
     timeout_s: float,
 ) -> ResetPlan:
-    source = TailingStateSource(settings.confluent_config(), group_ids=[group_id])
+    source = PlacedStateSource(settings.confluent_config(), group_ids=[group_id])
     try:
 
         async def work() -> ResetPlan:

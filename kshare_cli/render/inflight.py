@@ -399,6 +399,7 @@ def _partition_document(partition: PartitionInflight) -> dict[str, Any]:
             if partition.window is None
             else _window_document(partition.window, partition.end_offset)
         ),
+        "window_error": partition.window_error,
         "error": error_document(partition.error),
     }
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
-from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.records import StateRecordError, decode_key, decode_record
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, ShareStateReplayer
 from kshare_cli.state.window import InFlightWindow
@@ -52,6 +52,11 @@ _SLICE_S: Final = 0.5
 # (a 0.5 s slice made every `kshare inflight` wait half a second on a small topic).
 _CATCH_UP_SLICE_S: Final = 0.02
 _WINDOWS_NOTE: Final = "in-flight windows cannot be shown"
+# catch_up_each gives up on a partition that delivered nothing for this share of its
+# timeout (but never less than _SILENT_MIN_S: a healthy leader's first fetch of a fresh
+# assignment takes a round of ListOffsets and Fetch, well under a second).
+_SILENT_SHARE: Final = 0.25
+_SILENT_MIN_S: Final = 3.0
 
 
 class StateTopicUnavailable(Exception):
@@ -67,8 +72,11 @@ class StateTailer:
 
     config is librdkafka configuration (bootstrap and security, e.g.
     `ConnectionSettings.librdkafka_config()`); with group_ids, records of other
-    groups are skipped before their values are decoded. Not thread-safe: one
-    caller at a time (a worker thread is fine).
+    groups are skipped before their values are decoded. With share_partitions,
+    only the state partitions that hold them are assigned (Kafka's placement,
+    `state_partition_for`): a command about one group reads a few partitions
+    instead of fifty, and waits on no leader that holds nothing of its own.
+    Not thread-safe: one caller at a time (a worker thread is fine).
     """
 
     def __init__(
@@ -77,11 +85,15 @@ class StateTailer:
         *,
         group_ids: Collection[str] | None = None,
         topic: str = SHARE_STATE_TOPIC,
+        share_partitions: Collection[SharePartitionKey] | None = None,
     ) -> None:
         self._config = dict(config)
         self._bootstrap = str(config.get("bootstrap.servers", ""))
         self._group_ids = None if group_ids is None else frozenset(group_ids)
         self._topic = topic
+        self._share_partitions = None if share_partitions is None else frozenset(share_partitions)
+        # Each state partition's leader as "broker N (HOST:PORT)", from the last metadata.
+        self._leaders: dict[int, str | None] = {}
         self._replayer = ShareStateReplayer()
         self._consumer: Consumer | None = None
         self._client_errors: list[KafkaError] = []
@@ -98,6 +110,11 @@ class StateTailer:
     @property
     def topic(self) -> str:
         return self._topic
+
+    @property
+    def partition_count(self) -> int | None:
+        """The state topic's partition count as last discovered; None before (or no topic)."""
+        return self._partition_count
 
     @property
     def records_applied(self) -> int:
@@ -146,6 +163,47 @@ class StateTailer:
         # Read to the end as of this call: poll() need not wait for librdkafka to say so.
         self._at_end.update(ends)
         return applied
+
+    def catch_up_each(self, timeout_s: float) -> dict[int, str]:
+        """Read each assigned partition to its end, giving up on each one alone.
+
+        Returns the partitions not read to the end, each with one line saying whose
+        silence it was (its leader, by id and address): a partition from which
+        nothing came for a quarter of timeout_s (at least 3 s) is given up then,
+        so a down leader costs seconds, not the whole share, while a partition
+        still delivering a long backlog is read on until timeout_s. No
+        ListOffsets is asked: librdkafka's end-of-partition event marks each end,
+        so a partition whose leader is down costs its own windows and holds up no
+        other (one ListOffsets round for all of them waited for the slowest).
+        Raises StateTopicUnavailable as catch_up does for what fails every
+        partition alike (authorisation, authentication, no metadata in time).
+        """
+        started = time.monotonic()
+        deadline = started + timeout_s
+        self._client_errors.clear()
+        if not self._discover(deadline):
+            return {}
+        consumer = self._require_consumer()
+        pending = set(self._next_offsets) - self._at_end
+        silent_s = max(_SILENT_MIN_S, timeout_s * _SILENT_SHARE)
+        heard = dict.fromkeys(pending, started)
+        given_up: set[int] = set()
+        while pending:
+            now = time.monotonic()
+            remaining = deadline - now
+            if remaining <= 0:
+                break
+            before = {partition: self._next_offsets[partition] for partition in pending}
+            self._apply(consumer.consume(_BATCH, min(remaining, _CATCH_UP_SLICE_S)))
+            self._raise_for_client_errors()
+            now = time.monotonic()
+            for partition in pending:
+                if self._next_offsets[partition] != before[partition]:
+                    heard[partition] = now
+                elif now - heard[partition] >= silent_s:
+                    given_up.add(partition)
+            pending -= self._at_end | given_up
+        return {partition: self._silent(partition) for partition in sorted(pending | given_up)}
 
     def poll(self, budget_s: float) -> int:
         """Apply what is new, waiting at most budget_s; returns records applied.
@@ -270,7 +328,21 @@ class StateTailer:
             # LEADER_NOT_AVAILABLE and the like, right after the topic was created: ask again.
             time.sleep(min(_SETTLE_S, max(0.0, deadline - time.monotonic())))
         count = len(described.partitions)
-        new = [partition for partition in range(count) if partition not in self._next_offsets]
+        self._leaders = {}
+        for partition, placed in described.partitions.items():
+            leader = int(placed.leader)
+            broker = metadata.brokers.get(leader)
+            self._leaders[partition] = (
+                None
+                if leader < 0
+                else f"broker {leader}"
+                if broker is None
+                else f"broker {leader} ({broker.host}:{broker.port})"
+            )
+        wanted: Collection[int] = range(count)
+        if self._share_partitions is not None:
+            wanted = {state_partition_for(key, count) for key in self._share_partitions}
+        new = [partition for partition in wanted if partition not in self._next_offsets]
         if new:
             for partition in new:
                 self._next_offsets[partition] = 0
@@ -279,6 +351,13 @@ class StateTailer:
             )
         self._partition_count = count
         return True
+
+    def _silent(self, partition: int) -> str:
+        """Why a state partition was not read to its end: its leader did not answer."""
+        leader = self._leaders.get(partition)
+        if leader is None:
+            return f"{self._topic} partition {partition} has no leader"
+        return f"state partition {partition}'s leader {leader} did not answer"
 
     def _end_offsets(self, consumer: Consumer, deadline: float) -> dict[int, int]:
         """Every partition's end offset now, in one ListOffsets round (timestamp -1 = latest)."""
