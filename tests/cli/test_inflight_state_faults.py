@@ -143,3 +143,16 @@ def test_inflight_reads_only_its_state_partitions_and_gives_up_on_each_alone(
         if partition != VICTIM_PARTITION:
             assert by_partition[partition]["window"] is not None, by_partition
             assert by_partition[partition]["window_error"] is None, by_partition
+
+    # A reset's plan reads the windows the same way: its counts become lower bounds,
+    # the reason names the broker, and it comes within seconds, not the state share.
+    code, out, err, elapsed = _timed(
+        kshare, "reset-offsets", victim, "--all-topics", "--to-earliest", "-o", "json"
+    )
+    message = f"reset-offsets {victim}: exit {code} after {elapsed:.2f} s\n{err}"
+    assert code == ExitCode.OK, message
+    assert elapsed < 10.0, message
+    assert named in err, message
+    plan = json.loads(out)
+    validate(plan, "reset.schema.json")
+    assert named in plan["counts_note"], out
