@@ -751,8 +751,9 @@ class _OffsetHistory:
     """Disjoint, sorted offset segments with what the records said about them so far.
 
     Each segment is [first, last, max_delivery_count, final_state, final_delivery_count,
-    changed_at] (changed_at None: unknown). Neighbours that end up with the same outcome are joined, so a
-    share-partition that acknowledged a million offsets in order holds one segment, not
+    changed_at] (changed_at None: unknown). Neighbours that end up with the same outcome
+    are joined, so a share-partition that acknowledged a million offsets in order holds
+    one segment, not
     a million; unless `precise`, when neighbours must also have changed at the same time
     (so that what changed since a given time can be told apart), a joined segment keeps
     the latest change.
