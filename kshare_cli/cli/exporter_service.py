@@ -4,6 +4,12 @@ Imported only once the command runs. The HTTP server answers from its own
 threads, from the current snapshot only; the refresh loop runs on the main
 thread's event loop, where SIGTERM and SIGINT set the stop event: the server
 shuts down, the state-topic reader closes, and the command exits 0.
+
+A state-topic read is blocking and runs in a worker thread that cannot be
+cancelled; against a hung broker it lasts its whole share of ``--timeout``.
+Stopping must not wait for it: the loop's worker threads are daemon threads that
+shutdown does not join, and the reader is closed only if it is free within
+``CLOSE_WAIT_S`` (otherwise the process ends around it).
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Final, ParamSpec, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
@@ -28,6 +36,12 @@ from kshare_cli.errors import ConnectionFailed
 from kshare_cli.render.metrics import SnapshotCollector, index_page
 from kshare_cli.services.exporter import Refresher
 from kshare_cli.services.health import Thresholds
+
+#: How long stopping waits for the state-topic reader to be free before leaving it.
+CLOSE_WAIT_S: Final = 0.5
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def serve(
@@ -56,6 +70,7 @@ def serve(
         interval_s,
         timeout_s,
         on_error=lambda message: say(f"kshare: warning: refresh failed: {message}"),
+        on_warning=lambda message: say(f"kshare: warning: {message}"),
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(lambda: refresher.snapshot, cluster_name))
@@ -102,12 +117,15 @@ def serve(
         server.shutdown()
         server.server_close()
         thread.join()
-        source.close()
+        closing = threading.Thread(target=source.close, name="kshare-state-close", daemon=True)
+        closing.start()
+        closing.join(CLOSE_WAIT_S)
 
 
 async def _refresh_until_stopped(refresher: Refresher) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    loop.set_default_executor(_DaemonThreads())
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signal_number, stop.set)
     refreshing = asyncio.create_task(refresher.run(stop))
@@ -120,6 +138,33 @@ async def _refresh_until_stopped(refresher: Refresher) -> None:
     refreshing.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await refreshing
+
+
+class _DaemonThreads(ThreadPoolExecutor):
+    """``asyncio.to_thread``'s executor here: one daemon thread per call, never joined.
+
+    The default pool's threads are joined by ``asyncio.run`` and at interpreter
+    exit, so a state read stuck on a hung broker would hold SIGTERM for the rest
+    of its timeout; a daemon thread ends with the process instead. A subclass of
+    the pool only because asyncio accepts nothing else as the default executor.
+    """
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as error:  # noqa: BLE001 -- handed to the awaiting task
+                future.set_exception(error)
+
+        threading.Thread(target=run, name="kshare-exporter-worker", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to join: the threads are daemons, and a stuck one must not hold the exit."""
 
 
 def _host_text(host: str) -> str:

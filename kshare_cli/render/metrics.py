@@ -2,7 +2,8 @@
 
 Names follow kafka-lag-exporter and kminion: ``kshare_share_partition_*`` per
 share-partition and ``kshare_share_group_*`` per group, labelled ``cluster_name``,
-``group``, ``topic``, ``partition``; ``kshare_exporter_*`` for the refresher.
+``group``, ``topic``, ``partition``; ``kshare_exporter_*`` for the refresher,
+whose ``last_refresh_age_seconds`` tells a scraper how stale the rest is.
 The collector builds the families from the current snapshot on each scrape, so a
 scrape never waits on Kafka, and a figure that is unknown (a lag the broker did
 not report, a window the state topic did not give) is left out rather than
@@ -11,6 +12,7 @@ written as 0.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Final
 
@@ -44,17 +46,30 @@ METRICS: Final = {
     "kshare_exporter_refresh_seconds": "How long the last successful refresh took.",
     "kshare_exporter_refresh_errors": "Refreshes that failed as a whole.",
     "kshare_exporter_last_refresh_timestamp_seconds": "When the last refresh succeeded.",
+    "kshare_exporter_last_refresh_age_seconds": (
+        "Seconds since the last successful refresh, at scrape time: how old the figures are."
+    ),
 }
 
 _WINDOW_STATES: Final = ("available", "acknowledged", "archived")
 
 
 class SnapshotCollector(Collector):
-    """Serves whatever snapshot ``current`` returns at scrape time."""
+    """Serves whatever snapshot ``current`` returns at scrape time.
 
-    def __init__(self, current: Callable[[], ExporterSnapshot], cluster_name: str) -> None:
+    ``clock`` is the monotonic clock the refresher stamps its snapshots with: the age
+    is computed per scrape, so it keeps growing while the refreshes fail.
+    """
+
+    def __init__(
+        self,
+        current: Callable[[], ExporterSnapshot],
+        cluster_name: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._current = current
         self._cluster = cluster_name
+        self._clock = clock
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self._current()
@@ -112,6 +127,10 @@ class SnapshotCollector(Collector):
             last = _gauge("kshare_exporter_last_refresh_timestamp_seconds", ("cluster_name",))
             last.add_metric([cluster], snapshot.refreshed_at)
             yield last
+        if snapshot.refreshed_monotonic is not None:
+            age = _gauge("kshare_exporter_last_refresh_age_seconds", ("cluster_name",))
+            age.add_metric([cluster], max(0.0, self._clock() - snapshot.refreshed_monotonic))
+            yield age
 
 
 def _gauge(name: str, labels: tuple[str, ...]) -> GaugeMetricFamily:

@@ -5,7 +5,16 @@ groups on its own interval and swaps in a new ``ExporterSnapshot``; the
 Prometheus collector and ``/healthz`` read whatever snapshot is current. A
 refresh that fails as a whole (the cluster unreachable, ``--timeout`` passed)
 keeps the previous figures, counts the error and leaves ``/healthz`` to turn
-503 once no refresh has succeeded for three intervals.
+503 once no refresh has succeeded for three intervals. A refresh in which every
+group failed to be read (their coordinator hung or gone) is such a failure too:
+figures of a moment ago are worth more to a dashboard than no figures, and the
+scrape-time age (``kshare_exporter_last_refresh_age_seconds``) says how old they
+are. When only some groups fail, their last share-partition figures are kept and
+their status is ERR.
+
+A state topic that cannot be read (no READ on ``__share_group_state``) is no
+failure: the in-flight figures are left out and the reason is said once, not
+at every refresh, until the windows come back.
 
 Stalls need two samples ``stall_after_s`` apart: the refresher keeps the samples
 of earlier refreshes until one is old enough, and evaluates against it.
@@ -31,10 +40,13 @@ from kshare_cli.services.health import (
 )
 from kshare_cli.services.sampling import sample_groups
 
-__all__ = ["HEALTHY_INTERVALS", "ExporterSnapshot", "Refresher"]
+__all__ = ["BACKSTOP_S", "HEALTHY_INTERVALS", "ExporterSnapshot", "Refresher"]
 
 #: ``/healthz`` is 200 while the last successful refresh is at most this many intervals old.
 HEALTHY_INTERVALS: Final = 3
+#: The refresh's own timeout fires this long after ``--timeout``, so that the client's
+#: deadline, which names the broker that did not answer, is what ``/healthz`` reports.
+BACKSTOP_S: Final = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +99,12 @@ class Refresher:
         interval_s: float,
         timeout_s: float,
         on_error: Callable[[str], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self._open_service = open_service
         self._on_error = on_error
+        self._on_warning = on_warning
+        self._window_note: str | None = None
         self._group_ids = None if group_ids is None else tuple(group_ids)
         self._thresholds = thresholds
         self._interval_s = interval_s
@@ -101,28 +116,58 @@ class Refresher:
         """One refresh; a failure is counted and named, never raised."""
         started = time.monotonic()
         try:
-            async with asyncio.timeout(self._timeout_s):
+            async with asyncio.timeout(self._timeout_s + BACKSTOP_S):
                 latest = await self._read()
         except (KshareError, TimeoutError, OSError) as error:
-            message = str(error) or f"no answer within {self._timeout_s:g} s"
-            previous = self.snapshot
-            self.snapshot = replace(
-                previous, refresh_errors=previous.refresh_errors + 1, last_error=message
-            )
-            if self._on_error is not None:
-                self._on_error(message)
+            self._failed(str(error) or f"no answer within {self._timeout_s:g} s")
+            return
+        failed = [each for each in latest if isinstance(each, GroupHealth) and not each.not_found]
+        if failed and len(failed) == len(latest):
+            self._failed("; ".join(sorted({reason for each in failed for reason in each.reasons})))
             return
         finished = time.monotonic()
         report = evaluate_samples(latest, self._earlier(finished), self._thresholds)
         self._history.append((finished, latest))
+        kept = {sample.group.group_id: sample for sample in self.snapshot.samples}
+        samples = tuple(
+            each if isinstance(each, Sample) else kept[each.group_id]
+            for each in latest
+            if isinstance(each, Sample) or (not each.not_found and each.group_id in kept)
+        )
+        self._note_windows(latest)
         self.snapshot = replace(
             self.snapshot,
-            samples=tuple(each for each in latest if isinstance(each, Sample)),
+            samples=samples,
             report=report,
             refreshed_at=time.time(),
             refreshed_monotonic=finished,
             refresh_seconds=finished - started,
         )
+
+    def _failed(self, message: str) -> None:
+        previous = self.snapshot
+        self.snapshot = replace(
+            previous, refresh_errors=previous.refresh_errors + 1, last_error=message
+        )
+        if self._on_error is not None:
+            self._on_error(message)
+
+    def _note_windows(self, latest: Sequence[Sample | GroupHealth]) -> None:
+        """Say once why the in-flight figures are missing; again only after they came back."""
+        notes = sorted(
+            {
+                each.group.window_note
+                for each in latest
+                if isinstance(each, Sample) and each.group.window_note is not None
+            }
+        )
+        if not notes:
+            if any(isinstance(each, Sample) for each in latest):
+                self._window_note = None
+            return
+        if self._window_note is None and self._on_warning is not None:
+            self._on_warning(f"no in-flight windows: {notes[0]}")
+        self._window_note = notes[0]
 
     async def run(self, stop: asyncio.Event) -> None:
         """Refresh until ``stop`` is set; each refresh starts an interval after the last began."""

@@ -40,6 +40,7 @@ def test_a_failed_refresh_is_counted_named_and_keeps_healthz_503() -> None:
     text = generate_latest(registry).decode()
     assert 'kshare_exporter_refresh_errors_total{cluster_name="c"} 2.0' in text
     assert "kshare_exporter_last_refresh_timestamp_seconds" not in text
+    assert "kshare_exporter_last_refresh_age_seconds" not in text
 
 
 def test_healthz_is_200_within_three_intervals_of_the_last_success() -> None:
@@ -48,3 +49,14 @@ def test_healthz_is_200_within_three_intervals_of_the_last_success() -> None:
     ok, reason = snapshot.healthy(10.0, 80.5)
     assert not ok
     assert reason == "the last successful refresh was 30.5 s ago (limit 30 s)"
+
+
+def test_the_age_gauge_is_computed_at_scrape_time_and_grows_between_refreshes() -> None:
+    snapshot = ExporterSnapshot(refreshed_at=1.0, refreshed_monotonic=50.0, refresh_seconds=0.1)
+    now = [52.5]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: snapshot, "c", clock=lambda: now[0]))
+    line = 'kshare_exporter_last_refresh_age_seconds{cluster_name="c"}'
+    assert f"{line} 2.5" in generate_latest(registry).decode()
+    now[0] = 110.0
+    assert f"{line} 60.0" in generate_latest(registry).decode()

@@ -1,0 +1,245 @@
+"""``kshare exporter`` when the cluster misbehaves: a hung or stopped broker, a state
+topic it may not read, SIGTERM during a refresh stuck on a hung broker (issue 18).
+
+Each test runs its own sandbox cluster (``sandbox_cluster``), so its faults touch no
+other test; a real cluster cannot be hung node by node, so these tests skip there.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.runner import SandboxThread
+from kshare_cli.sandbox.server import Connection
+from kshare_cli.wire.framing import Request
+from tests.cli.conftest import KSHARE, process_env
+from tests.cli.test_cluster_faults import PARTITIONS, start_offsets_at_zero
+from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
+from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
+from tests.support.golden import wait_for
+from tests.support.sandbox import StartCluster
+from tests.wire.conftest import Handler, replaced_handler
+
+INTERVAL_S = 0.5
+#: Records produced to each partition before the group is made: the lag the metrics show.
+RECORDS = 3
+#: A dead broker stays in the metadata for the whole test, as Kafka's does until fenced.
+NEVER_FENCED_MS = 600_000
+
+
+@dataclass
+class Bed:
+    sandbox: SandboxThread
+    topic: str
+    group: str
+    exporters: list[Exporter]
+
+    def produce(self, partition: int, count: int) -> None:
+        producer = Producer({"bootstrap.servers": self.sandbox.bootstrap})
+        for index in range(count):
+            producer.produce(self.topic, value=f"r{index}".encode(), partition=partition)
+        assert producer.flush(15) == 0
+
+    def start(self, *args: str, timeout: str = "2s", healthy: bool = True) -> Exporter:
+        """An exporter of the group, bootstrapped from node 1 only; ``healthy``: once it
+        has refreshed."""
+        argv = [
+            str(KSHARE),
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--group",
+            self.group,
+            "--interval",
+            str(INTERVAL_S),
+            "--cluster-name",
+            "test",
+            "--timeout",
+            timeout,
+            "-b",
+            self.sandbox.bootstrap,
+            *args,
+        ]
+        process = subprocess.Popen(
+            argv,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=process_env({"KSHARE_CONFIG": "/nonexistent", "KSHARE_BOOTSTRAP_SERVERS": None}),
+        )
+        lines: queue.Queue[str] = queue.Queue()
+        assert process.stderr is not None
+        threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
+        first = lines.get(timeout=30)
+        assert "exporter listening on http://127.0.0.1:" in first, first
+        base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
+        exporter = Exporter(process, base, lines)
+        self.exporters.append(exporter)
+        if healthy:
+            wait_for(lambda: exporter.get("/healthz")[0] == 200, timeout=30, what="a refresh")
+        return exporter
+
+
+def make_bed(sandbox: SandboxThread) -> Bed:
+    topic, group = "exported", "exported-group"
+    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
+    replicas = len(sandbox.addresses)
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, replicas)]).values():
+        future.result(15)
+    bed = Bed(sandbox, topic, group, [])
+    for partition in range(PARTITIONS):
+        bed.produce(partition, RECORDS)
+    start_offsets_at_zero(sandbox, group, topic)
+    return bed
+
+
+@pytest.fixture
+def beds(sandbox_cluster: StartCluster) -> Iterator[list[Bed]]:
+    made: list[Bed] = []
+    yield made
+    for bed in made:
+        for exporter in bed.exporters:
+            if exporter.process.poll() is None:
+                exporter.process.kill()
+                exporter.process.wait(10)
+
+
+def metrics(exporter: Exporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    status, text = exporter.get("/metrics")
+    assert status == 200
+    return _samples(text)
+
+
+def lags(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[str, float]:
+    return {
+        dict(labels)["partition"]: value
+        for (name, labels), value in found.items()
+        if name == "kshare_share_partition_lag"
+    }
+
+
+CLUSTER = (("cluster_name", "test"),)
+
+
+def stderr_lines(exporter: Exporter) -> list[str]:
+    lines = []
+    while not exporter.lines.empty():
+        lines.append(exporter.lines.get())
+    return lines
+
+
+@pytest.mark.parametrize("fault", ["hung", "stopped"])
+def test_a_dead_broker_keeps_the_last_figures_ages_them_and_recovers(
+    sandbox_cluster: StartCluster, beds: list[Bed], fault: str
+) -> None:
+    bed = make_bed(sandbox_cluster(1, session_timeout_ms=NEVER_FENCED_MS))
+    beds.append(bed)
+    exporter = bed.start()
+    before = metrics(exporter)
+    assert lags(before) == {str(p): RECORDS for p in range(PARTITIONS)}
+    assert before[("kshare_exporter_last_refresh_age_seconds", CLUSTER)] < 3 * INTERVAL_S
+
+    (bed.sandbox.hang_node if fault == "hung" else bed.sandbox.stop_node)(1)
+    address = bed.sandbox.addresses[1]
+    wait_for(
+        lambda: (answer := exporter.get("/healthz"))[0] == 503 and address in answer[1],
+        timeout=15,
+        what="/healthz 503 naming the broker",
+    )
+    first = metrics(exporter)
+    errors = first[("kshare_exporter_refresh_errors_total", CLUSTER)]
+    assert errors >= 1
+    wait_for(
+        lambda: metrics(exporter)[("kshare_exporter_refresh_errors_total", CLUSTER)] > errors,
+        timeout=15,
+        what="a second failed refresh",
+    )
+    later = metrics(exporter)
+    assert lags(later) == lags(before)
+    age = ("kshare_exporter_last_refresh_age_seconds", CLUSTER)
+    assert later[age] > first[age] > 3 * INTERVAL_S
+    stamp = ("kshare_exporter_last_refresh_timestamp_seconds", CLUSTER)
+    assert later[stamp] == before[stamp]
+    assert any("refresh failed:" in line and address in line for line in stderr_lines(exporter))
+
+    bed.sandbox.restart_node(1)
+    bed.produce(0, 2)
+    wait_for(
+        lambda: exporter.get("/healthz")[0] == 200 and lags(metrics(exporter))["0"] == RECORDS + 2,
+        timeout=20,
+        what="recovery with fresh figures",
+    )
+    assert metrics(exporter)[age] < 3 * INTERVAL_S
+
+
+def test_an_unreadable_state_topic_leaves_out_the_windows_says_so_once(
+    sandbox_cluster: StartCluster, beds: list[Bed]
+) -> None:
+    sandbox = sandbox_cluster(1)
+    bed = make_bed(sandbox)
+    beds.append(bed)
+    with replaced_handler(sandbox, FETCH, _denying_state_topic(FETCH)):
+        exporter = bed.start(timeout="5s")
+        stamp = ("kshare_exporter_last_refresh_timestamp_seconds", CLUSTER)
+        seen = {metrics(exporter)[stamp]}
+        wait_for(
+            lambda: seen.add(metrics(exporter)[stamp]) or len(seen) >= 3,
+            timeout=30,
+            what="three successful refreshes",
+        )
+        found = metrics(exporter)
+    assert lags(found) == {str(p): RECORDS for p in range(PARTITIONS)}
+    names = {name for name, _ in found}
+    assert "kshare_share_partition_records" not in names
+    assert "kshare_share_partition_max_delivery_count" not in names
+    assert found[("kshare_exporter_refresh_errors_total", CLUSTER)] == 0
+    assert exporter.get("/healthz")[0] == 200
+    warnings = [line for line in stderr_lines(exporter) if "no in-flight windows" in line]
+    assert len(warnings) == 1, warnings
+    assert "not authorized" in warnings[0] and "__share_group_state" in warnings[0]
+
+
+def _noting_fetches(fetched: threading.Event) -> Any:
+    """Fetch served as usual, noted: only the exporter's state-topic reader fetches."""
+
+    def make(original: Handler) -> Handler:
+        async def handler(broker: Broker, request: Request, connection: Connection) -> Any:
+            fetched.set()
+            return await original(broker, request, connection)
+
+        return handler
+
+    return make
+
+
+def test_sigterm_during_a_state_read_stuck_on_a_hung_broker_exits_0_at_once(
+    sandbox_cluster: StartCluster, beds: list[Bed]
+) -> None:
+    # Node 1 (the bootstrap) answers; node 2 leads some state-topic partitions and
+    # hangs, so the state read waits its share of a long --timeout (22.5 s) in a
+    # worker thread that cannot be cancelled. Before the fix, SIGTERM waited it out.
+    sandbox = sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS)
+    bed = make_bed(sandbox)
+    beds.append(bed)
+    sandbox.hang_node(2)
+    fetched = threading.Event()
+    with replaced_handler(sandbox, FETCH, _noting_fetches(fetched)):
+        exporter = bed.start(timeout="30s", healthy=False)
+        wait_for(fetched.is_set, timeout=15, what="the state read under way")
+        started = time.monotonic()
+        exporter.process.send_signal(signal.SIGTERM)
+        assert exporter.process.wait(30) == 0
+        assert time.monotonic() - started < 2.5
+    assert "Traceback" not in "".join(stderr_lines(exporter))
