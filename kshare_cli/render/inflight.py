@@ -401,6 +401,7 @@ def _partition_document(partition: PartitionInflight) -> dict[str, Any]:
         ),
         "window_error": partition.window_error,
         "error": error_document(partition.error),
+        "end_offset_error": error_document(partition.end_offset_error),
     }
 
 

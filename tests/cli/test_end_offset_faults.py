@@ -79,6 +79,19 @@ def test_a_down_leaders_end_offset_is_named_and_partial(
         if partition != VICTIM_PARTITION:
             assert rows[partition][column] == "1", result.stdout
 
+    result = kshare.run("describe", group, "-o", "json", "--timeout", "30s")
+    assert result.exit_code == ExitCode.PARTIAL, result.stderr
+    document = json.loads(result.stdout)
+    validate(document, "offsets.schema.json")
+    (described,) = document["groups"]
+    failures = {
+        row["partition"]: row["end_offset_error"]
+        for row in described["partitions"]
+        if row["end_offset_error"] is not None
+    }
+    assert list(failures) == [VICTIM_PARTITION], described
+    assert named in failures[VICTIM_PARTITION]["message"], failures
+
     started = time.monotonic()
     result = kshare.run("inflight", group, "-o", "json", "--timeout", "30s")
     elapsed = time.monotonic() - started
@@ -90,3 +103,5 @@ def test_a_down_leaders_end_offset_is_named_and_partial(
     validate(document, "inflight.schema.json")
     ends = {row["partition"]: row["end_offset"] for row in document["partitions"]}
     assert ends == {p: None if p == VICTIM_PARTITION else 1 for p in range(PARTITIONS)}
+    unanswered = document["partitions"][VICTIM_PARTITION]["end_offset_error"]
+    assert named in unanswered["message"], unanswered
