@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from kshare_cli.services import health
+
 __all__ = [
     "DEFAULT_CAPACITY",
     "DEFAULT_RATE_WINDOW_S",
@@ -260,13 +262,13 @@ def flow(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S) -> 
 
 
 def is_stalled(lag: int | None, since_moved: SinceMoved | None, stall_after_s: float) -> bool:
-    """Lag above zero while the start offset stood still for at least ``stall_after_s``."""
-    return (
-        lag is not None
-        and lag > 0
-        and since_moved is not None
-        and since_moved.seconds >= stall_after_s
-    )
+    """The dashboard's stall verdict, by the rule ``kshare health`` and the exporter use.
+
+    One rule (``services.health.is_stalled``), so a share-partition the dashboard
+    marks stalled is the one an alert names; this only unwraps ``since_moved``.
+    """
+    unmoved_s = since_moved.seconds if since_moved is not None else None
+    return health.is_stalled(lag, unmoved_s, stall_after_s)
 
 
 def sparkline(values: Sequence[int | None], width: int) -> str:
