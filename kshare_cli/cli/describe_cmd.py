@@ -50,6 +50,10 @@ def check_groups(groups: list[str], all_groups: bool) -> None:
             raise UsageError("a group id cannot be empty")
 
 
+def _time_lag_needs_offsets() -> None:
+    raise UsageError("--time-lag needs the offsets view, not --members or --state")
+
+
 def describe(
     groups: Annotated[
         list[str] | None,
@@ -75,6 +79,17 @@ def describe(
     state: Annotated[
         bool, typer.Option("--state", help="Coordinator, state, epochs, assignor, member count.")
     ] = False,
+    time_lag: Annotated[
+        bool,
+        typer.Option(
+            "--time-lag",
+            help=(
+                "Add the age of each share-partition's oldest unacknowledged record "
+                "(LAG-AGE; lag_seconds in json/yaml), read without acquiring it: "
+                "one fetch per share-partition with lag. Offsets view only."
+            ),
+        ),
+    ] = False,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -99,6 +114,8 @@ def describe(
     group_ids = groups or []
     common.usage_guard(lambda: check_groups(group_ids, all_groups), invocation)
     view = common.usage_guard(lambda: choose_view(offsets, members, state), invocation)
+    if time_lag and view is not View.offsets:
+        common.usage_guard(_time_lag_needs_offsets, invocation)
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
     settings = common.usage_guard(
         lambda: common.resolve(bootstrap_server, command_config, profile), invocation
@@ -114,7 +131,18 @@ def describe(
     from kshare_cli.admin.models import ShareGroupOffsets
     from kshare_cli.render import notices, render
 
-    common.stdout_write(render(report, output.value, view=view.value, verbose=verbose))
+    lag_ages = None
+    if time_lag and isinstance(report, ShareGroupOffsets):
+        from kshare_cli.services.time_lag import time_lags
+
+        offsets_report = report
+        lag_ages = common.edge(
+            lambda: time_lags(offsets_report, settings.confluent_config(), timeout_s),
+            invocation,
+        )
+    common.stdout_write(
+        render(report, output.value, view=view.value, verbose=verbose, lag_ages=lag_ages)
+    )
     for line in notices(report, output.value):
         typer.echo(line, err=True)
     for unlisted in report.broker_failures:

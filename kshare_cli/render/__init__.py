@@ -8,6 +8,7 @@ renderer for a model, so a command hands over whatever the service returned.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from kshare_cli.admin.models import GroupDescriptions, GroupListing, ShareGroupOffsets
@@ -18,6 +19,9 @@ __all__ = ["OutputFormat", "View", "notices", "render"]
 
 #: The describe views of ``kafka-share-groups.sh``; offsets is its default.
 View = Literal["offsets", "members", "state"]
+
+#: (group id, topic, partition) → seconds, as ``render.offsets.LagAges``.
+LagAges = Mapping[tuple[str, str, int], float | None]
 
 Model = GroupListing | GroupDescriptions | ShareGroupOffsets | ResetPlan
 
@@ -30,12 +34,14 @@ def render(
     verbose: bool = False,
     with_state: bool = False,
     width: int | None = None,
+    lag_ages: LagAges | None = None,
 ) -> str:
     """``model`` in ``fmt``.
 
     ``view`` chooses between the members and state views of ``GroupDescriptions``
     (default members); ``with_state`` is ``--list --state`` for a listing in plain;
-    ``verbose`` adds Kafka's ``--verbose`` columns; ``width`` is the table width.
+    ``verbose`` adds Kafka's ``--verbose`` columns; ``width`` is the table width;
+    ``lag_ages`` is ``describe --time-lag``'s figures for an offsets model.
     """
     if isinstance(model, GroupListing):
         from kshare_cli.render.listing import render_listing
@@ -44,7 +50,7 @@ def render(
     if isinstance(model, ShareGroupOffsets):
         from kshare_cli.render.offsets import render_offsets
 
-        return render_offsets(model, fmt, verbose=verbose, width=width)
+        return render_offsets(model, fmt, verbose=verbose, width=width, lag_ages=lag_ages)
     if isinstance(model, ResetPlan):
         from kshare_cli.render.reset import render_reset
 

@@ -15,7 +15,7 @@ formats carry them too, as data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kshare_cli.admin.models import (
@@ -25,6 +25,7 @@ from kshare_cli.admin.models import (
     ShareGroupOffsets,
     SharePartitionOffset,
 )
+from kshare_cli.render.ages import format_age
 from kshare_cli.render.formats import (
     OutputFormat,
     add_row,
@@ -65,6 +66,9 @@ CSV_HEADER = (
     "error",
 )
 
+#: (group id, topic, partition) → seconds: ``describe --time-lag`` (services/time_lag.py).
+LagAges = Mapping[tuple[str, str, int], float | None]
+
 BOUND_CAPTION = (
     "≤N: an upper bound, log end offset − start offset; the broker reported no lag "
     "(DescribeShareGroupOffsets v0, or lag unknown since an offset reset)."
@@ -84,13 +88,18 @@ def render_offsets(
     *,
     verbose: bool = False,
     width: int | None = None,
+    lag_ages: LagAges | None = None,
 ) -> str:
-    """The offsets in ``fmt``; ``verbose`` adds Kafka's LEADER-EPOCH column (plain, table)."""
+    """The offsets in ``fmt``; ``verbose`` adds Kafka's LEADER-EPOCH column (plain, table).
+
+    ``lag_ages`` (``--time-lag``) adds LAG-AGE to the table and ``lag_seconds`` to
+    JSON and YAML; ``plain`` stays Kafka's bytes, JSONL and CSV keep their columns.
+    """
     return dispatch(
         fmt,
         plain=lambda: "".join(_plain_group(group, verbose) for group in offsets.succeeded()),
-        table=lambda: _table(offsets, verbose, width),
-        document=lambda: offsets_document(offsets),
+        table=lambda: _table(offsets, verbose, width, lag_ages),
+        document=lambda: offsets_document(offsets, lag_ages),
         rows=lambda: offsets_rows(offsets),
         csv_header=CSV_HEADER,
         csv_rows=lambda: _csv_rows(offsets),
@@ -178,30 +187,34 @@ def _plain_group(group: GroupOffsets, verbose: bool) -> str:
 # --------------------------------------------------------------------------- table
 
 
-def _table(offsets: ShareGroupOffsets, verbose: bool, width: int | None) -> str:
+def _table(
+    offsets: ShareGroupOffsets, verbose: bool, width: int | None, lag_ages: LagAges | None
+) -> str:
     groups = offsets.succeeded()
     if not groups:
         return ""
     with_errors = any(offset.error is not None for g in groups for offset in g.partitions)
     with_bound = any(offset.lag_source == "bound" for g in groups for offset in g.partitions)
     columns = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG"]
+    if lag_ages is not None:
+        columns.append("LAG-AGE")
     if verbose:
         columns.append("LEADER-EPOCH")
     if with_errors:
         columns.append("ERROR")
     table = new_table(
         *columns,
-        right=("PARTITION", "START-OFFSET", "END-OFFSET", "LAG", "LEADER-EPOCH"),
+        right=("PARTITION", "START-OFFSET", "END-OFFSET", "LAG", "LAG-AGE", "LEADER-EPOCH"),
     )
     for group in groups:
         if not group.partitions:
-            _add(table, verbose, with_errors, [group.group_id, "(no offset information)"], True)
+            _add(table, columns, [group.group_id, "(no offset information)"], True)
             continue
         for offset in group.partitions:
+            age = (lag_ages or {}).get((group.group_id, offset.topic, offset.partition))
             _add(
                 table,
-                verbose,
-                with_errors,
+                columns,
                 [
                     group.group_id,
                     offset.topic,
@@ -211,11 +224,12 @@ def _table(offsets: ShareGroupOffsets, verbose: bool, width: int | None) -> str:
                     lag_text(offset.lag, offset.lag_source),
                     or_dash(offset.leader_epoch),
                     offset.error.name if offset.error is not None else "",
+                    format_age(age),
                 ],
                 False,
             )
         total = total_lag_text(group.total_lag, group.total_lag_source, group.total_lag_complete)
-        _add(table, verbose, with_errors, [group.group_id, "TOTAL", "", "", "", total], True)
+        _add(table, columns, [group.group_id, "TOTAL", "", "", "", total], True)
     captions = [BOUND_CAPTION] if with_bound else []
     captions += total_lag_captions(
         (group.total_lag_source, group.total_lag_complete) for group in groups
@@ -223,13 +237,13 @@ def _table(offsets: ShareGroupOffsets, verbose: bool, width: int | None) -> str:
     return table_text(table, width, captions)
 
 
-def _add(table: Any, verbose: bool, with_errors: bool, cells: list[object], end: bool) -> None:
-    cells = cells + [""] * (8 - len(cells))
-    row = cells[:6]
-    if verbose:
-        row.append(cells[6])
-    if with_errors:
-        row.append(cells[7])
+#: Where each optional column's cell sits in the cells ``_table`` passes to ``_add``.
+_OPTIONAL_CELLS = {"LEADER-EPOCH": 6, "ERROR": 7, "LAG-AGE": 8}
+
+
+def _add(table: Any, columns: list[str], cells: list[object], end: bool) -> None:
+    cells = cells + [""] * (9 - len(cells))
+    row = cells[:6] + [cells[_OPTIONAL_CELLS[column]] for column in columns[6:]]
     add_row(table, row, end_section=end)
 
 
@@ -250,8 +264,12 @@ def _partition_document(offset: SharePartitionOffset) -> dict[str, Any]:
     }
 
 
-def offsets_document(offsets: ShareGroupOffsets) -> dict[str, Any]:
-    """Every group with its share-partitions (``docs/schemas/offsets.schema.json``)."""
+def offsets_document(offsets: ShareGroupOffsets, lag_ages: LagAges | None = None) -> dict[str, Any]:
+    """Every group with its share-partitions (``docs/schemas/offsets.schema.json``).
+
+    With ``lag_ages`` each share-partition carries ``lag_seconds`` (null: nothing
+    waits, or the record could not be read); without, the key is absent.
+    """
     groups: list[dict[str, Any]] = []
     for result in offsets.sorted():
         if isinstance(result, GroupFailure):
@@ -264,7 +282,17 @@ def offsets_document(offsets: ShareGroupOffsets) -> dict[str, Any]:
                 "total_lag": result.total_lag,
                 "total_lag_source": result.total_lag_source,
                 "total_lag_complete": result.total_lag_complete,
-                "partitions": [_partition_document(offset) for offset in result.partitions],
+                "partitions": [
+                    _partition_document(offset)
+                    if lag_ages is None
+                    else {
+                        **_partition_document(offset),
+                        "lag_seconds": lag_ages.get(
+                            (result.group_id, offset.topic, offset.partition)
+                        ),
+                    }
+                    for offset in result.partitions
+                ],
             }
         )
     return {"groups": groups, "broker_errors": broker_errors_document(offsets.broker_failures)}
