@@ -281,6 +281,12 @@ class TailingStateSource:
             wanted = frozenset(group_ids)
             return {key: state for key, state in tailer.states().items() if key.group_id in wanted}
 
+    def states(self) -> dict[SharePartitionKey, SharePartitionState]:
+        """Every kept share-partition's state as last read, without reading again: for a
+        caller that reads once (``refresh``) and answers many groups from that read."""
+        with self._lock:
+            return {} if self._tailer is None else self._tailer.states()
+
     def close(self) -> None:
         """Close the tailer; waits for a refresh in progress (at most its timeout)."""
         with self._lock:

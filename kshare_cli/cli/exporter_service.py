@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import signal
 import threading
 import time
@@ -25,18 +26,22 @@ from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Final, ParamSpec, TypeVar
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from kshare_cli.admin.inflight import InflightService, TailingStateSource
 from kshare_cli.cli.inflight_service import STATE_SHARE_OF_TIMEOUT
 from kshare_cli.cli.service import open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ConnectionFailed
-from kshare_cli.render.metrics import SnapshotCollector, index_page
-from kshare_cli.services.exporter import Refresher
+from kshare_cli.render.metrics import MetricsPage, index_page
+from kshare_cli.services.exporter import OneStateReadPerRefresh, Refresher
 from kshare_cli.services.health import Thresholds
 
+#: Worker threads for the blocking calls of a refresh (its groups' state reads).
+DAEMON_WORKERS: Final = 8
+#: Connections the kernel queues for the HTTP server before refusing (Prometheus HA
+#: pairs, federation and humans can scrape at once).
+LISTEN_BACKLOG: Final = 128
 #: How long stopping waits for the state-topic reader to be free before leaving it.
 CLOSE_WAIT_S: Final = 0.5
 
@@ -56,57 +61,15 @@ def serve(
 ) -> None:
     """Serve until SIGTERM or SIGINT; ``say`` writes one stderr line (the bound address,
     each failed refresh)."""
-    source = TailingStateSource(settings.confluent_config(), group_ids=group_ids)
-
-    @asynccontextmanager
-    async def open_service() -> AsyncIterator[InflightService]:
-        async with open_admin(settings, timeout_s) as admin:
-            yield InflightService(admin, source, state_timeout_s=timeout_s * STATE_SHARE_OF_TIMEOUT)
-
-    refresher = Refresher(
-        open_service,
-        group_ids,
-        thresholds,
-        interval_s,
-        timeout_s,
-        on_error=lambda message: say(f"kshare: warning: refresh failed: {message}"),
-        on_warning=lambda message: say(f"kshare: warning: {message}"),
-    )
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(lambda: refresher.snapshot, cluster_name))
-    page = index_page(cluster_name).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 -- http.server's name
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry))
-            elif path == "/healthz":
-                ok, reason = refresher.snapshot.healthy(interval_s, time.monotonic())
-                self._send(200 if ok else 503, "text/plain; charset=utf-8", reason.encode() + b"\n")
-            elif path == "/":
-                self._send(200, "text/html; charset=utf-8", page)
-            else:
-                self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics\n")
-
-        def _send(self, code: int, content_type: str, body: bytes) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            """Scrapes are not worth a stderr line each."""
-
+    refresher, source = build_refresher(settings, group_ids, thresholds, interval_s, timeout_s, say)
+    page = MetricsPage(lambda: refresher.snapshot, cluster_name)
     try:
-        server = ThreadingHTTPServer(listen, Handler)
+        server = make_server(listen, page, refresher, interval_s, index_page(cluster_name))
     except OSError as error:
         source.close()
         raise ConnectionFailed(
             f"cannot listen on {listen[0]}:{listen[1]}: {error.strerror or error}"
         ) from None
-    server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="kshare-exporter-http")
     thread.start()
     host, port = server.server_address[:2]
@@ -120,6 +83,85 @@ def serve(
         closing = threading.Thread(target=source.close, name="kshare-state-close", daemon=True)
         closing.start()
         closing.join(CLOSE_WAIT_S)
+
+
+def build_refresher(
+    settings: ConnectionSettings,
+    group_ids: Sequence[str] | None,
+    thresholds: Thresholds,
+    interval_s: float,
+    timeout_s: float,
+    say: Callable[[str], None],
+) -> tuple[Refresher, TailingStateSource]:
+    """The refresher and the state-topic reader it shares across refreshes (the caller
+    closes it); ``benchmarks/exporter.py`` measures this same pair."""
+    source = TailingStateSource(settings.confluent_config(), group_ids=group_ids)
+
+    @asynccontextmanager
+    async def open_service() -> AsyncIterator[InflightService]:
+        async with open_admin(settings, timeout_s) as admin:
+            yield InflightService(
+                admin,
+                OneStateReadPerRefresh(source),
+                state_timeout_s=timeout_s * STATE_SHARE_OF_TIMEOUT,
+            )
+
+    refresher = Refresher(
+        open_service,
+        group_ids,
+        thresholds,
+        interval_s,
+        timeout_s,
+        on_error=lambda message: say(f"kshare: warning: refresh failed: {message}"),
+        on_warning=lambda message: say(f"kshare: warning: {message}"),
+    )
+    return refresher, source
+
+
+def make_server(
+    listen: tuple[str, int],
+    metrics: MetricsPage,
+    refresher: Refresher,
+    interval_s: float,
+    page: str,
+) -> ThreadingHTTPServer:
+    """The exporter's HTTP server, bound and not yet serving: a function of its own so
+    that ``benchmarks/exporter.py`` measures the very server that production runs."""
+    page_bytes = page.encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 -- http.server's name
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, CONTENT_TYPE_LATEST, metrics.body())
+            elif path == "/healthz":
+                ok, reason = refresher.snapshot.healthy(interval_s, time.monotonic())
+                self._send(200 if ok else 503, "text/plain; charset=utf-8", reason.encode() + b"\n")
+            elif path == "/":
+                self._send(200, "text/html; charset=utf-8", page_bytes)
+            else:
+                self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics\n")
+
+        def _send(self, code: int, content_type: str, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            """Scrapes are not worth a stderr line each."""
+
+    server = _Server(listen, Handler)
+    server.daemon_threads = True
+    return server
+
+
+class _Server(ThreadingHTTPServer):
+    """http.server's listen backlog is 5: a sixth scraper connecting at the same moment
+    has its SYN dropped and retries a second later, which is most of a p99."""
+
+    request_queue_size = LISTEN_BACKLOG
 
 
 async def _refresh_until_stopped(refresher: Refresher) -> None:
@@ -141,13 +183,20 @@ async def _refresh_until_stopped(refresher: Refresher) -> None:
 
 
 class _DaemonThreads(ThreadPoolExecutor):
-    """``asyncio.to_thread``'s executor here: one daemon thread per call, never joined.
+    """``asyncio.to_thread``'s executor here: a few daemon worker threads, never joined.
 
     The default pool's threads are joined by ``asyncio.run`` and at interpreter
     exit, so a state read stuck on a hung broker would hold SIGTERM for the rest
     of its timeout; a daemon thread ends with the process instead. A subclass of
     the pool only because asyncio accepts nothing else as the default executor.
     """
+
+    def __init__(self, workers: int = DAEMON_WORKERS) -> None:
+        super().__init__(max_workers=workers)
+        self._daemon_jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._daemon_lock = threading.Lock()
+        self._daemon_started = 0
+        self._daemon_limit = workers
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         future: Future[T] = Future()
@@ -160,8 +209,18 @@ class _DaemonThreads(ThreadPoolExecutor):
             except BaseException as error:  # noqa: BLE001 -- handed to the awaiting task
                 future.set_exception(error)
 
-        threading.Thread(target=run, name="kshare-exporter-worker", daemon=True).start()
+        self._daemon_jobs.put(run)
+        with self._daemon_lock:
+            if self._daemon_started < self._daemon_limit:
+                self._daemon_started += 1
+                threading.Thread(
+                    target=self._work, name="kshare-exporter-worker", daemon=True
+                ).start()
         return future
+
+    def _work(self) -> None:
+        while True:
+            self._daemon_jobs.get()()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Nothing to join: the threads are daemons, and a stuck one must not hold the exit."""

@@ -16,6 +16,10 @@ A state topic that cannot be read (no READ on ``__share_group_state``) is no
 failure: the in-flight figures are left out and the reason is said once, not
 at every refresh, until the windows come back.
 
+The state topic is read once per refresh (``OneStateReadPerRefresh``), not once
+per group: each read waits a moment for what is new, and a thousand groups read
+one after the other held a refresh for a thousand such moments.
+
 Stalls need two samples ``stall_after_s`` apart: the refresher keeps the samples
 of earlier refreshes until one is old enough, and evaluates against it.
 """
@@ -23,13 +27,14 @@ of earlier refreshes until one is old enough, and evaluates against it.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from kshare_cli.admin.inflight import InflightService
+from kshare_cli.admin.inflight import InflightService, StateTopicUnavailable, TailingStateSource
 from kshare_cli.errors import KshareError
 from kshare_cli.services.health import (
     GroupHealth,
@@ -39,8 +44,15 @@ from kshare_cli.services.health import (
     evaluate_samples,
 )
 from kshare_cli.services.sampling import sample_groups
+from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 
-__all__ = ["BACKSTOP_S", "HEALTHY_INTERVALS", "ExporterSnapshot", "Refresher"]
+__all__ = [
+    "BACKSTOP_S",
+    "HEALTHY_INTERVALS",
+    "ExporterSnapshot",
+    "OneStateReadPerRefresh",
+    "Refresher",
+]
 
 #: ``/healthz`` is 200 while the last successful refresh is at most this many intervals old.
 HEALTHY_INTERVALS: Final = 3
@@ -78,6 +90,41 @@ class ExporterSnapshot:
                 reason += f"; last error: {self.last_error}"
             return False, reason
         return True, f"ok: refreshed {age:.1f} s ago"
+
+
+class OneStateReadPerRefresh:
+    """A ``StateSource`` for one refresh: the first group's call reads the state topic,
+    every other group is answered from that read (or gets the same refusal).
+
+    Make one per refresh, over the ``TailingStateSource`` that lives as long as the
+    exporter. Its calls come from worker threads, hence the lock.
+    """
+
+    def __init__(self, source: TailingStateSource) -> None:
+        self._source = source
+        self._lock = threading.Lock()
+        self._by_group: dict[str, dict[SharePartitionKey, SharePartitionState]] | None = None
+        self._refusal: StateTopicUnavailable | None = None
+
+    def refresh(
+        self, group_ids: Collection[str], timeout_s: float
+    ) -> Mapping[SharePartitionKey, SharePartitionState]:
+        with self._lock:
+            if self._by_group is None:
+                self._by_group = {}
+                try:
+                    self._source.refresh((), timeout_s)
+                except StateTopicUnavailable as refused:
+                    self._refusal = refused
+                for key, state in self._source.states().items():
+                    self._by_group.setdefault(key.group_id, {})[key] = state
+            if self._refusal is not None:
+                raise StateTopicUnavailable(self._refusal.reason)
+            return {
+                key: state
+                for group_id in group_ids
+                for key, state in self._by_group.get(group_id, {}).items()
+            }
 
 
 #: Opens what one refresh reads through (a client on the settings), closed after it.

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from kshare_cli.admin.inflight import InflightService
+from kshare_cli.admin.inflight import InflightService, StateTopicUnavailable, TailingStateSource
 from kshare_cli.errors import ConnectionFailed
-from kshare_cli.render.metrics import SnapshotCollector
-from kshare_cli.services.exporter import ExporterSnapshot, Refresher
+from kshare_cli.render.metrics import MetricsPage, SnapshotCollector
+from kshare_cli.services.exporter import ExporterSnapshot, OneStateReadPerRefresh, Refresher
 from kshare_cli.services.health import Thresholds
+from kshare_cli.state.replay import SharePartitionKey
 
 
 @asynccontextmanager
@@ -60,3 +65,53 @@ def test_the_age_gauge_is_computed_at_scrape_time_and_grows_between_refreshes() 
     assert f"{line} 2.5" in generate_latest(registry).decode()
     now[0] = 110.0
     assert f"{line} 60.0" in generate_latest(registry).decode()
+
+
+def test_the_metrics_page_renders_a_snapshot_once_and_ages_it_per_scrape() -> None:
+    snapshot = ExporterSnapshot(refreshed_at=1.0, refreshed_monotonic=50.0, refresh_seconds=0.1)
+    current = [snapshot]
+    now = [51.0]
+    page = MetricsPage(lambda: current[0], "c", clock=lambda: now[0])
+    first = page.body()
+    now[0] = 53.0
+    second = page.body()
+    age = 'kshare_exporter_last_refresh_age_seconds{cluster_name="c"}'
+    assert f"{age} 1.0" in first.decode() and f"{age} 3.0" in second.decode()
+    assert first.split(age.encode())[0] == second.split(age.encode())[0]
+    current[0] = replace(snapshot, refresh_errors=4)
+    assert 'kshare_exporter_refresh_errors_total{cluster_name="c"} 4.0' in page.body().decode()
+
+
+class _CountingSource(TailingStateSource):
+    """A TailingStateSource that counts its reads and holds fixed states."""
+
+    def __init__(self, states: dict[SharePartitionKey, object], refusal: str | None) -> None:
+        super().__init__({})
+        self.reads = 0
+        self._fixed = states
+        self._refusal = refusal
+
+    def refresh(self, group_ids: Collection[str], timeout_s: float) -> Any:
+        self.reads += 1
+        if self._refusal is not None:
+            raise StateTopicUnavailable(self._refusal)
+        return {}
+
+    def states(self) -> Any:
+        return dict(self._fixed)
+
+
+def test_one_state_read_answers_every_group_of_a_refresh() -> None:
+    topic = uuid.uuid4()
+    keys = [SharePartitionKey(f"g{n}", topic, 0) for n in range(3)]
+    source = _CountingSource(dict.fromkeys(keys, "state"), None)
+    per_refresh = OneStateReadPerRefresh(source)
+    for key in keys:
+        assert per_refresh.refresh([key.group_id], 1.0) == {key: "state"}
+    assert source.reads == 1
+    refused = _CountingSource({}, "not authorized to read __share_group_state")
+    per_refresh = OneStateReadPerRefresh(refused)
+    for group in ("g0", "g1"):
+        with pytest.raises(StateTopicUnavailable, match="not authorized"):
+            per_refresh.refresh([group], 1.0)
+    assert refused.reads == 1

@@ -1,0 +1,274 @@
+"""``kshare exporter`` at scale: one refresh, scrape latency under load, memory over time.
+
+Run: ``.venv/bin/python benchmarks/exporter.py [--groups 1000] [--partitions 10]
+[--refreshes 240] [--scrapers 20] [--scrapes 25]``.
+
+Why: issue 18 asks that the exporter serve a large cluster from one process: a
+refresh of 1,000 share groups and 10,000 share-partitions within 5 s (a third of
+the default 15 s interval), a scrape's p99 under 50 ms with 20 scrapers at once
+(scrapes never wait on Kafka, only on rendering the snapshot), and memory flat
+across an hour of refreshes (240 at 15 s): a leak of a few kilobytes per
+refresh is a restart every week.
+
+How: a fresh sandbox runs in its own process (``kshare sandbox --port 0``, as
+``describe_fanout.py`` starts it), so the exporter's Python never shares a GIL
+with the broker's. The groups are made through the protocol with
+``describe_fanout``'s helpers (a ShareGroupHeartbeat join and leave, then
+AlterShareGroupOffsets on every partition of one topic of ``--partitions``
+partitions) and checked before anything is timed. The refresher and the HTTP
+server are the exporter's own (``exporter_service.build_refresher`` and
+``make_server``), every group listed at each refresh as with ``--all-groups``.
+
+Figures: the first refresh (it also reads the state topic from its start) and the
+next one (the steady state: only what is new), wall time and this process's CPU;
+then ``--scrapers`` threads each fetching ``/metrics`` ``--scrapes`` times with
+urllib, p50 and p99 (the exporter renders a snapshot once, ``MetricsPage``, and
+every scrape until the next refresh reuses it: the first scrapes here wait for that
+render); the baseline is a plain ``prometheus_client`` registry of Gauges holding
+the very same series, served by ``start_http_server``, scraped the same way in the
+same run (the ratio is the exporter's p99 over the baseline's); last,
+``--refreshes`` back-to-back refreshes on one event loop (as ``Refresher.run`` does,
+without the interval's wait), each followed by one ``/metrics`` body, with the
+resident set size (``VmRSS`` from ``/proc/self/status``) sampled after every
+refresh: its growth per refresh is the least-squares slope from the tenth refresh on
+(the first ones fill caches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from prometheus_client import Gauge, generate_latest, start_http_server
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import describe_fanout  # noqa: E402 -- beside this file, found through the path above
+
+from kshare_cli.cli.exporter_service import build_refresher, make_server  # noqa: E402
+from kshare_cli.render.metrics import MetricsPage, SnapshotCollector, index_page  # noqa: E402
+from kshare_cli.services.exporter import Refresher  # noqa: E402
+from kshare_cli.services.health import Thresholds  # noqa: E402
+
+REFRESH_TARGET_S = 5.0
+SCRAPE_P99_TARGET_MS = 50.0
+#: "Flat": under this many KiB of resident memory per refresh (a MiB a day at 15 s).
+GROWTH_TARGET_KIB = 0.2
+#: Refreshes before the memory slope is measured: the first ones fill caches.
+WARM_REFRESHES = 10
+TIMEOUT_S = 120.0
+
+
+def rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def timed_refresh(refresher: Refresher) -> tuple[float, float]:
+    """One refresh on its own loop: wall seconds and this process's CPU seconds."""
+    cpu = time.process_time()
+    started = time.perf_counter()
+    asyncio.run(refresher.refresh())
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def check(refresher: Refresher, groups: int, partitions: int) -> None:
+    snapshot = refresher.snapshot
+    assert snapshot.refresh_errors == 0, snapshot.last_error
+    assert len(snapshot.samples) == groups, f"{len(snapshot.samples)} of {groups} groups sampled"
+    found = sum(len(sample.group.partitions) for sample in snapshot.samples)
+    assert found == groups * partitions, f"{found} share-partitions, not {groups * partitions}"
+
+
+def scrape_latencies(url: str, scrapers: int, scrapes: int) -> list[float]:
+    """``scrapers`` threads, ``scrapes`` GETs each, all starting together: milliseconds."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(scrapers)
+    failures: list[BaseException] = []
+
+    def scraper() -> None:
+        mine = []
+        barrier.wait()
+        try:
+            for _ in range(scrapes):
+                started = time.perf_counter()
+                with urllib.request.urlopen(url, timeout=60) as response:
+                    response.read()
+                mine.append((time.perf_counter() - started) * 1000)
+        except OSError as error:
+            failures.append(error)
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=scraper) for _ in range(scrapers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures[:3]
+    return latencies
+
+
+def percentiles(latencies: Sequence[float]) -> tuple[float, float]:
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    return cuts[49], cuts[98]
+
+
+def baseline_registry(text: str) -> tuple[CollectorRegistry, int]:
+    """Plain Gauges holding every series of an exporter scrape; and how many series."""
+    registry = CollectorRegistry(auto_describe=False)
+    count = 0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = f"baseline_{sample.name}"
+            labels = sorted(sample.labels)
+            gauge = Gauge(name, family.documentation or name, labels, registry=registry)
+            gauge.labels(**sample.labels).set(sample.value) if labels else gauge.set(sample.value)
+            count += 1
+            break
+        rest = family.samples[1:]
+        if rest:
+            collector = registry._names_to_collectors[f"baseline_{family.samples[0].name}"]  # noqa: SLF001
+            for sample in rest:
+                if sample.name != family.samples[0].name:
+                    continue
+                assert isinstance(collector, Gauge)
+                collector.labels(**sample.labels).set(sample.value)
+                count += 1
+    return registry, count
+
+
+async def refresh_many(
+    refresher: Refresher, page: MetricsPage, count: int
+) -> list[tuple[int, int]]:
+    """``count`` refreshes on one loop, each followed by a scrape's body: (refresh, RSS KiB)."""
+    samples = []
+    for index in range(count):
+        await refresher.refresh()
+        page.body()
+        samples.append((index, rss_kib()))
+    return samples
+
+
+def slope(points: Sequence[tuple[int, int]]) -> float:
+    xs = [float(x) for x, _ in points]
+    ys = [float(y) for _, y in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+
+
+def verdict(ok: bool) -> str:
+    return "meets" if ok else "MISSES"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--partitions", type=int, default=10, help="partitions of the topic")
+    parser.add_argument("--refreshes", type=int, default=240, help="for the memory figure")
+    parser.add_argument("--scrapers", type=int, default=20)
+    parser.add_argument("--scrapes", type=int, default=25, help="per scraper")
+    args = parser.parse_args(argv)
+    assert args.refreshes > WARM_REFRESHES + 2, f"--refreshes must be above {WARM_REFRESHES + 2}"
+    groups = [f"fanout-{index:05d}" for index in range(args.groups)]
+    describe_fanout.PARTITIONS = args.partitions
+    with describe_fanout.Sandbox() as sandbox:
+        started = time.perf_counter()
+        asyncio.run(describe_fanout.setup_groups(sandbox.bootstrap, groups))
+        asyncio.run(describe_fanout.verify(sandbox.bootstrap, groups))
+        print(
+            f"setup: {args.groups} share groups x {args.partitions} partitions = "
+            f"{args.groups * args.partitions} share-partitions "
+            f"in {time.perf_counter() - started:.1f} s (sandbox, own process)"
+        )
+        settings = describe_fanout.settings_for(sandbox.bootstrap)
+        refresher, source = build_refresher(
+            settings, None, Thresholds(), 15.0, TIMEOUT_S, lambda line: print(line)
+        )
+        try:
+            first = timed_refresh(refresher)
+            check(refresher, args.groups, args.partitions)
+            steady = timed_refresh(refresher)
+            check(refresher, args.groups, args.partitions)
+            for name, (wall, cpu) in (("first refresh", first), ("steady refresh", steady)):
+                print(
+                    f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU "
+                    f"(target < {REFRESH_TARGET_S:g} s: {verdict(wall < REFRESH_TARGET_S)})"
+                )
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(SnapshotCollector(lambda: refresher.snapshot, "bench"))
+            text = generate_latest(registry).decode()
+            render = time.perf_counter()
+            generate_latest(registry)
+            render_ms = (time.perf_counter() - render) * 1000
+            page = MetricsPage(lambda: refresher.snapshot, "bench")
+            server = make_server(("127.0.0.1", 0), page, refresher, 15.0, index_page("b"))
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            plain, series = baseline_registry(text)
+            base_server, _ = start_http_server(0, addr="127.0.0.1", registry=plain)
+            try:
+                ours = scrape_latencies(
+                    f"http://127.0.0.1:{server.server_address[1]}/metrics",
+                    args.scrapers,
+                    args.scrapes,
+                )
+                theirs = scrape_latencies(
+                    f"http://127.0.0.1:{base_server.server_port}/metrics",
+                    args.scrapers,
+                    args.scrapes,
+                )
+            finally:
+                server.shutdown()
+                server.server_close()
+                base_server.shutdown()
+                base_server.server_close()
+            p50, p99 = percentiles(ours)
+            base_p50, base_p99 = percentiles(theirs)
+            print(
+                f"series: {series} ({len(text) / 1024:.0f} KiB per scrape); "
+                f"one render alone: {render_ms:.1f} ms"
+            )
+            print(
+                f"scrape ({args.scrapers} scrapers x {args.scrapes}): p50 {p50:.1f} ms, "
+                f"p99 {p99:.1f} ms (target p99 < {SCRAPE_P99_TARGET_MS:g} ms: "
+                f"{verdict(p99 < SCRAPE_P99_TARGET_MS)})"
+            )
+            print(
+                f"baseline, plain prometheus_client Gauges, same series: p50 {base_p50:.1f} ms, "
+                f"p99 {base_p99:.1f} ms; ratio exporter/baseline: p50 {p50 / base_p50:.2f}x, "
+                f"p99 {p99 / base_p99:.2f}x"
+            )
+            began = time.perf_counter()
+            points = asyncio.run(refresh_many(refresher, page, args.refreshes))
+            elapsed = time.perf_counter() - began
+            check(refresher, args.groups, args.partitions)
+            growth = slope(points[WARM_REFRESHES:])
+            print(
+                f"memory over {args.refreshes} refreshes ({elapsed:.0f} s, "
+                f"{elapsed / args.refreshes:.2f} s each): RSS {points[0][1] / 1024:.1f} MiB "
+                f"after the first, {points[WARM_REFRESHES][1] / 1024:.1f} MiB after "
+                f"{WARM_REFRESHES}, {points[-1][1] / 1024:.1f} MiB at the end; growth "
+                f"{growth:.2f} KiB per refresh from refresh {WARM_REFRESHES} on (target "
+                f"flat, < {GROWTH_TARGET_KIB:g} KiB: {verdict(growth < GROWTH_TARGET_KIB)})"
+            )
+        finally:
+            source.close()
+
+
+if __name__ == "__main__":
+    main()
