@@ -5,6 +5,10 @@ means the same in a terminal and in Prometheus: describe, offsets and lag, the
 in-flight window (the state topic) and the log start offsets (ListOffsets
 earliest, for the retention rule). A group that cannot be read becomes an ERR
 result rather than an exception, so one bad group never hides the others.
+
+The log start offsets of many groups are asked in one ListOffsets per partition
+leader for all of them: the groups of one cluster share their topics, and a
+thousand groups asked one by one cost a thousand round trips per refresh.
 """
 
 from __future__ import annotations
@@ -13,7 +17,12 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
-from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable, InflightService
+from kshare_cli.admin.inflight import (
+    GroupInflight,
+    GroupNotFound,
+    GroupUnavailable,
+    InflightService,
+)
 from kshare_cli.admin.models import TopicPartition
 from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP
 from kshare_cli.services.health import GroupHealth, Sample, unreadable
@@ -47,4 +56,43 @@ async def sample_groups(
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[Sample | GroupHealth, ...]:
     """Every group's sample, read side by side, in the order asked."""
-    return tuple(await asyncio.gather(*(sample_group(service, each, clock) for each in group_ids)))
+    read = await asyncio.gather(*(_read(service, each, clock) for each in group_ids))
+    partitions = {
+        TopicPartition(each.topic, each.partition)
+        for result in read
+        if not isinstance(result, GroupHealth)
+        for each in result[0].partitions
+    }
+    log_starts = (
+        (await service.admin.log_offsets(partitions, EARLIEST_TIMESTAMP)).offsets
+        if partitions
+        else {}
+    )
+    return tuple(
+        result
+        if isinstance(result, GroupHealth)
+        else Sample(
+            result[0],
+            result[1],
+            {
+                key: log_starts[key]
+                for key in (
+                    TopicPartition(each.topic, each.partition) for each in result[0].partitions
+                )
+                if key in log_starts
+            },
+        )
+        for result in read
+    )
+
+
+async def _read(
+    service: InflightService, group_id: str, clock: Callable[[], float]
+) -> tuple[GroupInflight, float] | GroupHealth:
+    try:
+        group = await service.group(group_id)
+    except GroupNotFound as missing:
+        return unreadable(group_id, str(missing), not_found=True)
+    except GroupUnavailable as failed:
+        return unreadable(group_id, str(failed))
+    return group, clock()
