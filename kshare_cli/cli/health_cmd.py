@@ -16,6 +16,7 @@ Without it, stderr says that stalls were not evaluated.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -48,12 +49,16 @@ def check_args(
         raise UsageError("-o plain: kafka-share-groups.sh has no health view to reproduce")
 
 
-def finish(report: HealthReport, output: common.OutputFormat) -> None:
+def finish(
+    report: HealthReport,
+    output: common.OutputFormat,
+    lag_ages: Mapping[tuple[str, str, int], float | None] | None = None,
+) -> None:
     """Print the rows, the notes once on stderr, and exit with the monitoring code."""
     from kshare_cli.render.health import render_health
     from kshare_cli.services.health import monitoring_exit_code
 
-    common.stdout_write(render_health(report, output.value))
+    common.stdout_write(render_health(report, output.value, lag_ages))
     notes = dict.fromkeys(note for group in report.groups for note in group.notes)
     for note in notes:
         typer.echo(f"kshare: note: {note}", err=True)
@@ -106,6 +111,15 @@ def health(
             show_default=False,
         ),
     ] = None,
+    time_lag: Annotated[
+        bool,
+        typer.Option(
+            "--time-lag",
+            help="Add the age of each share-partition's oldest unacknowledged record "
+            "(LAG-AGE; lag_seconds in json/yaml/jsonl), read without acquiring it: one "
+            "fetch per share-partition with lag. It changes no status.",
+        ),
+    ] = False,
     output: Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
@@ -145,4 +159,11 @@ def health(
         ),
         invocation,
     )
-    finish(report, output)
+    lag_ages = None
+    if time_lag:
+        from kshare_cli.services.time_lag import health_time_lags
+
+        lag_ages = common.edge(
+            lambda: health_time_lags(report, settings.confluent_config(), timeout_s), invocation
+        )
+    finish(report, output, lag_ages)

@@ -9,9 +9,11 @@ share-partition (a group's row has no topic and partition), so ``jq 'select(.sta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from kshare_cli.errors import UsageError
+from kshare_cli.render.ages import format_age
 from kshare_cli.render.formats import OutputFormat, add_row, dispatch, new_table, table_text
 from kshare_cli.services.health import GroupHealth, HealthReport, PartitionHealth
 
@@ -31,13 +33,23 @@ CSV_HEADER: Final = (
 )
 
 
-def render_health(report: HealthReport, fmt: OutputFormat | str) -> str:
+#: (group id, topic, partition) → seconds: ``health --time-lag`` (services/time_lag.py).
+LagAges = Mapping[tuple[str, str, int], float | None]
+
+
+def render_health(
+    report: HealthReport, fmt: OutputFormat | str, lag_ages: LagAges | None = None
+) -> str:
+    """The report in ``fmt``; ``lag_ages`` (``--time-lag``) adds LAG-AGE / ``lag_seconds``.
+
+    CSV keeps its columns whatever was asked, so a spreadsheet's layout never shifts.
+    """
     return dispatch(
         fmt,
         plain=_no_plain,
-        table=lambda: _table(report),
-        document=lambda: health_document(report),
-        rows=lambda: health_rows(report),
+        table=lambda: _table(report, lag_ages),
+        document=lambda: health_document(report, lag_ages),
+        rows=lambda: health_rows(report, lag_ages),
         csv_header=CSV_HEADER,
         csv_rows=lambda: [tuple(row[key] for key in CSV_HEADER) for row in health_rows(report)],
     )
@@ -47,15 +59,35 @@ def _no_plain() -> str:
     raise UsageError("-o plain: kafka-share-groups.sh has no health view to reproduce")
 
 
-def _table(report: HealthReport) -> str:
+def _table(report: HealthReport, lag_ages: LagAges | None) -> str:
+    ages = ("LAG-AGE",) if lag_ages is not None else ()
     table = new_table(
-        "GROUP", "TOPIC", "PARTITION", "STATUS", "LAG", "REASON", right=("PARTITION", "LAG")
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "STATUS",
+        "LAG",
+        *ages,
+        "REASON",
+        right=("PARTITION", "LAG", "LAG-AGE"),
     )
+
+    def age(seconds: float | None) -> list[object]:
+        return [format_age(seconds)] if lag_ages is not None else []
+
     for index, group in enumerate(report.groups):
         last = index == len(report.groups) - 1
         add_row(
             table,
-            [group.group_id, None, None, group.status.value, group.lag, _reason(group.reasons)],
+            [
+                group.group_id,
+                None,
+                None,
+                group.status.value,
+                group.lag,
+                *age(_group_age(group, lag_ages)),
+                _reason(group.reasons),
+            ],
             end_section=not group.partitions and not last,
         )
         for position, partition in enumerate(group.partitions):
@@ -67,11 +99,28 @@ def _table(report: HealthReport) -> str:
                     partition.partition,
                     partition.status.value,
                     partition.lag,
+                    *age(_partition_age(group, partition, lag_ages)),
                     _reason(partition.reasons),
                 ],
                 end_section=position == len(group.partitions) - 1 and not last,
             )
     return table_text(table, None)
+
+
+def _partition_age(
+    group: GroupHealth, partition: PartitionHealth, lag_ages: LagAges | None
+) -> float | None:
+    return (lag_ages or {}).get((group.group_id, partition.topic, partition.partition))
+
+
+def _group_age(group: GroupHealth, lag_ages: LagAges | None) -> float | None:
+    """The group's oldest waiting record: the largest age among its share-partitions."""
+    known = [
+        age
+        for partition in group.partitions
+        if (age := _partition_age(group, partition, lag_ages)) is not None
+    ]
+    return max(known) if known else None
 
 
 def _reason(reasons: tuple[str, ...]) -> str | None:
@@ -107,17 +156,31 @@ def _group_document(group: GroupHealth) -> dict[str, Any]:
     }
 
 
-def health_document(report: HealthReport) -> dict[str, Any]:
-    """The whole run: its status (the worst group's) and every group."""
-    return {
-        "status": report.status.value,
-        "groups": [_group_document(each) for each in report.groups],
-    }
+def health_document(report: HealthReport, lag_ages: LagAges | None = None) -> dict[str, Any]:
+    """The whole run: its status (the worst group's) and every group.
+
+    With ``lag_ages`` every group and share-partition carries ``lag_seconds``.
+    """
+    groups = []
+    for group in report.groups:
+        document = _group_document(group)
+        if lag_ages is not None:
+            document["lag_seconds"] = _group_age(group, lag_ages)
+            for partition, partition_document in zip(
+                group.partitions, document["partitions"], strict=True
+            ):
+                partition_document["lag_seconds"] = _partition_age(group, partition, lag_ages)
+        groups.append(document)
+    return {"status": report.status.value, "groups": groups}
 
 
-def health_rows(report: HealthReport) -> list[dict[str, Any]]:
-    """One flat row per group and per share-partition, in the table's order."""
+def health_rows(report: HealthReport, lag_ages: LagAges | None = None) -> list[dict[str, Any]]:
+    """One flat row per group and per share-partition, in the table's order.
+
+    With ``lag_ages`` each row of a JSONL run carries ``lag_seconds`` too.
+    """
     rows: list[dict[str, Any]] = []
+    aged = lag_ages is not None
     for group in report.groups:
         rows.append(
             {
@@ -131,6 +194,7 @@ def health_rows(report: HealthReport) -> list[dict[str, Any]]:
                 "start_offset": None,
                 "end_offset": None,
                 "lag": group.lag,
+                **({"lag_seconds": _group_age(group, lag_ages)} if aged else {}),
             }
         )
         for partition in group.partitions:
@@ -146,6 +210,7 @@ def health_rows(report: HealthReport) -> list[dict[str, Any]]:
                     "start_offset": partition.start_offset,
                     "end_offset": partition.end_offset,
                     "lag": partition.lag,
+                    **({"lag_seconds": _partition_age(group, partition, lag_ages)} if aged else {}),
                 }
             )
     return rows

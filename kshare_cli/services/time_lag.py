@@ -25,10 +25,13 @@ from kshare_cli.admin.models import ShareGroupOffsets, SharePartitionOffset
 from kshare_cli.consumer.peek import peek_records
 from kshare_cli.consumer.records import NO_TIMESTAMP, ConsumedRecord
 from kshare_cli.errors import KshareError
+from kshare_cli.services.health import HealthReport
 
 __all__ = [
     "TimeLagKey",
+    "ages_at",
     "first_unacknowledged_offset",
+    "health_time_lags",
     "record_age_s",
     "time_lags",
 ]
@@ -41,6 +44,10 @@ _PARALLEL: Final = 8
 
 #: A peek that reads one record: the function ``time_lags`` calls (tests replace it).
 Peek = Callable[[Mapping[str, object], str, int, int, int, float], tuple[ConsumedRecord, ...]]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +66,18 @@ def first_unacknowledged_offset(
     Nothing waits when the lag is 0, when the share-partition is not initialised,
     failed, or when that offset is at the log end.
     """
-    if offset.error is not None or offset.start_offset is None or offset.lag == 0:
+    if offset.error is not None:
         return None
-    first = offset.start_offset if first_not_done is None else first_not_done
-    if offset.end_offset is not None and first >= offset.end_offset:
+    return _first_waiting(offset.start_offset, offset.end_offset, offset.lag, first_not_done)
+
+
+def _first_waiting(
+    start_offset: int | None, end_offset: int | None, lag: int | None, first_not_done: int | None
+) -> int | None:
+    if start_offset is None or lag == 0:
+        return None
+    first = start_offset if first_not_done is None else first_not_done
+    if end_offset is not None and first >= end_offset:
         return None
     return first
 
@@ -80,7 +95,7 @@ def time_lags(
     timeout_s: float,
     *,
     first_not_done: Mapping[TimeLagKey, int] | None = None,
-    now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    now_ms: Callable[[], int] = _now_ms,
     peek: Peek = peek_records,
 ) -> dict[TimeLagKey, float | None]:
     """The age in seconds of each share-partition's oldest unacknowledged record.
@@ -92,15 +107,43 @@ def time_lags(
     ``config`` is a librdkafka configuration (``ConnectionSettings.confluent_config()``);
     blocking, run it in a thread from async code.
     """
-    ages: dict[TimeLagKey, float | None] = {}
-    lookups: list[_Lookup] = []
+    firsts: dict[TimeLagKey, int | None] = {}
     for group in offsets.succeeded():
         for offset in group.partitions:
             key = (group.group_id, offset.topic, offset.partition)
-            ages[key] = None
-            first = first_unacknowledged_offset(offset, (first_not_done or {}).get(key))
-            if first is not None:
-                lookups.append(_Lookup(key, first))
+            firsts[key] = first_unacknowledged_offset(offset, (first_not_done or {}).get(key))
+    return ages_at(firsts, config, timeout_s, now_ms=now_ms, peek=peek)
+
+
+def health_time_lags(
+    report: HealthReport,
+    config: Mapping[str, object],
+    timeout_s: float,
+    *,
+    now_ms: Callable[[], int] = _now_ms,
+    peek: Peek = peek_records,
+) -> dict[TimeLagKey, float | None]:
+    """``time_lags`` for the share-partitions ``kshare health`` evaluated."""
+    firsts: dict[TimeLagKey, int | None] = {}
+    for group in report.groups:
+        for row in group.partitions:
+            firsts[(group.group_id, row.topic, row.partition)] = _first_waiting(
+                row.start_offset, row.end_offset, row.lag, None
+            )
+    return ages_at(firsts, config, timeout_s, now_ms=now_ms, peek=peek)
+
+
+def ages_at(
+    firsts: Mapping[TimeLagKey, int | None],
+    config: Mapping[str, object],
+    timeout_s: float,
+    *,
+    now_ms: Callable[[], int] = _now_ms,
+    peek: Peek = peek_records,
+) -> dict[TimeLagKey, float | None]:
+    """The age of the record at each share-partition's offset; None where it is None or unread."""
+    ages: dict[TimeLagKey, float | None] = dict.fromkeys(firsts)
+    lookups = [_Lookup(key, first) for key, first in firsts.items() if first is not None]
     if not lookups:
         return ages
     deadline = time.monotonic() + timeout_s

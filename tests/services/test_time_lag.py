@@ -14,7 +14,13 @@ from kshare_cli.admin.models import GroupOffsets, ShareGroupOffsets, SharePartit
 from kshare_cli.consumer.records import NO_TIMESTAMP, ConsumedRecord
 from kshare_cli.errors import TimedOut
 from kshare_cli.render.ages import format_age
-from kshare_cli.services.time_lag import first_unacknowledged_offset, record_age_s, time_lags
+from kshare_cli.services.health import GroupHealth, HealthReport, PartitionHealth, Status
+from kshare_cli.services.time_lag import (
+    first_unacknowledged_offset,
+    health_time_lags,
+    record_age_s,
+    time_lags,
+)
 
 NOW_MS = 1_767_225_600_000
 CREATE_TIME = 1
@@ -99,3 +105,38 @@ def test_ages_read_in_two_units() -> None:
         "1h05m",
         "2d04h",
     ]
+
+
+def test_health_rows_are_looked_up_at_their_start_offsets() -> None:
+    report = HealthReport(
+        (
+            GroupHealth(
+                "g",
+                Status.STOP,
+                (),
+                "Empty",
+                0,
+                3,
+                (
+                    PartitionHealth("t", 0, Status.STOP, (), 5, 8, 3),
+                    PartitionHealth("t", 1, Status.OK, (), 8, 8, 0),
+                ),
+            ),
+        )
+    )
+    fetched: list[tuple[int, int]] = []
+
+    def peek(
+        config: Mapping[str, object],
+        topic: str,
+        partition: int,
+        offset: int,
+        limit: int,
+        timeout_s: float,
+    ) -> tuple[ConsumedRecord, ...]:
+        fetched.append((partition, offset))
+        return (record(offset, NOW_MS - 30_000),)
+
+    ages = health_time_lags(report, {}, 5.0, now_ms=lambda: NOW_MS, peek=peek)
+    assert fetched == [(0, 5)]
+    assert ages == {("g", "t", 0): 30.0, ("g", "t", 1): None}
