@@ -133,6 +133,9 @@ class PartitionHealth:
     log_start_offset: int | None = None
     archived: int | None = None
     near_limit: int | None = None
+    first_not_done: int | None = None
+    """The window's first offset neither acknowledged nor archived (None without a
+    window): where the oldest waiting record is, since the start offset trails."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +297,7 @@ def _partition(
         log_start_offset,
         archived,
         near_limit,
+        window.first_not_done() if window is not None and window.start_offset >= 0 else None,
     )
 
 

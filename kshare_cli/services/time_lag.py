@@ -123,12 +123,22 @@ def health_time_lags(
     now_ms: Callable[[], int] = _now_ms,
     peek: Peek = peek_records,
 ) -> dict[TimeLagKey, float | None]:
-    """``time_lags`` for the share-partitions ``kshare health`` evaluated."""
+    """``time_lags`` for the share-partitions ``kshare health`` evaluated.
+
+    Health reads the in-flight windows, so the lookup starts at the first offset
+    neither acknowledged nor archived, not at the start offset that trails them.
+    """
     firsts: dict[TimeLagKey, int | None] = {}
     for group in report.groups:
         for row in group.partitions:
+            # A window read before the start offset last moved would point behind it.
+            first_not_done = (
+                None
+                if row.first_not_done is None or row.start_offset is None
+                else max(row.first_not_done, row.start_offset)
+            )
             firsts[(group.group_id, row.topic, row.partition)] = _first_waiting(
-                row.start_offset, row.end_offset, row.lag, None
+                row.start_offset, row.end_offset, row.lag, first_not_done
             )
     return ages_at(firsts, config, timeout_s, now_ms=now_ms, peek=peek)
 

@@ -14,13 +14,22 @@ from kshare_cli.admin.models import GroupOffsets, ShareGroupOffsets, SharePartit
 from kshare_cli.consumer.records import NO_TIMESTAMP, ConsumedRecord
 from kshare_cli.errors import TimedOut
 from kshare_cli.render.ages import format_age
-from kshare_cli.services.health import GroupHealth, HealthReport, PartitionHealth, Status
+from kshare_cli.services.health import (
+    GroupHealth,
+    HealthReport,
+    PartitionHealth,
+    Sample,
+    Status,
+    evaluate,
+)
 from kshare_cli.services.time_lag import (
     first_unacknowledged_offset,
     health_time_lags,
     record_age_s,
     time_lags,
 )
+from kshare_cli.state.window import WindowState
+from tests.services.test_health import _group, _partition, _run
 
 NOW_MS = 1_767_225_600_000
 CREATE_TIME = 1
@@ -140,3 +149,28 @@ def test_health_rows_are_looked_up_at_their_start_offsets() -> None:
     ages = health_time_lags(report, {}, 5.0, now_ms=lambda: NOW_MS, peek=peek)
     assert fetched == [(0, 5)]
     assert ages == {("g", "t", 0): 30.0, ("g", "t", 1): None}
+
+
+def test_health_reads_where_the_window_says_the_group_resumes_not_the_trailing_start() -> None:
+    acknowledged_head = _partition(
+        10, 15, _run(10, 12, WindowState.ACKNOWLEDGED), _run(13, 13, WindowState.AVAILABLE)
+    )
+    stale_window = _partition(10, 15, _run(4, 6, WindowState.AVAILABLE), partition=1)
+    report = HealthReport((evaluate(Sample(_group(acknowledged_head, stale_window), 0.0)),))
+    assert [row.first_not_done for row in report.groups[0].partitions] == [13, 4]
+    fetched: list[tuple[int, int]] = []
+
+    def peek(
+        config: Mapping[str, object],
+        topic: str,
+        partition: int,
+        offset: int,
+        limit: int,
+        timeout_s: float,
+    ) -> tuple[ConsumedRecord, ...]:
+        fetched.append((partition, offset))
+        return (record(offset, NOW_MS - 1_000),)
+
+    health_time_lags(report, {}, 5.0, now_ms=lambda: NOW_MS, peek=peek)
+    # A window behind the described start offset cannot point before it.
+    assert sorted(fetched) == [(0, 13), (1, 10)]
