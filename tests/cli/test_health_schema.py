@@ -42,11 +42,11 @@ def test_the_document_follows_health_schema(
     document: dict[str, Any] = json.loads(text) if fmt == "json" else yaml.safe_load(text)
     validate(document, "health.schema.json")
     statuses = {each["group_id"]: each["status"] for each in document["groups"]}
-    assert statuses == {
-        share_groups.live: "OK",
-        share_groups.drained: "STOP",
-        share_groups.missing: "ERR",
-    }
+    live = next(each for each in document["groups"] if each["group_id"] == share_groups.live)
+    # The live member may hold records for a moment: lag above 0 with the start offset still
+    # over 0.3 s is a STALL by the rule, so the live group's status follows its lag.
+    assert statuses.pop(share_groups.live) in (("OK",) if live["lag"] == 0 else ("OK", "STALL"))
+    assert statuses == {share_groups.drained: "STOP", share_groups.missing: "ERR"}
     drained = next(each for each in document["groups"] if each["group_id"] == share_groups.drained)
     assert {each["status"] for each in drained["partitions"]} == {"STALL"}
     missing = next(each for each in document["groups"] if each["not_found"])
