@@ -99,7 +99,9 @@ def _interrupted_run(
         f"max.poll.records={chooser.choice(BATCHES)}",
         *bed.kshare_args(tmp_path),
     ]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint
+    )
     assert process.stdout is not None and process.stderr is not None
     out = process.stdout.fileno()
     received = b""
@@ -108,7 +110,11 @@ def _interrupted_run(
     stop_after_bytes = chooser.randrange(0, RECORDS_PER_RUN * 24)
     started = time.monotonic()
     stopped = False
+    stopped_at = 0.0
     while True:
+        if stopped and time.monotonic() - stopped_at > 60:
+            process.kill()
+            raise AssertionError(f"seed {SEED}: kshare consume still ran 60 s after {how}")
         ready, _, _ = select.select([out], [], [], 0.05)
         if ready:
             chunk = os.read(out, 8 if mid_line else chooser.randrange(16, 2048))
@@ -126,6 +132,7 @@ def _interrupted_run(
             stop_now = len(received) >= stop_after_bytes > 0 or idle_too_long
         if not stopped and stop_now:
             stopped = True
+            stopped_at = time.monotonic()
             if how == "close":
                 process.stdout.close()
                 break
@@ -134,6 +141,28 @@ def _interrupted_run(
     code = process.wait(30)
     end = received.rfind(b"\n") + 1
     return Run(how, received[:end].splitlines(), code, stderr, cut=received[end:])
+
+
+#: What a stop that lands while kshare is still importing gives (a loaded machine can take
+#: longer than the test's 1.5 s idle limit to get there): Python's default SIGINT is
+#: kshare's "interrupted" line, a default SIGTERM ends the process, before anything was
+#: consumed. A closed stdout is only noticed once kshare writes, so it has no such case.
+_STOPPED_WHILE_STARTING: dict[str, set[tuple[int, str]]] = {
+    "SIGINT": {(130, "kshare: interrupted\n")},
+    "SIGTERM": {(-signal.SIGTERM, "")},
+    "close": set(),
+}
+
+
+def _default_sigint() -> None:
+    """Give the run the default SIGINT disposition, whatever this test inherited.
+
+    A shell starts a background job with SIGINT ignored, and a process that starts with
+    SIGINT ignored keeps ignoring it until kshare installs its own handler: a SIGINT sent
+    in that first moment was lost, and the run went on for ever (twice in a hundred
+    loops of this test started from a background shell).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _parse(line: bytes) -> tuple[int, int, str]:
@@ -186,6 +215,9 @@ def _check_no_loss(bed: Bed, runs: int, tmp_path: Path) -> None:
         history.append(run)
         expected_code = 0 if run.how == "close" else 130
         context = f"seed {SEED}, run {len(history)} ({run.how}): {run.stderr!r}"
+        if (run.code, run.stderr) in _STOPPED_WHILE_STARTING[run.how]:
+            assert not run.lines, context  # stopped before it could consume: nothing to lose
+            continue
         assert run.code == expected_code, context
         assert "Traceback" not in run.stderr, context
         assert run.stderr.endswith(f"Processed a total of {len(run.lines)} messages\n"), context
