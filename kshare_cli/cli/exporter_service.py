@@ -63,6 +63,7 @@ def serve(
     each failed refresh)."""
     refresher, source = build_refresher(settings, group_ids, thresholds, interval_s, timeout_s, say)
     page = MetricsPage(lambda: refresher.snapshot, cluster_name)
+    refresher.on_snapshot = page.publish  # rendered in the refresh, not in a scrape
     try:
         server = make_server(listen, page, refresher, interval_s, index_page(cluster_name))
     except OSError as error:

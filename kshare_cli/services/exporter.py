@@ -1,8 +1,9 @@
 """The exporter's refresh: every interval, one read of the groups into an immutable snapshot.
 
 Scrapes never wait on Kafka: a background refresh (``Refresher.run``) reads the
-groups on its own interval and swaps in a new ``ExporterSnapshot``; the
-Prometheus collector and ``/healthz`` read whatever snapshot is current. A
+groups on its own interval and swaps in a new ``ExporterSnapshot``, handing it
+to ``on_snapshot`` (the exporter renders its ``/metrics`` body there, so a scrape
+only copies bytes); ``/healthz`` reads whatever snapshot is current. A
 refresh that fails as a whole (the cluster unreachable, ``--timeout`` passed)
 keeps the previous figures, counts the error and leaves ``/healthz`` to turn
 503 once no refresh has succeeded for three intervals. A refresh in which every
@@ -147,7 +148,11 @@ class Refresher:
         timeout_s: float,
         on_error: Callable[[str], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
+        on_snapshot: Callable[[ExporterSnapshot], None] | None = None,
     ) -> None:
+        #: Called with every new snapshot right after it is made, in the refresher's
+        #: thread (the exporter renders its ``/metrics`` body there, not in a scrape).
+        self.on_snapshot = on_snapshot
         self._open_service = open_service
         self._on_error = on_error
         self._on_warning = on_warning
@@ -182,22 +187,29 @@ class Refresher:
             if isinstance(each, Sample) or (not each.not_found and each.group_id in kept)
         )
         self._note_windows(latest)
-        self.snapshot = replace(
-            self.snapshot,
-            samples=samples,
-            report=report,
-            refreshed_at=time.time(),
-            refreshed_monotonic=finished,
-            refresh_seconds=finished - started,
+        self._swap(
+            replace(
+                self.snapshot,
+                samples=samples,
+                report=report,
+                refreshed_at=time.time(),
+                refreshed_monotonic=finished,
+                refresh_seconds=finished - started,
+            )
         )
 
     def _failed(self, message: str) -> None:
         previous = self.snapshot
-        self.snapshot = replace(
-            previous, refresh_errors=previous.refresh_errors + 1, last_error=message
+        self._swap(
+            replace(previous, refresh_errors=previous.refresh_errors + 1, last_error=message)
         )
         if self._on_error is not None:
             self._on_error(message)
+
+    def _swap(self, snapshot: ExporterSnapshot) -> None:
+        self.snapshot = snapshot
+        if self.on_snapshot is not None:
+            self.on_snapshot(snapshot)
 
     def _note_windows(self, latest: Sequence[Sample | GroupHealth]) -> None:
         """Say once why the in-flight figures are missing; again only after they came back."""

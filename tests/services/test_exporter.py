@@ -78,8 +78,37 @@ def test_the_metrics_page_renders_a_snapshot_once_and_ages_it_per_scrape() -> No
     age = 'kshare_exporter_last_refresh_age_seconds{cluster_name="c"}'
     assert f"{age} 1.0" in first.decode() and f"{age} 3.0" in second.decode()
     assert first.split(age.encode())[0] == second.split(age.encode())[0]
+    assert page.renders == 1
     current[0] = replace(snapshot, refresh_errors=4)
+    page.publish()
+    assert page.renders == 2
     assert 'kshare_exporter_refresh_errors_total{cluster_name="c"} 4.0' in page.body().decode()
+    assert page.renders == 2
+
+
+def test_the_refresh_renders_the_page_and_a_scrape_only_copies_it() -> None:
+    errors: list[str] = []
+    refresher = Refresher(_unreachable, ["g"], Thresholds(), 1.0, 5.0, on_error=errors.append)
+    now = [100.0]
+    page = MetricsPage(lambda: refresher.snapshot, "c", clock=lambda: now[0])
+    refresher.on_snapshot = page.publish
+    page.publish()
+    renders = page.renders
+    asyncio.run(refresher.refresh())
+    assert page.renders == renders + 1  # in the refresh, before any scrape
+    body = page.body().decode()
+    assert page.renders == renders + 1  # the scrape did not render
+    assert 'kshare_exporter_refresh_errors_total{cluster_name="c"} 1.0' in body
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: refresher.snapshot, "c"))
+    assert body.encode() == generate_latest(registry)  # what a plain registry serves
+    succeeded = replace(refresher.snapshot, refreshed_at=1.0, refreshed_monotonic=98.0)
+    page.publish(succeeded)
+    age = 'kshare_exporter_last_refresh_age_seconds{cluster_name="c"}'
+    assert f"{age} 2.0" in page.body().decode()
+    now[0] = 105.0
+    assert f"{age} 7.0" in page.body().decode()  # aged at scrape time, not rendered again
+    assert page.renders == renders + 2
 
 
 class _CountingSource(TailingStateSource):
