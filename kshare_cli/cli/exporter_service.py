@@ -34,8 +34,9 @@ from kshare_cli.cli.service import open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ConnectionFailed
 from kshare_cli.render.metrics import MetricsPage, index_page
-from kshare_cli.services.exporter import OneStateReadPerRefresh, Refresher
+from kshare_cli.services.exporter import OneStateReadPerRefresh, Refresher, TimeLagLookup
 from kshare_cli.services.health import Thresholds
+from kshare_cli.services.time_lag import health_time_lags
 
 #: Worker threads for the blocking calls of a refresh (its groups' state reads).
 DAEMON_WORKERS: Final = 8
@@ -58,10 +59,14 @@ def serve(
     listen: tuple[str, int],
     cluster_name: str,
     say: Callable[[str], None],
+    *,
+    time_lag: bool = False,
 ) -> None:
     """Serve until SIGTERM or SIGINT; ``say`` writes one stderr line (the bound address,
     each failed refresh)."""
-    refresher, source = build_refresher(settings, group_ids, thresholds, interval_s, timeout_s, say)
+    refresher, source = build_refresher(
+        settings, group_ids, thresholds, interval_s, timeout_s, say, time_lag=time_lag
+    )
     page = MetricsPage(lambda: refresher.snapshot, cluster_name)
     refresher.on_snapshot = page.publish  # rendered in the refresh, not in a scrape
     try:
@@ -93,9 +98,13 @@ def build_refresher(
     interval_s: float,
     timeout_s: float,
     say: Callable[[str], None],
+    *,
+    time_lag: bool = False,
 ) -> tuple[Refresher, TailingStateSource]:
     """The refresher and the state-topic reader it shares across refreshes (the caller
-    closes it); ``benchmarks/exporter.py`` measures this same pair."""
+    closes it); ``benchmarks/exporter.py`` measures this same pair. ``time_lag``: each
+    refresh also reads the oldest unacknowledged record of every share-partition with
+    lag (one fetch each, within ``timeout_s``) for ``kshare_share_partition_lag_seconds``."""
     source = TailingStateSource(settings.confluent_config(), group_ids=group_ids)
 
     @asynccontextmanager
@@ -115,8 +124,14 @@ def build_refresher(
         timeout_s,
         on_error=lambda message: say(f"kshare: warning: refresh failed: {message}"),
         on_warning=lambda message: say(f"kshare: warning: {message}"),
+        time_lag=_time_lag_lookup(settings, timeout_s) if time_lag else None,
     )
     return refresher, source
+
+
+def _time_lag_lookup(settings: ConnectionSettings, timeout_s: float) -> TimeLagLookup:
+    config = settings.confluent_config()
+    return lambda report: health_time_lags(report, config, timeout_s)
 
 
 def make_server(

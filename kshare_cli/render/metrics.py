@@ -37,6 +37,9 @@ _GROUP: Final = ("cluster_name", "group")
 #: Every metric the exporter serves, with its help: the collector's and the index page's.
 METRICS: Final = {
     "kshare_share_partition_lag": "Records of the share-partition not yet delivered and done.",
+    "kshare_share_partition_lag_seconds": (
+        "Age of the oldest record not yet acknowledged, at the last refresh (--time-lag)."
+    ),
     "kshare_share_partition_start_offset": "The share-partition start offset (SPSO).",
     "kshare_share_partition_end_offset": "The log end offset of the partition.",
     "kshare_share_partition_records": "Records in the persisted in-flight window, by state.",
@@ -117,7 +120,13 @@ class SnapshotCollector(Collector):
                 state.add_metric(labels, {"state": health.state})
             for each in Status:
                 status.add_metric([*labels, each.value], 1 if health.status is each else 0)
-        yield from (lag, start, end, records, deliveries, group_lag, members, state, status)
+        yield lag
+        if snapshot.time_lags:  # only with --time-lag: the page is unchanged without it
+            seconds = _gauge("kshare_share_partition_lag_seconds", _PARTITION)
+            for (group_id, topic, number), age in sorted(snapshot.time_lags.items()):
+                seconds.add_metric([cluster, group_id, topic, str(number)], age)
+            yield seconds
+        yield from (start, end, records, deliveries, group_lag, members, state, status)
         if snapshot.refresh_seconds is not None:
             refresh = _gauge("kshare_exporter_refresh_seconds", ("cluster_name",))
             refresh.add_metric([cluster], snapshot.refresh_seconds)

@@ -45,6 +45,7 @@ from kshare_cli.services.health import (
     evaluate_samples,
 )
 from kshare_cli.services.sampling import sample_groups
+from kshare_cli.services.time_lag import TimeLagKey
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "ExporterSnapshot",
     "OneStateReadPerRefresh",
     "Refresher",
+    "TimeLagLookup",
 ]
 
 #: ``/healthz`` is 200 while the last successful refresh is at most this many intervals old.
@@ -62,11 +64,18 @@ HEALTHY_INTERVALS: Final = 3
 BACKSTOP_S: Final = 1.0
 
 
+#: The ages of the oldest unacknowledged records of a refresh's report (blocking, run in a
+#: worker thread): ``services.time_lag.health_time_lags`` bound to a client's settings.
+TimeLagLookup = Callable[[HealthReport], Mapping[TimeLagKey, float | None]]
+
+
 @dataclass(frozen=True, slots=True)
 class ExporterSnapshot:
     """What a scrape serves: the last successful refresh's samples and health, and the
     refresher's own figures. ``refreshed_at`` is wall-clock seconds (for the timestamp
-    metric), ``refreshed_monotonic`` the same moment on the monotonic clock (for age)."""
+    metric), ``refreshed_monotonic`` the same moment on the monotonic clock (for age).
+    ``time_lags`` holds the known ages, in seconds at that refresh, of each
+    share-partition's oldest unacknowledged record (only with a ``TimeLagLookup``)."""
 
     samples: tuple[Sample, ...] = ()
     report: HealthReport = field(default_factory=lambda: HealthReport(()))
@@ -75,6 +84,7 @@ class ExporterSnapshot:
     refresh_seconds: float | None = None
     refresh_errors: int = 0
     last_error: str | None = None
+    time_lags: Mapping[TimeLagKey, float] = field(default_factory=dict)
 
     def healthy(self, interval_s: float, now_monotonic: float) -> tuple[bool, str]:
         """Whether the figures are fresh, and the sentence ``/healthz`` answers with."""
@@ -149,7 +159,9 @@ class Refresher:
         on_error: Callable[[str], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
         on_snapshot: Callable[[ExporterSnapshot], None] | None = None,
+        time_lag: TimeLagLookup | None = None,
     ) -> None:
+        self._time_lag = time_lag
         #: Called with every new snapshot right after it is made, in the refresher's
         #: thread (the exporter renders its ``/metrics`` body there, not in a scrape).
         self.on_snapshot = on_snapshot
@@ -187,6 +199,10 @@ class Refresher:
             if isinstance(each, Sample) or (not each.not_found and each.group_id in kept)
         )
         self._note_windows(latest)
+        time_lags: Mapping[TimeLagKey, float] = {}
+        if self._time_lag is not None:
+            ages = await asyncio.to_thread(self._time_lag, report)
+            time_lags = {key: age for key, age in ages.items() if age is not None}
         self._swap(
             replace(
                 self.snapshot,
@@ -194,7 +210,8 @@ class Refresher:
                 report=report,
                 refreshed_at=time.time(),
                 refreshed_monotonic=finished,
-                refresh_seconds=finished - started,
+                refresh_seconds=time.monotonic() - started,
+                time_lags=time_lags,
             )
         )
 

@@ -72,6 +72,7 @@ def _snapshot() -> ExporterSnapshot:
         refreshed_monotonic=1.0,
         refresh_seconds=0.25,
         refresh_errors=1,
+        time_lags={("orders-consumers", "orders", 0): 42.5},
     )
 
 
