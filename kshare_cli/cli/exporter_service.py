@@ -149,7 +149,11 @@ def make_server(
         def do_GET(self) -> None:  # noqa: N802 -- http.server's name
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                self._send(200, CONTENT_TYPE_LATEST, metrics.body())
+                if "gzip" in self.headers.get("Accept-Encoding", ""):
+                    body = metrics.body(gzipped=True)
+                    self._send(200, CONTENT_TYPE_LATEST, body, encoding="gzip")
+                else:
+                    self._send(200, CONTENT_TYPE_LATEST, metrics.body())
             elif path == "/healthz":
                 ok, reason = refresher.snapshot.healthy(interval_s, time.monotonic())
                 self._send(200 if ok else 503, "text/plain; charset=utf-8", reason.encode() + b"\n")
@@ -158,9 +162,13 @@ def make_server(
             else:
                 self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics\n")
 
-        def _send(self, code: int, content_type: str, body: bytes) -> None:
+        def _send(
+            self, code: int, content_type: str, body: bytes, encoding: str | None = None
+        ) -> None:
             self.send_response(code)
             self.send_header("Content-Type", content_type)
+            if encoding is not None:
+                self.send_header("Content-Encoding", encoding)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

@@ -12,6 +12,7 @@ not give) is left out rather than written as 0.
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -176,6 +177,11 @@ class MetricsPage:
     last published bytes and adds the age, computed at scrape time. While a render
     runs, scrapes serve the previous body with the previous snapshot's age. Before
     anything is published the first scrape renders ``current()`` itself.
+
+    The body is gzipped in the refresh too, for scrapers that accept it (Prometheus
+    does): 8 MiB of text at 78,000 series is about a twentieth of that gzipped, and
+    copying it to twenty scrapers at once was most of a scrape's time. The age line
+    goes as a second gzip member, which gzip readers (Go's, Python's, curl's) join.
     """
 
     def __init__(
@@ -187,7 +193,7 @@ class MetricsPage:
         self._current = current
         #: Renders of the snapshot's body so far (the tests' and the benchmark's count).
         self.renders = 0
-        self._published: tuple[ExporterSnapshot, bytes] | None = None
+        self._published: tuple[ExporterSnapshot, bytes, bytes] | None = None
         self._render_lock = threading.Lock()
         self._age_lock = threading.Lock()
         self._static = CollectorRegistry(auto_describe=False)
@@ -207,18 +213,21 @@ class MetricsPage:
             self._rendering = snapshot
             body = generate_latest(self._static)
             self.renders += 1
-            self._published = (snapshot, body)
+            self._published = (snapshot, body, gzip.compress(body, compresslevel=6, mtime=0))
 
-    def body(self) -> bytes:
+    def body(self, *, gzipped: bool = False) -> bytes:
+        """The page as a scrape gets it; ``gzipped``: as gzip members, for Content-Encoding."""
         published = self._published
         if published is None:
             self.publish()
             published = self._published
             assert published is not None
-        snapshot, body = published
+        snapshot, body, packed = published
         with self._age_lock:
             self._aged = snapshot
             age = generate_latest(self._age)
+        if gzipped:
+            return packed + gzip.compress(age, compresslevel=1, mtime=0)
         return body + age
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
+import threading
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
@@ -144,3 +147,28 @@ def test_one_state_read_answers_every_group_of_a_refresh() -> None:
         with pytest.raises(StateTopicUnavailable, match="not authorized"):
             per_refresh.refresh([group], 1.0)
     assert refused.reads == 1
+
+
+def test_a_scraper_that_accepts_gzip_gets_the_same_page_gzipped() -> None:
+    from kshare_cli.cli.exporter_service import make_server
+
+    snapshot = ExporterSnapshot(refreshed_at=1.0, refreshed_monotonic=50.0, refresh_errors=2)
+    page = MetricsPage(lambda: snapshot, "c", clock=lambda: 51.0)
+    page.publish()
+    assert gzip.decompress(page.body(gzipped=True)) == page.body()
+    refresher = Refresher(_unreachable, ["g"], Thresholds(), 1.0, 5.0)
+    server = make_server(("127.0.0.1", 0), page, refresher, 1.0, "")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        asked = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(asked, timeout=10) as response:
+            assert response.headers["Content-Encoding"] == "gzip"
+            assert gzip.decompress(response.read()) == page.body()
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.headers["Content-Encoding"] is None
+            assert response.read() == page.body()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert page.renders == 1
