@@ -115,6 +115,15 @@ def exporter(
             show_default=False,
         ),
     ] = None,
+    time_lag: Annotated[
+        bool,
+        typer.Option(
+            "--time-lag",
+            help="Also export kshare_share_partition_lag_seconds: the age of each "
+            "share-partition's oldest record not yet acknowledged (one fetch per "
+            "share-partition with lag, each refresh).",
+        ),
+    ] = False,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -162,6 +171,7 @@ def exporter(
             address,
             name,
             lambda line: typer.echo(line, err=True),
+            time_lag=time_lag,
         ),
         invocation,
     )

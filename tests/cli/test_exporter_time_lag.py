@@ -73,3 +73,60 @@ def test_without_time_lag_there_is_no_such_series(
 
 def test_the_index_page_lists_it() -> None:
     assert "<code>kshare_share_partition_lag_seconds</code>" in index_page("c")
+
+
+def test_the_command_line_option_turns_it_on(
+    kshare: Kshare, tmp_path: Path, aged_topic: tuple[str, float]
+) -> None:
+    """``kshare exporter --time-lag``, as an operator starts it, serves the series."""
+    import queue
+    import subprocess
+    import threading
+    import urllib.request
+
+    from tests.cli.conftest import KSHARE, process_env
+    from tests.support.golden import wait_for
+
+    topic, produced_at = aged_topic
+    group = make_group(kshare, tmp_path, topic, {0: 1})
+    process = subprocess.Popen(
+        [
+            str(KSHARE),
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--group",
+            group,
+            "--interval",
+            "0.5",
+            "--time-lag",
+            *kshare.connection_args(),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=process_env(kshare.environment()),
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stderr is not None
+    stderr = process.stderr
+    threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True).start()
+    try:
+        first = lines.get(timeout=30)
+        base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
+
+        def ages() -> dict[tuple[str, int], float]:
+            with urllib.request.urlopen(base + "/metrics", timeout=5) as response:
+                text = response.read().decode()
+            return {
+                (sample.labels["topic"], int(sample.labels["partition"])): sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples
+                if sample.name == "kshare_share_partition_lag_seconds"
+            }
+
+        found = wait_for(ages, timeout=30, what="a time lag in /metrics")
+        assert_age(found[(topic, 0)], 100, produced_at)
+    finally:
+        process.kill()
+        process.wait(10)
