@@ -61,8 +61,8 @@ from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
-    from kshare_cli.consumer.formatting import Formatter
     from kshare_cli.consumer.preflight import DeliveryLimit
+    from kshare_cli.consumer.record_formatters import Formatter
     from kshare_cli.consumer.records import ConsumedRecord
     from kshare_cli.consumer.share_consume import AckMode, ConsumeResult, Decide
 
@@ -241,7 +241,7 @@ def build_formatter(
     """Deserializers and formatter from the options; UsageError before anything connects."""
     from kshare_cli.connect.properties import is_secret_name
     from kshare_cli.consumer.deserializers import make_deserializer
-    from kshare_cli.consumer.formatting import make_formatter
+    from kshare_cli.consumer.record_formatters import make_formatter
 
     registry = {
         key: value for key, value in properties.items() if key.startswith(_REGISTRY_PREFIXES)

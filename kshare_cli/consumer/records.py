@@ -88,7 +88,7 @@ class _Unfrozen:
     record), which a console consumer pays once per record: more than formatting and
     writing it. This class has the same slots, so it sets them directly, then becomes a
     ConsumedRecord (``__class__`` assignment between identical slot layouts), frozen from
-    then on. tests/consumer/test_formatting.py holds the two layouts equal.
+    then on. tests/consumer/test_record_formatters.py holds the two layouts equal.
     """
 
     __slots__ = (

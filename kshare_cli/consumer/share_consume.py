@@ -64,7 +64,7 @@ from kshare_cli.errors import (
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, ShareConsumer, TopicPartition
 
-    from kshare_cli.consumer.formatting import Formatter
+    from kshare_cli.consumer.record_formatters import Formatter
     from kshare_cli.wire.diagnose import Diagnose
 
 __all__ = [
@@ -619,7 +619,7 @@ def value_only_lines(formatter: Formatter) -> tuple[bytes, bytes] | None:
     formatter itself (a null value, an empty one, a non-empty one), so the shortcut
     prints exactly what :meth:`Formatter.format` would.
     """
-    from kshare_cli.consumer.formatting import RawFormatter, RawValueLines
+    from kshare_cli.consumer.record_formatters import RawFormatter, RawValueLines
 
     if not isinstance(formatter, RawValueLines | RawFormatter):
         return None

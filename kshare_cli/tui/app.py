@@ -35,7 +35,7 @@ from textual.widgets import Static
 from kshare_cli.admin.inflight import GroupInflight, GroupsOverview
 from kshare_cli.errors import ExitCode
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
-from kshare_cli.tui import format as fmt
+from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.groups_screen import GroupsScreen
 from kshare_cli.tui.history import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kshare_cli.tui import format as fmt
+from kshare_cli.tui import humanize as fmt
 
 __all__ = ["Freshness", "Status"]
 

@@ -147,7 +147,7 @@ def test_reject_on_error_rejects_the_unreadable_record_and_goes_on(bed: Bed) -> 
     offsets = bed.produce(topic, [*_ints(1), Record(b"abc"), *_ints(3)])
     rejected: list[str] = []
     from kshare_cli.consumer.deserializers import make_deserializer
-    from kshare_cli.consumer.formatting import make_formatter
+    from kshare_cli.consumer.record_formatters import make_formatter
     from kshare_cli.consumer.share_consume import ConsumeOptions, consume
     from tests.support.consume_beds import Captured
 
@@ -210,7 +210,7 @@ def test_a_closed_pipe_accepts_exactly_what_its_reader_took(bed: Bed) -> None:
 
     def run() -> None:
         from kshare_cli.consumer.deserializers import make_deserializer
-        from kshare_cli.consumer.formatting import make_formatter
+        from kshare_cli.consumer.record_formatters import make_formatter
         from kshare_cli.consumer.share_consume import ConsumeOptions, consume
 
         formatter = make_formatter(

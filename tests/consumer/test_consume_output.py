@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from kshare_cli.consumer.deserializers import make_deserializer
-from kshare_cli.consumer.formatting import make_formatter
 from kshare_cli.consumer.output import STOP_GRACE_S, RecordSink
+from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.consumer.share_consume import value_only_lines
 

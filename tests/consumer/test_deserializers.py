@@ -42,7 +42,7 @@ from kshare_cli.consumer.deserializers import (
     make_deserializer,
     registry_client_config,
 )
-from kshare_cli.consumer.formatting import make_formatter
+from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.records import CREATE_TIME, ConsumedRecord
 from kshare_cli.errors import ConnectionFailed, UsageError
 
@@ -298,7 +298,7 @@ def test_the_base_install_loads_no_registry_package() -> None:
     code = (
         "import sys\n"
         "from kshare_cli.consumer.deserializers import make_deserializer\n"
-        "from kshare_cli.consumer.formatting import make_formatter\n"
+        "from kshare_cli.consumer.record_formatters import make_formatter\n"
         "from kshare_cli.consumer.records import ConsumedRecord\n"
         "for kind in ('text', 'jsonl', 'raw'):\n"
         "    make_formatter(kind, {}, make_deserializer('json'), make_deserializer('double'))\n"

@@ -41,7 +41,7 @@ from confluent_kafka.admin import (
 )
 
 from kshare_cli.consumer.deserializers import make_deserializer
-from kshare_cli.consumer.formatting import make_formatter
+from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.share_consume import ConsumeOptions, ConsumeResult, consume
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster

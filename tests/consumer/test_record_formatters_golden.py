@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kshare_cli.consumer.deserializers import make_deserializer
-from kshare_cli.consumer.formatting import make_formatter
+from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.records import CREATE_TIME, ConsumedRecord
 from tests.support.golden import GOLDEN, read_jsonl
 

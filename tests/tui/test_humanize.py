@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kshare_cli.tui import format as fmt
+from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.history import Flow
 
 

@@ -26,7 +26,7 @@ from kshare_cli.consumer.deserializers import (
     deserialize_bytes,
     make_deserializer,
 )
-from kshare_cli.consumer.formatting import (
+from kshare_cli.consumer.record_formatters import (
     BOOLEAN_PROPERTIES,
     JsonLinesFormatter,
     RawFormatter,
