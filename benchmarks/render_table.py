@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from unittest import mock
 
 from kshare_cli.admin.models import GroupOffsets, ShareGroupOffsets, SharePartitionOffset
-from kshare_cli.render import formats, render
+from kshare_cli.render import output_formats, render
 
 
 def offsets_model(groups: int, partitions: int) -> ShareGroupOffsets:
@@ -56,7 +56,7 @@ def offsets_model(groups: int, partitions: int) -> ShareGroupOffsets:
 @contextmanager
 def rich_only() -> Iterator[None]:
     """``table_text`` as it was: every table through Rich's ``Table``."""
-    with mock.patch.object(formats, "layout_table", return_value=None):
+    with mock.patch.object(output_formats, "layout_table", return_value=None):
         yield
 
 

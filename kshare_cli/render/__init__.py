@@ -13,7 +13,7 @@ from typing import Literal
 
 from kshare_cli.admin.models import GroupDescriptions, GroupListing, ShareGroupOffsets
 from kshare_cli.admin.reset import ResetPlan
-from kshare_cli.render.formats import OutputFormat
+from kshare_cli.render.output_formats import OutputFormat
 
 __all__ = ["OutputFormat", "View", "notices", "render"]
 

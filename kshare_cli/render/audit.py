@@ -33,7 +33,7 @@ from kshare_cli.pipeline.models import (
     SharePartitionHistory,
     TimelinePoint,
 )
-from kshare_cli.render.formats import (
+from kshare_cli.render.output_formats import (
     add_row,
     new_table,
     table_text,

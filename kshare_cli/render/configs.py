@@ -26,7 +26,7 @@ from kshare_cli.admin.group_configs import (
     GroupConfigEntry,
     GroupConfigs,
 )
-from kshare_cli.render.formats import OutputFormat, add_row, dispatch, new_table, table_text
+from kshare_cli.render.output_formats import OutputFormat, add_row, dispatch, new_table, table_text
 
 __all__ = [
     "configs_document",

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from kshare_cli.admin.deletion import Deletion, Deletions, GroupMember
 from kshare_cli.admin.models import KafkaError
-from kshare_cli.render.formats import (
+from kshare_cli.render.output_formats import (
     OutputFormat,
     add_row,
     dispatch,

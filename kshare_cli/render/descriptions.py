@@ -24,7 +24,8 @@ from kshare_cli.admin.models import (
     GroupFailure,
     MemberDescription,
 )
-from kshare_cli.render.formats import (
+from kshare_cli.render.listing import broker_errors_document
+from kshare_cli.render.output_formats import (
     OutputFormat,
     add_row,
     dispatch,
@@ -34,7 +35,6 @@ from kshare_cli.render.formats import (
     new_table,
     table_text,
 )
-from kshare_cli.render.listing import broker_errors_document
 
 __all__ = [
     "DescribeView",

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from kshare_cli.errors import UsageError
 from kshare_cli.render.ages import format_age
-from kshare_cli.render.formats import OutputFormat, add_row, dispatch, new_table, table_text
+from kshare_cli.render.output_formats import OutputFormat, add_row, dispatch, new_table, table_text
 from kshare_cli.services.health import GroupHealth, HealthReport, PartitionHealth
 
 __all__ = ["CSV_HEADER", "health_document", "health_rows", "render_health"]

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kshare_cli.admin.inflight import DEFAULT_DELIVERY_COUNT_LIMIT, GroupInflight, PartitionInflight
 from kshare_cli.errors import UsageError
-from kshare_cli.render.formats import (
+from kshare_cli.render.offsets import lag_text
+from kshare_cli.render.output_formats import (
     OutputFormat,
     dispatch,
     error_cell,
     error_document,
     or_dash,
 )
-from kshare_cli.render.offsets import lag_text
 from kshare_cli.state.partitioning import kafka_uuid
 from kshare_cli.state.window import (
     ACQUIRED_NOT_PERSISTED,

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kshare_cli.admin.models import BrokerFailure, GroupListing
-from kshare_cli.render.formats import (
+from kshare_cli.render.output_formats import (
     OutputFormat,
     add_row,
     dispatch,

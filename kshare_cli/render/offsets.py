@@ -26,7 +26,8 @@ from kshare_cli.admin.models import (
     SharePartitionOffset,
 )
 from kshare_cli.render.ages import format_age
-from kshare_cli.render.formats import (
+from kshare_cli.render.listing import broker_errors_document
+from kshare_cli.render.output_formats import (
     OutputFormat,
     add_row,
     dispatch,
@@ -37,7 +38,6 @@ from kshare_cli.render.formats import (
     or_dash,
     table_text,
 )
-from kshare_cli.render.listing import broker_errors_document
 
 __all__ = [
     "lag_text",

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from kshare_cli.admin.reset import PlannedOffset, ResetPlan
-from kshare_cli.render.formats import (
+from kshare_cli.render.output_formats import (
     OutputFormat,
     add_row,
     dispatch,

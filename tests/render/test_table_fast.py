@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kshare_cli.render.formats import (
+from kshare_cli.render.output_formats import (
     TextTable,
     add_row,
     layout_table,
