@@ -328,7 +328,7 @@ def check_args(
             raise UsageError(f"--report {report}: directory {parent} does not exist")
     if since is None:
         return None
-    from kshare_cli.admin.timespec import parse_datetime
+    from kshare_cli.timespec import parse_datetime
 
     try:
         return parse_datetime(since)

@@ -80,7 +80,7 @@ def choose_scenario(
 ) -> Scenario:
     """Exactly one scenario (none with ``--from-file``, whose offsets are the scenario)."""
     from kshare_cli.admin.reset import Scenario
-    from kshare_cli.admin.timespec import parse_datetime, parse_duration, timestamp_before
+    from kshare_cli.timespec import parse_datetime, parse_duration, timestamp_before
 
     given = [
         name

@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kshare_cli.admin.timespec import (
+from kshare_cli.errors import ExitCode, UsageError
+from kshare_cli.timespec import (
     DATETIME_FORMS,
     DURATION_FORMS,
     parse_datetime,
     parse_duration,
     timestamp_before,
 )
-from kshare_cli.errors import ExitCode, UsageError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 PARIS = ZoneInfo("Europe/Paris")
