@@ -1,7 +1,7 @@
 """``kshare exporter`` at scale: one refresh, scrape latency under load, memory over time.
 
 Run: ``.venv/bin/python benchmarks/exporter.py [--groups 1000] [--partitions 10]
-[--refreshes 240] [--scrapers 20] [--scrapes 25]``.
+[--refreshes 240] [--scrapers 20] [--scrapes 25] [--hour]``.
 
 Why: issue 18 asks that the exporter serve a large cluster from one process: a
 refresh of 1,000 share groups and 10,000 share-partitions within 5 s (a third of
@@ -36,6 +36,15 @@ resident set size (``VmRSS`` from ``/proc/self/status``) sampled after every
 refresh: its growth per refresh is the least-squares slope once the refresher's stall
 history (the refreshes of the last ``--stall-after``, 60 s) is full, and from the tenth
 refresh on at the earliest (the first ones fill caches).
+
+``--hour``: only the memory figure, as an hour of production would give it: 240
+refreshes at a 15 s interval, time-compressed (back to back, but the refresher's
+stall history is kept on a simulated clock that advances 15 s per refresh, so it
+holds the five refreshes that an hour at the real interval holds, not the
+dozens that 65 real seconds of back-to-back refreshes hold). It prints the RSS
+before the first refresh, after it, every 60 refreshes and at the end, and the
+least-squares slope per refresh after the warm-up (the stall history full and
+``WARM_REFRESHES`` done), against the target.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from prometheus_client import Gauge, generate_latest, start_http_server
@@ -69,6 +78,10 @@ SCRAPE_P99_TARGET_MS = 50.0
 GROWTH_TARGET_KIB = 0.2
 #: Refreshes before the memory slope is measured: the first ones fill caches.
 WARM_REFRESHES = 10
+#: ``--hour``: the production interval it simulates, and how often it prints the RSS.
+HOUR_INTERVAL_S = 15.0
+HOUR_REFRESHES = round(3600 / HOUR_INTERVAL_S)
+HOUR_PRINT_EVERY = 60
 #: How far back the refresher keeps refreshes (``Thresholds().stall_after_s``, plus one
 #: refresh's worth): memory may grow until then.
 HISTORY_S = Thresholds().stall_after_s + 5.0
@@ -163,17 +176,42 @@ def baseline_registry(text: str) -> tuple[CollectorRegistry, int]:
     return registry, count
 
 
+class SimulatedClock:
+    """``--hour``'s clock for the stall history: an interval passes at every refresh,
+    however long the refresh really took."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self) -> None:
+        self.now += self.interval_s
+
+
 async def refresh_many(
-    refresher: Refresher, page: MetricsPage, count: int
+    refresher: Refresher,
+    page: MetricsPage,
+    count: int,
+    clock: SimulatedClock | None = None,
+    on_sample: Callable[[int, int], None] | None = None,
 ) -> list[tuple[int, float, int]]:
     """``count`` refreshes on one loop, each followed by a scrape's body: (refresh, seconds
-    since the first began, RSS KiB)."""
+    since the first began, RSS KiB); with ``clock``, the seconds are the simulated ones."""
     samples = []
     began = time.monotonic()
     for index in range(count):
         await refresher.refresh()
         page.body()
-        samples.append((index, time.monotonic() - began, rss_kib()))
+        rss = rss_kib()
+        since = time.monotonic() - began if clock is None else clock()
+        samples.append((index, since, rss))
+        if on_sample is not None:
+            on_sample(index, rss)
+        if clock is not None:
+            clock.tick()
     return samples
 
 
@@ -189,6 +227,51 @@ def verdict(ok: bool) -> str:
     return "meets" if ok else "MISSES"
 
 
+def hour(refresher: Refresher, groups: int, partitions: int) -> None:
+    """``--hour``: 240 refreshes, the stall history on a clock that a 15 s interval
+    advances at each, RSS printed as it goes; then the slope after the warm-up."""
+    clock = SimulatedClock(HOUR_INTERVAL_S)
+    refresher.history_clock = clock
+    page = MetricsPage(lambda: refresher.snapshot, "bench")
+    refresher.on_snapshot = page.publish  # as exporter_service.serve wires it
+    start = rss_kib()
+    print(
+        f"memory, an hour of refreshes simulated: {HOUR_REFRESHES} refreshes at "
+        f"{HOUR_INTERVAL_S:g} s, back to back; RSS at start {start / 1024:.1f} MiB",
+        flush=True,
+    )
+
+    def progress(index: int, rss: int) -> None:
+        done = index + 1
+        if done == 1 or done % HOUR_PRINT_EVERY == 0:
+            minutes = done * HOUR_INTERVAL_S / 60
+            print(
+                f"  after refresh {done:3d} (simulated {minutes:5.2f} min): "
+                f"RSS {rss / 1024:.1f} MiB ({rss - start:+d} KiB since start)",
+                flush=True,
+            )
+
+    began = time.perf_counter()
+    points = asyncio.run(refresh_many(refresher, page, HOUR_REFRESHES, clock, progress))
+    elapsed = time.perf_counter() - began
+    check(refresher, groups, partitions)
+    warm = next(
+        index for index, since, _ in points if since > HISTORY_S and index >= WARM_REFRESHES
+    )
+    growth = slope([(index, rss) for index, _, rss in points[warm:]])
+    print(
+        f"memory: {elapsed:.0f} s real for the simulated hour ({elapsed / HOUR_REFRESHES:.2f} s "
+        f"a refresh); RSS {points[-1][2] / 1024:.1f} MiB at the end "
+        f"({points[-1][2] - start:+d} KiB since start, "
+        f"{points[-1][2] - points[warm][2]:+d} KiB since refresh {warm + 1}, the warm-up's end)"
+    )
+    print(
+        f"memory: growth {growth:.2f} KiB per refresh after the warm-up "
+        f"(least squares over refreshes {warm + 1}-{HOUR_REFRESHES}; target flat, < "
+        f"{GROWTH_TARGET_KIB:g} KiB: {verdict(growth < GROWTH_TARGET_KIB)})"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -198,7 +281,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--refreshes", type=int, default=240, help="for the memory figure")
     parser.add_argument("--scrapers", type=int, default=20)
     parser.add_argument("--scrapes", type=int, default=25, help="per scraper")
+    parser.add_argument(
+        "--hour",
+        action="store_true",
+        help=f"only the memory figure, over {HOUR_REFRESHES} refreshes on a simulated "
+        f"{HOUR_INTERVAL_S:g} s interval (an hour, time-compressed)",
+    )
     args = parser.parse_args(argv)
+    if args.hour:
+        args.refreshes = HOUR_REFRESHES
     assert args.refreshes > WARM_REFRESHES + 2, f"--refreshes must be above {WARM_REFRESHES + 2}"
     groups = [f"fanout-{index:05d}" for index in range(args.groups)]
     describe_fanout.PARTITIONS = args.partitions
@@ -215,6 +306,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         refresher, source = build_refresher(
             settings, None, Thresholds(), 15.0, TIMEOUT_S, lambda line: print(line)
         )
+        if args.hour:
+            try:
+                hour(refresher, args.groups, args.partitions)
+            finally:
+                source.close()
+            return
         try:
             first = timed_refresh(refresher)
             check(refresher, args.groups, args.partitions)

@@ -160,8 +160,13 @@ class Refresher:
         on_warning: Callable[[str], None] | None = None,
         on_snapshot: Callable[[ExporterSnapshot], None] | None = None,
         time_lag: TimeLagLookup | None = None,
+        history_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._time_lag = time_lag
+        #: The clock the stall history is kept on: ``benchmarks/exporter.py --hour``
+        #: sets one that advances an interval per refresh, so that back-to-back
+        #: refreshes keep the history that refreshes at the real interval keep.
+        self.history_clock = history_clock
         #: Called with every new snapshot right after it is made, in the refresher's
         #: thread (the exporter renders its ``/metrics`` body there, not in a scrape).
         self.on_snapshot = on_snapshot
@@ -190,8 +195,9 @@ class Refresher:
             self._failed("; ".join(sorted({reason for each in failed for reason in each.reasons})))
             return
         finished = time.monotonic()
-        report = evaluate_samples(latest, self._earlier(finished), self._thresholds)
-        self._history.append((finished, latest))
+        kept_at = self.history_clock()
+        report = evaluate_samples(latest, self._earlier(kept_at), self._thresholds)
+        self._history.append((kept_at, latest))
         kept = {sample.group.group_id: sample for sample in self.snapshot.samples}
         samples = tuple(
             each if isinstance(each, Sample) else kept[each.group_id]
