@@ -66,7 +66,7 @@ def complete_group_ids(ctx: typer.Context, incomplete: str) -> list[str]:
             params.get("profile"),
             quiet=True,
         )
-        from kshare_cli.cli.service import list_group_ids
+        from kshare_cli.services.groups import list_group_ids
 
         ids = list_group_ids(settings, timeout_s=2.0)
     except (KshareError, OSError):

@@ -122,14 +122,14 @@ def describe(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import service
+    from kshare_cli.services import groups as group_service
 
     report = common.run(
-        lambda: service.describe(settings, group_ids, all_groups, view.value, timeout_s),
+        lambda: group_service.describe(settings, group_ids, all_groups, view.value, timeout_s),
         invocation,
     )
-    from kshare_cli.admin.models import ShareGroupOffsets
     from kshare_cli.render import notices, render
+    from kshare_cli.services.groups import ShareGroupOffsets
 
     lag_ages = None
     if time_lag and isinstance(report, ShareGroupOffsets):

@@ -25,7 +25,7 @@ def normalise_states(states: list[str]) -> tuple[bool, tuple[str, ...]]:
     """(show the state column, states to filter on); ``all`` alone means every state."""
     if not states:
         return False, ()
-    from kshare_cli.admin.models import parse_state_filter
+    from kshare_cli.services.groups import parse_state_filter
 
     named = [part for value in states for part in value.split(",") if part.strip().lower() != "all"]
     return True, parse_state_filter(named)
@@ -64,9 +64,9 @@ def list_groups(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import service
+    from kshare_cli.services import groups as group_service
 
-    listing = common.run(lambda: service.list_groups(settings, states, timeout_s), invocation)
+    listing = common.run(lambda: group_service.list_groups(settings, states, timeout_s), invocation)
     from kshare_cli.render import notices, render
 
     common.stdout_write(render(listing, output.value, with_state=show_state))

@@ -355,7 +355,7 @@ def test_a_password_inside_an_error_is_printed_as_stars(
     async def echoing_broker(*_: object) -> None:
         raise RuntimeError(f"broker said: bad password {WRONG_PASSWORD!r} for alice")
 
-    monkeypatch.setattr("kshare_cli.cli.service.list_groups", echoing_broker)
+    monkeypatch.setattr("kshare_cli.services.groups.list_groups", echoing_broker)
     result = on(offline, closed_port(), config).run("list", *(["--debug"] if debug else []))
     assert result.exit_code == ExitCode.PARTIAL  # an internal error
     assert result.stdout == ""
