@@ -11,6 +11,10 @@ now minus its timestamp (CreateTime or LogAppendTime, as the topic keeps it).
 
 One fetch per share-partition with lag, so commands ask for it explicitly
 (``kshare describe --time-lag``). This is the one place that lookup lives.
+
+The dashboard asks for the record's timestamp instead of its age
+(``oldest_unacknowledged_timestamps``): it ages it with its own clock once a
+second, as it does every other age on screen, between lookups.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
+from kshare_cli.admin.inflight import GroupInflight
 from kshare_cli.admin.models import ShareGroupOffsets, SharePartitionOffset
 from kshare_cli.consumer.peek import peek_records
 from kshare_cli.consumer.records import NO_TIMESTAMP, ConsumedRecord
@@ -31,7 +36,9 @@ __all__ = [
     "TimeLagKey",
     "ages_at",
     "first_unacknowledged_offset",
+    "group_first_unacknowledged",
     "health_time_lags",
+    "oldest_unacknowledged_timestamps",
     "record_age_s",
     "time_lags",
 ]
@@ -143,6 +150,48 @@ def health_time_lags(
     return ages_at(firsts, config, timeout_s, now_ms=now_ms, peek=peek)
 
 
+def group_first_unacknowledged(group: GroupInflight) -> dict[TimeLagKey, int | None]:
+    """Where each share-partition of a dashboard's group answer has its oldest record
+    not yet acknowledged: the window's first offset neither acknowledged nor archived
+    when the window was read (never behind the start offset, as ``health_time_lags``),
+    else the start offset; None where nothing waits or the share-partition failed."""
+    firsts: dict[TimeLagKey, int | None] = {}
+    for partition in group.partitions:
+        key = (group.group_id, partition.topic, partition.partition)
+        window = partition.window
+        if partition.error is not None:
+            firsts[key] = None
+            continue
+        first_not_done = (
+            None
+            if window is None or window.start_offset < 0 or partition.start_offset is None
+            else max(window.first_not_done(), partition.start_offset)
+        )
+        firsts[key] = _first_waiting(
+            partition.start_offset, partition.end_offset, partition.lag, first_not_done
+        )
+    return firsts
+
+
+def oldest_unacknowledged_timestamps(
+    group: GroupInflight,
+    config: Mapping[str, object],
+    timeout_s: float,
+    *,
+    peek: Peek = peek_records,
+) -> dict[TimeLagKey, int | None]:
+    """The timestamp (epoch milliseconds) of each share-partition's oldest unacknowledged
+    record, for the dashboard to age with its own clock; None where nothing waits or the
+    record could not be read within ``timeout_s``. Blocking: run it in a thread."""
+    records = _records_at(group_first_unacknowledged(group), config, timeout_s, peek)
+    return {
+        key: None
+        if record is None or record.timestamp_type == NO_TIMESTAMP or record.timestamp < 0
+        else record.timestamp
+        for key, record in records.items()
+    }
+
+
 def ages_at(
     firsts: Mapping[TimeLagKey, int | None],
     config: Mapping[str, object],
@@ -152,13 +201,27 @@ def ages_at(
     peek: Peek = peek_records,
 ) -> dict[TimeLagKey, float | None]:
     """The age of the record at each share-partition's offset; None where it is None or unread."""
-    ages: dict[TimeLagKey, float | None] = dict.fromkeys(firsts)
+    records = _records_at(firsts, config, timeout_s, peek)
+    return {
+        key: None if record is None else record_age_s(record, now_ms())
+        for key, record in records.items()
+    }
+
+
+def _records_at(
+    firsts: Mapping[TimeLagKey, int | None],
+    config: Mapping[str, object],
+    timeout_s: float,
+    peek: Peek,
+) -> dict[TimeLagKey, ConsumedRecord | None]:
+    """The record at each share-partition's offset; None where it is None or unread."""
+    found: dict[TimeLagKey, ConsumedRecord | None] = dict.fromkeys(firsts)
     lookups = [_Lookup(key, first) for key, first in firsts.items() if first is not None]
     if not lookups:
-        return ages
+        return found
     deadline = time.monotonic() + timeout_s
 
-    def read(lookup: _Lookup) -> tuple[TimeLagKey, float | None]:
+    def read(lookup: _Lookup) -> tuple[TimeLagKey, ConsumedRecord | None]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return lookup.key, None
@@ -168,10 +231,8 @@ def ages_at(
         except KshareError:
             # Unknown, not an error of the command: the row shows "-" / null.
             return lookup.key, None
-        if not records:
-            return lookup.key, None
-        return lookup.key, record_age_s(records[0], now_ms())
+        return lookup.key, records[0] if records else None
 
     with ThreadPoolExecutor(max_workers=min(_PARALLEL, len(lookups))) as pool:
-        ages.update(pool.map(read, lookups))
-    return ages
+        found.update(pool.map(read, lookups))
+    return found

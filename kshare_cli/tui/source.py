@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.wire.client import KafkaClient
 
-__all__ = ["ClosableSource", "DashboardSource", "LiveSource"]
+__all__ = ["ClosableSource", "DashboardSource", "LiveSource", "TimeLagSource"]
 
 T = TypeVar("T")
 
@@ -40,6 +40,18 @@ class DashboardSource(Protocol):
     async def peek(
         self, topic: str, partition: int, offset: int, limit: int
     ) -> tuple[ConsumedRecord, ...]: ...
+
+
+@runtime_checkable
+class TimeLagSource(Protocol):
+    """A source that reads the timestamps of the oldest unacknowledged records (the time
+    lag's; the screen ages them with its clock): keyed (group, topic, partition), None
+    where nothing waits or the record was not read in time. A source without it leaves
+    the time lag unknown."""
+
+    async def oldest_unacknowledged(
+        self, group: GroupInflight
+    ) -> Mapping[tuple[str, str, int], int | None]: ...
 
 
 @runtime_checkable
@@ -130,6 +142,21 @@ class LiveSource:
         config: Mapping[str, object] = self._settings.confluent_config()
         return await asyncio.to_thread(
             peek_records, config, topic, partition, offset, limit, self._peek_timeout_s
+        )
+
+    async def oldest_unacknowledged(
+        self, group: GroupInflight
+    ) -> Mapping[tuple[str, str, int], int | None]:
+        """One peek per share-partition with lag (``services.time_lag``), within the
+        peek timeout, in a thread."""
+        from kshare_cli.services.time_lag import oldest_unacknowledged_timestamps
+
+        config: Mapping[str, object] = self._settings.confluent_config()
+        return await self._within(
+            asyncio.to_thread(
+                oldest_unacknowledged_timestamps, group, config, self._peek_timeout_s
+            ),
+            f"the time lag of share group {group.group_id!r}",
         )
 
     async def aclose(self) -> None:
