@@ -182,8 +182,9 @@ def single_process(log: list[tuple[SharePartitionKey, StateRecord]]) -> float:
 
 def run_master(master: str, directory: Path, share_partitions: int) -> dict[str, float]:
     """Seconds per transform in a fresh session of master, after a warm-up on one file."""
+    from kshare_cli.pipeline.deliveries import deliveries
     from kshare_cli.pipeline.session import spark_session
-    from kshare_cli.pipeline.transforms import deliveries, replay_states
+    from kshare_cli.pipeline.timeline import replay_states
 
     spark = spark_session(
         master,

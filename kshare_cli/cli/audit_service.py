@@ -42,7 +42,8 @@ from kshare_cli.state.replay import SharePartitionKey
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from kshare_cli.pipeline.jobs import AuditFollow, AuditScope, Emit, FileFormat
+    from kshare_cli.pipeline.follow import AuditFollow, Emit
+    from kshare_cli.pipeline.jobs import AuditScope, FileFormat
     from kshare_cli.pipeline.kafka_source import Connector
 
 _ZERO_UUID: Final = uuid.UUID(int=0)
@@ -270,7 +271,9 @@ def run_audit(
 
     from kshare_cli.pipeline import jobs
     from kshare_cli.pipeline.dead_letters import produce_dead_letters
-    from kshare_cli.pipeline.transforms import deliveries, replay_states
+    from kshare_cli.pipeline.deliveries import deliveries
+    from kshare_cli.pipeline.follow import AuditFollow
+    from kshare_cli.pipeline.timeline import replay_states
 
     scope = resolved.scope
     config = settings.librdkafka_config()
@@ -386,7 +389,7 @@ def run_audit(
         )
         follow = None
         if request.follow and emit is not None:
-            follow = jobs.AuditFollow(spark, config, scope, request.job, emit)
+            follow = AuditFollow(spark, config, scope, request.job, emit)
             if request.job is AuditJob.TIMELINE:
                 assert replayed is not None
                 follow.remember_states(replayed)
@@ -404,7 +407,7 @@ def run_audit(
 
 def history_note(history: Sequence[SharePartitionHistory], history_dir: Path | None) -> str | None:
     """One stderr line naming the share-partitions whose history the audit does not have."""
-    from kshare_cli.pipeline.transforms import HISTORY_GAP
+    from kshare_cli.pipeline.history import HISTORY_GAP
     from kshare_cli.render.audit import iso_time
 
     missing = [each for each in history if not each.history_complete]

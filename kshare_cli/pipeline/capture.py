@@ -47,7 +47,7 @@ from kshare_cli.pipeline.kafka_source import (
     read_kafka_stream,
     watermark_offsets,
 )
-from kshare_cli.pipeline.transforms import state_records_of
+from kshare_cli.pipeline.state_records import state_records_of
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
 
 if TYPE_CHECKING:

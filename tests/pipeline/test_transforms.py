@@ -14,25 +14,28 @@ import uuid
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from kshare_cli.pipeline.kafka_source import KAFKA_SCHEMA
-from kshare_cli.pipeline.transforms import (
+from kshare_cli.pipeline.archived import (
     ARCHIVED_OFFSETS_SCHEMA,
     ARCHIVED_SCHEMA,
+    archived_offsets,
+    archived_records,
+)
+from kshare_cli.pipeline.deliveries import DELIVERIES_SCHEMA, deliveries
+from kshare_cli.pipeline.history import state_history
+from kshare_cli.pipeline.kafka_source import KAFKA_SCHEMA
+from kshare_cli.pipeline.state_records import (
     DECODED_SCHEMA,
-    DELIVERIES_SCHEMA,
+    TOPIC_NAMES_SCHEMA,
+    decode_state_records,
+    share_partition_records,
+    state_records_of,
+)
+from kshare_cli.pipeline.timeline import (
     REPLAYED_SCHEMA,
     REPLAYED_WITH_BATCHES_SCHEMA,
     SOURCE_OFFSETS_SCHEMA,
     TIMELINE_SCHEMA,
-    TOPIC_NAMES_SCHEMA,
-    archived_offsets,
-    archived_records,
-    decode_state_records,
-    deliveries,
     replay_states,
-    share_partition_records,
-    state_history,
-    state_records_of,
     timeline,
 )
 from kshare_cli.state.partitioning import kafka_uuid

@@ -1,0 +1,124 @@
+"""The archived audit: the archived offsets, joined with the source topic's records."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from kshare_cli.pipeline.kafka_source import KAFKA_SCHEMA
+from kshare_cli.pipeline.state_records import (
+    SHARE_PARTITION_COLUMNS,
+    SHARE_PARTITION_FIELDS,
+    with_topic_names,
+)
+from kshare_cli.state.records import DeliveryState
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "ARCHIVED_OFFSETS_SCHEMA",
+    "ARCHIVED_SCHEMA",
+    "KAFKA_HEADERS_TYPE",
+    "archived_offsets",
+    "archived_records",
+]
+
+
+KAFKA_HEADERS_TYPE: Final = KAFKA_SCHEMA["headers"].dataType
+"""The Kafka source's headers column type: a list of (key string, value binary)."""
+
+
+# --------------------------------------------------------------------------- archived
+
+ARCHIVED_OFFSETS_SCHEMA: Final = StructType(
+    [
+        *SHARE_PARTITION_FIELDS,
+        StructField("offset", LongType(), False),
+        StructField("delivery_count", IntegerType(), False),
+        StructField("archived_at", TimestampType(), True),
+    ]
+)
+"""One row per offset whose final state is Archived (DELIVERIES_SCHEMA's final_state).
+
+delivery_count is the highest count the offset reached; archived_at the
+state-topic timestamp of the record that archived it (DELIVERIES' last_changed).
+"""
+
+ARCHIVED_SCHEMA: Final = StructType(
+    [
+        *SHARE_PARTITION_FIELDS[:2],
+        StructField("topic", StringType(), True),
+        SHARE_PARTITION_FIELDS[2],
+        StructField("offset", LongType(), False),
+        StructField("delivery_count", IntegerType(), False),
+        StructField("archived_at", TimestampType(), True),
+        StructField("record_found", BooleanType(), False),
+        StructField("key", BinaryType(), True),
+        StructField("value", BinaryType(), True),
+        StructField("timestamp", TimestampType(), True),
+        StructField("timestampType", IntegerType(), True),
+        StructField("headers", KAFKA_HEADERS_TYPE, True),
+    ]
+)
+"""An archived offset with its source record (key, value, timestamp, headers as the
+Kafka source has them). record_found is false when the source topic no longer holds
+the record (retention, a deleted topic): the offset is still reported."""
+
+
+def archived_offsets(ranges: DataFrame) -> DataFrame:
+    """The offsets of `deliveries` ranges whose final state is archived, one row each."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    return ranges.filter(F.col("final_state") == DeliveryState.ARCHIVED.name.lower()).select(
+        *SHARE_PARTITION_COLUMNS,
+        F.explode(F.sequence("first_offset", "last_offset")).alias("offset"),
+        F.col("max_delivery_count").alias("delivery_count"),
+        F.col("last_changed").alias("archived_at"),
+    )
+
+
+def archived_records(
+    offsets: DataFrame, topic_names: DataFrame, source_records: DataFrame | None
+) -> DataFrame:
+    """Archived offsets joined with the source topic's records (ARCHIVED_SCHEMA).
+
+    source_records is the source topic as `read_kafka` returns it (any offset
+    range covering the archived offsets); None when it could not be read.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
+
+    named = with_topic_names(offsets, topic_names)
+    record_columns = ("key", "value", "timestamp", "timestampType", "headers")
+    if source_records is None:
+        joined = named.withColumn("_found", F.lit(False))
+        for name, field in zip(
+            record_columns, ARCHIVED_SCHEMA.fields[-len(record_columns) :], strict=True
+        ):
+            joined = joined.withColumn(name, F.lit(None).cast(field.dataType))
+    else:
+        records = source_records.select(
+            "topic", "partition", "offset", *record_columns, F.lit(True).alias("_found")
+        )
+        joined = named.join(records, ["topic", "partition", "offset"], "left")
+    return joined.select(
+        "group_id",
+        "topic_id",
+        "topic",
+        "partition",
+        "offset",
+        "delivery_count",
+        "archived_at",
+        F.coalesce(F.col("_found"), F.lit(False)).alias("record_found"),
+        *record_columns,
+    )

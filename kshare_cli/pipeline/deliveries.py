@@ -1,0 +1,323 @@
+"""The deliveries audit: per offset range, the highest delivery count and the final state.
+
+Read from the batches every state record carried, in state-topic order (see
+DELIVERIES_SCHEMA for why not the replayed window); the `archived` audit
+starts from these ranges.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.types import (
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from kshare_cli.pipeline.state_records import (
+    ARROW_TYPES,
+    SHARE_PARTITION_FIELDS,
+    arrow_schema,
+    decoded_in_order,
+    share_partition_records,
+)
+from kshare_cli.state.partitioning import kafka_uuid
+from kshare_cli.state.records import DeliveryState, ShareSnapshotValue
+from kshare_cli.state.replay import opens_history
+
+if TYPE_CHECKING:
+    from pyspark import Accumulator
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "DELIVERIES_SCHEMA",
+    "deliveries",
+]
+
+
+DELIVERIES_SCHEMA: Final = StructType(
+    [
+        *SHARE_PARTITION_FIELDS,
+        StructField("first_offset", LongType(), False),
+        StructField("last_offset", LongType(), False),
+        StructField("max_delivery_count", IntegerType(), False),
+        StructField("final_state", StringType(), False),
+        StructField("final_delivery_count", IntegerType(), False),
+        StructField("complete", BooleanType(), False),
+        StructField("last_changed", TimestampType(), True),
+    ]
+)
+"""Offset ranges of a share-partition that some state record mentioned, with their outcome.
+
+Read from the batches each record *carried* (snapshots and updates, in
+state-topic order), not from the replayed window: a write's own batches say
+what happened to their offsets even when the same write moves the start
+offset past them, and replay prunes those at once. So, per offset:
+final_state and final_delivery_count are what the last record mentioning it
+said ("available", "acknowledged", "archived"; an unknown state number as
+"state N"); max_delivery_count is the highest count any record gave it.
+complete says the range lies below the share-partition's last known start
+offset: the group is done with it. Adjacent offsets with the same outcome
+form one range; last_changed is the state-topic timestamp of the record that
+first said an offset's final state and count (a later snapshot restating
+them changes nothing), the latest of them over the range. Offsets no record
+mentioned are not listed: the topic does not say how often they were
+delivered (acquired records are not persisted).
+"""
+
+
+# --------------------------------------------------------------------------- deliveries
+
+
+def deliveries(
+    records: DataFrame,
+    *,
+    group_ids: Collection[str] | None = None,
+    topic_ids: Collection[str] | None = None,
+    since_ms: int | None = None,
+    corrupt: Accumulator[int] | None = None,
+    gaps: Mapping[int, int] | None = None,
+) -> DataFrame:
+    """Per share-partition and offset range: highest delivery count and final state.
+
+    Takes the state topic's records as `replay_states` does and reads the
+    batches every record carried, in state-topic order (see DELIVERIES_SCHEMA
+    for why not the replayed window). Records that do not decode are skipped;
+    `replay_states` shows them. since_ms keeps only the offsets whose outcome
+    was reached at or after that instant (epoch milliseconds), offset by
+    offset, before neighbours are joined. corrupt, when given, is added the
+    number of records skipped that way: a record of a schema version this
+    code does not know yet must not silently shorten an audit. (An
+    accumulator counts once per successful task; the caller persists the
+    result so that its tasks run once.)
+
+    What a share-partition's earliest record read says is dated only when
+    that record opens its history (`replay.opens_history`); otherwise the
+    outcomes it restates were reached before it, at a time the topic no
+    longer holds, and last_changed is null. gaps (state-topic partition ->
+    the first offset read after records that could not be read) treats the
+    first record after a gap the same way.
+    """
+    since_us = None if since_ms is None else since_ms * 1000
+    gap_after = dict(gaps or {})
+
+    def ranges(key: tuple[Any, ...], table: Any) -> Any:
+        result, skipped = _share_partition_deliveries(table, since_us, gap_after)
+        if corrupt is not None and skipped:
+            corrupt.add(skipped)
+        return result
+
+    rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
+    return rows.groupBy("share_partition").applyInArrow(ranges, DELIVERIES_SCHEMA)
+
+
+class _OffsetHistory:
+    """Disjoint, sorted offset segments with what the records said about them so far.
+
+    Each segment is [first, last, max_delivery_count, final_state, final_delivery_count,
+    changed_at] (changed_at None: unknown). Neighbours that end up with the same outcome
+    are joined, so a share-partition that acknowledged a million offsets in order holds
+    one segment, not
+    a million; unless `precise`, when neighbours must also have changed at the same time
+    (so that what changed since a given time can be told apart), a joined segment keeps
+    the latest change.
+    """
+
+    def __init__(self, *, precise: bool = False) -> None:
+        self.firsts: list[int] = []
+        self.segments: list[list[Any]] = []
+        self._width = 6 if precise else 5
+
+    def _split_at(self, offset: int) -> None:
+        """Make offset the first offset of a segment if some segment covers it."""
+        index = bisect.bisect_right(self.firsts, offset) - 1
+        if index < 0:
+            return
+        segment = self.segments[index]
+        if segment[0] < offset <= segment[1]:
+            tail = [offset, segment[1], *segment[2:]]
+            segment[1] = offset - 1
+            self.segments.insert(index + 1, tail)
+            self.firsts.insert(index + 1, offset)
+
+    def record(self, first: int, last: int, state: int, count: int, at: int | None) -> None:
+        """A record written at `at` said offsets first..last are in state with count."""
+        segments = self.segments
+        if segments and first > segments[-1][1]:
+            # The common case: offsets beyond everything seen so far.
+            self._append([first, last, count, state, count, at])
+            return
+        self._split_at(first)
+        self._split_at(last + 1)
+        start = bisect.bisect_left(self.firsts, first)
+        stop = start
+        replacement: list[list[Any]] = []
+        cursor = first
+        while stop < len(segments) and segments[stop][0] <= last:
+            segment = segments[stop]
+            if segment[0] > cursor:
+                replacement.append([cursor, segment[0] - 1, count, state, count, at])
+            unchanged = segment[3] == state and segment[4] == count
+            replacement.append(
+                [
+                    segment[0],
+                    segment[1],
+                    max(segment[2], count),
+                    state,
+                    count,
+                    segment[5] if unchanged else at,
+                ]
+            )
+            cursor = segment[1] + 1
+            stop += 1
+        if cursor <= last:
+            replacement.append([cursor, last, count, state, count, at])
+        # Join equal neighbours, the ones just beside the replaced slice included.
+        if start > 0:
+            replacement.insert(0, segments[start - 1])
+            start -= 1
+        if stop < len(segments):
+            replacement.append(segments[stop])
+            stop += 1
+        joined: list[list[Any]] = []
+        for segment in replacement:
+            if joined and self._joinable(joined[-1], segment):
+                _join(joined[-1], segment)
+            else:
+                joined.append(segment)
+        segments[start:stop] = joined
+        self.firsts[start:stop] = [segment[0] for segment in joined]
+
+    def _append(self, segment: list[Any]) -> None:
+        segments = self.segments
+        if segments and self._joinable(segments[-1], segment):
+            _join(segments[-1], segment)
+            return
+        segments.append(segment)
+        self.firsts.append(segment[0])
+
+    def _joinable(self, left: list[Any], right: list[Any]) -> bool:
+        width = self._width
+        return (
+            left[1] + 1 == right[0]
+            and left[2:width] == right[2:width]
+            # An outcome of unknown time never borrows its neighbour's time.
+            and (left[5] is None) == (right[5] is None)
+        )
+
+
+def _join(left: list[Any], right: list[Any]) -> None:
+    left[1] = right[1]
+    if right[5] is not None and (left[5] is None or right[5] > left[5]):
+        left[5] = right[5]
+
+
+_STATE_NAMES: Final = {state.value: state.name.lower() for state in DeliveryState}
+
+
+def _state_name(delivery_state: int) -> str:
+    """A dict lookup, not DeliveryState(n): this runs once per range, millions of times."""
+    name = _STATE_NAMES.get(delivery_state)
+    return name if name is not None else f"state {delivery_state}"
+
+
+_UNCHANGED_START_OFFSET: Final = -1
+"""An update's start offset -1 leaves the start offset as it was (the record's own rule)."""
+
+
+def _share_partition_deliveries(
+    table: Any, since_us: int | None, gaps: Mapping[int, int]
+) -> tuple[Any, int]:
+    """The share-partition's ranges, and how many of its records did not decode."""
+    timestamp_type = table.schema.field("state_timestamp").type
+    share_partition, table, records, errors, _ = decoded_in_order(table)
+    skipped = sum(1 for error in errors if error is not None)
+    if share_partition is None:
+        return pa.Table.from_batches([], schema=arrow_schema(DELIVERIES_SCHEMA, table)), skipped
+    written: list[int | None] = table.column("state_timestamp").cast(pa.int64()).to_pylist()
+    state_partitions = table.column("state_partition").to_pylist()
+    state_offsets = table.column("state_offset").to_pylist()
+
+    history = _OffsetHistory(precise=since_us is not None)
+    record_batch = history.record
+    final_start_offset = _UNCHANGED_START_OFFSET
+    opening = True
+    previous_offset: int | None = None
+    for record, at, state_partition, state_offset in zip(
+        records, written, state_partitions, state_offsets, strict=True
+    ):
+        gap = gaps.get(state_partition)
+        if (
+            gap is not None
+            and state_offset >= gap
+            and (previous_offset is None or previous_offset < gap)
+        ):
+            opening = True
+        previous_offset = state_offset
+        if record is None:
+            continue
+        if opening:
+            opening = False
+            if not opens_history(record):
+                at = None
+        value = record.value
+        if value is None:
+            continue
+        start_offset = value.start_offset
+        if type(value) is ShareSnapshotValue or start_offset != _UNCHANGED_START_OFFSET:
+            final_start_offset = start_offset
+        for batch in value.state_batches:
+            if batch.last_offset >= batch.first_offset:
+                record_batch(
+                    batch.first_offset,
+                    batch.last_offset,
+                    batch.delivery_state,
+                    batch.delivery_count,
+                    at,
+                )
+
+    ranges: list[list[Any]] = []
+    for first, last, max_count, delivery_state, count, at in history.segments:
+        if since_us is not None and (at is None or at < since_us):
+            continue
+        pieces = [(first, last)]
+        if first < final_start_offset <= last:
+            pieces = [(first, final_start_offset - 1), (final_start_offset, last)]
+        for piece_first, piece_last in pieces:
+            complete = piece_last < final_start_offset
+            outcome = [max_count, _state_name(delivery_state), count, complete]
+            previous = ranges[-1] if ranges else None
+            if (
+                previous is not None
+                and previous[1] + 1 == piece_first
+                and previous[2:6] == outcome
+                and (previous[6] is None) == (at is None)
+            ):
+                previous[1] = piece_last
+                if at is not None and (previous[6] is None or at > previous[6]):
+                    previous[6] = at
+            else:
+                ranges.append([piece_first, piece_last, *outcome, at])
+    if not ranges:
+        return pa.Table.from_batches([], schema=arrow_schema(DELIVERIES_SCHEMA, table)), skipped
+    rows = len(ranges)
+    arrays = [
+        pa.array([share_partition.group_id] * rows, pa.string()),
+        pa.array([kafka_uuid(share_partition.topic_id)] * rows, pa.string()),
+        pa.array([share_partition.partition] * rows, pa.int32()),
+    ]
+    for position, field in enumerate(DELIVERIES_SCHEMA.fields[3:]):
+        values = [row[position] for row in ranges]
+        if field.name == "last_changed":
+            arrays.append(pa.array(values, pa.int64()).cast(timestamp_type))
+        else:
+            arrays.append(pa.array(values, ARROW_TYPES[field.name]))
+    return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames()), skipped
