@@ -433,6 +433,10 @@ class _ProtobufReader:
         return result
 
     def _message_class(self, schema_id: int | None, guid: object, indexes: tuple[int, ...]) -> Any:
+        # confluent-kafka's own, private: the references' resolution, the pool of
+        # well-known types and the descriptor's decoding that ProtobufDeserializer uses,
+        # so kshare builds the same classes it would. Held by pyproject.toml's minor pin on
+        # confluent-kafka and tests/test_third_party_bounds.py.
         from confluent_kafka.schema_registry._sync.protobuf import _resolve_named_schema
         from confluent_kafka.schema_registry.common.protobuf import _init_pool, _str_to_proto
         from google.protobuf.descriptor_pool import DescriptorPool  # type: ignore[import-untyped]

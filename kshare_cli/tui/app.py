@@ -289,6 +289,9 @@ class DashboardApp(App[None]):
         self._tick()
 
     # -- failures --------------------------------------------------------------
+    # Textual has no public hook for an unhandled exception: these override its private
+    # App._handle_exception and _fatal_error (and call MessagePump._close_messages_no_wait),
+    # held by pyproject.toml's textual bound and tests/test_third_party_bounds.py.
 
     def _handle_exception(self, error: Exception) -> None:
         if self.crash is None:

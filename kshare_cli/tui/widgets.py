@@ -78,6 +78,9 @@ class FastTable(DataTable[Any]):
         The same bookkeeping as ``DataTable.update_cell`` (the cell's value, the
         update count that invalidates the render caches), without its repaint
         per cell; column widths stay as set (the dashboard's columns are fixed).
+        DataTable has no public batch update, so this writes its private ``_data``,
+        ``_column_locations`` and ``_update_count``: pyproject.toml bounds textual for
+        them and tests/test_third_party_bounds.py checks them against update_cell.
         """
         data = self._data
         columns = self._column_locations
