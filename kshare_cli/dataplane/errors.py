@@ -1,0 +1,210 @@
+"""One reading of librdkafka's errors, and the one mapping of client errors onto kshare's.
+
+librdkafka reports trouble three ways: a ``KafkaError`` on a message (a
+partition's end, a missing topic), through ``error_cb`` (a refused connection,
+refused credentials, "all brokers are down") and as a ``KafkaException`` from a
+call. Every data-plane reader asks the same questions of them -- is this the
+end of a partition, a missing topic, a refusal, credentials, a broker that will
+come back -- so :func:`classify` answers them once, by error code, and each
+caller decides what the answer means for it (the state tailer words its own
+"in-flight windows cannot be shown", the Spark source keeps reading through
+what is transient). :func:`raise_for_client_errors` is the one mapping of
+client errors onto kshare's errors and exit codes, for the commands.
+
+The codes are librdkafka's (stable numbers, checked against confluent_kafka by
+the tests), so that importing this module does not import confluent_kafka.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final
+
+from kshare_cli.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    KshareError,
+    Refused,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
+
+__all__ = [
+    "MISSING_TOPIC",
+    "UNREACHABLE",
+    "ErrorKind",
+    "Explain",
+    "classify",
+    "configuration_refused",
+    "error_text",
+    "is_authentication_error",
+    "is_transient",
+    "plain_text",
+    "raise_for_client_error",
+    "raise_for_client_errors",
+]
+
+#: librdkafka's error text to the control plane's diagnosis (``wire.diagnose``, time bound set).
+Explain = Callable[[str], "KshareError | None"]
+
+
+class ErrorKind(enum.Enum):
+    """What a librdkafka error means to a reader, whatever client reported it."""
+
+    PARTITION_EOF = "partition-eof"  # the end of a partition (enable.partition.eof)
+    AUTHENTICATION = "authentication"  # TLS or SASL refused us: final
+    AUTHORIZATION = "authorization"  # no right on a topic or the cluster: final
+    GROUP_AUTHORIZATION = "group-authorization"  # no right on the group (a reader's is a dummy)
+    UNKNOWN_TOPIC = "unknown-topic"  # the cluster has no such topic
+    UNKNOWN_TOPIC_OR_PARTITION = "unknown-topic-or-partition"  # the broker cannot tell which
+    UNKNOWN_PARTITION = "unknown-partition"  # the topic exists, the partition does not
+    INVALID_TOPIC = "invalid-topic"  # not a legal topic name
+    UNREACHABLE = "unreachable"  # a connection failed or a name did not resolve
+    ALL_BROKERS_DOWN = "all-brokers-down"  # no broker connected (librdkafka keeps trying)
+    OTHER = "other"
+
+
+_KINDS: Final[dict[int, ErrorKind]] = {
+    -191: ErrorKind.PARTITION_EOF,  # _PARTITION_EOF
+    -169: ErrorKind.AUTHENTICATION,  # _AUTHENTICATION
+    58: ErrorKind.AUTHENTICATION,  # SASL_AUTHENTICATION_FAILED
+    -181: ErrorKind.AUTHENTICATION,  # _SSL
+    29: ErrorKind.AUTHORIZATION,  # TOPIC_AUTHORIZATION_FAILED
+    31: ErrorKind.AUTHORIZATION,  # CLUSTER_AUTHORIZATION_FAILED
+    30: ErrorKind.GROUP_AUTHORIZATION,  # GROUP_AUTHORIZATION_FAILED
+    -188: ErrorKind.UNKNOWN_TOPIC,  # _UNKNOWN_TOPIC
+    3: ErrorKind.UNKNOWN_TOPIC_OR_PARTITION,  # UNKNOWN_TOPIC_OR_PART
+    -190: ErrorKind.UNKNOWN_PARTITION,  # _UNKNOWN_PARTITION
+    17: ErrorKind.INVALID_TOPIC,  # TOPIC_EXCEPTION
+    -195: ErrorKind.UNREACHABLE,  # _TRANSPORT
+    -193: ErrorKind.UNREACHABLE,  # _RESOLVE
+    -187: ErrorKind.ALL_BROKERS_DOWN,  # _ALL_BROKERS_DOWN
+}
+
+#: The kinds that say a topic is not there (a metadata answer or a consumed message).
+MISSING_TOPIC: Final = frozenset({ErrorKind.UNKNOWN_TOPIC, ErrorKind.UNKNOWN_TOPIC_OR_PARTITION})
+#: The kinds that say the cluster could not be reached (so far: librdkafka keeps trying).
+UNREACHABLE: Final = frozenset({ErrorKind.UNREACHABLE, ErrorKind.ALL_BROKERS_DOWN})
+
+_BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")
+#: librdkafka's words for a refused connection: nothing the control plane can add.
+_REFUSED: Final = "Connection refused"
+_SASL_AUTHENTICATION_FAILED: Final = 58
+
+
+def classify(error: KafkaError) -> ErrorKind:
+    """What ``error`` means to a reader; see :class:`ErrorKind`."""
+    return _KINDS.get(error.code(), ErrorKind.OTHER)
+
+
+def is_authentication_error(error: KafkaError) -> bool:
+    """TLS or SASL refused us: final, unlike a broker that is down."""
+    return classify(error) is ErrorKind.AUTHENTICATION
+
+
+def is_transient(error: KafkaError) -> bool:
+    """Whether librdkafka recovers from ``error`` by itself (it reconnects and retries).
+
+    A reader keeps going through these, bounded by its own timeout, which turns a
+    problem that does not go away into an error; anything else ends the read.
+    """
+    if error.fatal():
+        return False
+    return error.retriable() or classify(error) in UNREACHABLE
+
+
+def plain_text(text: str) -> str:
+    """librdkafka's message without its ``host:port/id:`` head and ``(after ...)`` tail."""
+    head, _, tail = text.rpartition(" (after ")
+    text = head if head and tail.endswith(")") else text
+    return _BROKER_PREFIX.sub("", text, count=1)
+
+
+def error_text(error: object) -> str:
+    """librdkafka's own words from a KafkaError or a KafkaException; else ``str(error)``."""
+    describe = getattr(error, "str", None)
+    if callable(describe):
+        return str(describe())
+    args = getattr(error, "args", ())
+    first = args[0] if args else None
+    describe = getattr(first, "str", None)
+    return str(describe()) if callable(describe) else str(error)
+
+
+def configuration_refused(error: BaseException, what: str) -> KshareError:
+    """kshare's error for a client librdkafka would not create.
+
+    librdkafka checks every property before it creates the handle, so nothing
+    connected: a usage error (exit 2) naming the property, ``what`` saying whose
+    configuration it was. The exception: an OAUTHBEARER token callback that gave
+    no token (the settings read it a moment before: a file being replaced),
+    which is the credentials' fault (exit 3).
+    """
+    if isinstance(error, SystemError) and error.__cause__ is not None:
+        # confluent-kafka 2.16 wraps a failed oauth_cb's "OAuth token not set" so.
+        error = error.__cause__
+    args = getattr(error, "args", ())
+    code = getattr(args[0], "code", None) if args else None
+    if callable(code) and code() == _SASL_AUTHENTICATION_FAILED:
+        return AuthenticationFailed(f"OAUTHBEARER: {error_text(error)}")
+    return UsageError(f"{what} configuration: {error_text(error)}")
+
+
+def raise_for_client_error(
+    error: KafkaError, bootstrap: str, diagnose: Explain | None = None
+) -> None:
+    """Turn one librdkafka client error into kshare's error, if it is one worth stopping for.
+
+    One error carries no history, so a lone "all brokers are down" is reported as
+    such; :func:`raise_for_client_errors` over everything seen can say why.
+    """
+    raise_for_client_errors([error], bootstrap, diagnose)
+    if classify(error) is ErrorKind.ALL_BROKERS_DOWN:
+        raise ConnectionFailed(f"cannot connect to {bootstrap}: all brokers are down")
+
+
+def raise_for_client_errors(
+    seen: Sequence[KafkaError], bootstrap: str, diagnose: Explain | None = None
+) -> None:
+    """Raise kshare's error for the client errors librdkafka reported so far, if one is final.
+
+    Refused credentials or certificates (3), authorization refused (1), a fatal
+    error (3), and "all brokers are down" after connections were refused or names
+    did not resolve (3, with the cause and the broker). "All brokers are down"
+    with no such cause is a broker that accepted the connection and never
+    answered (librdkafka gives up after ``api.version.request.timeout.ms``): not
+    a refusal, so the caller keeps waiting and reports a timeout (4) at its deadline.
+
+    ``diagnose`` (``wire.diagnose.connection_check``) gives the control plane's
+    words for a TLS or SASL failure, and for brokers that hung up on us after
+    connecting: librdkafka's own words blame the CA for a hostname mismatch, and
+    a SASL listener reached without SASL is only "all brokers are down" (its
+    disconnects after ApiVersions reach no ``error_cb``). For that last case only
+    a TLS or SASL diagnosis counts; anything else keeps the wait going.
+    """
+    kinds = [classify(error) for error in seen]
+    for error, kind in zip(seen, kinds, strict=True):
+        if kind is ErrorKind.AUTHENTICATION:
+            diagnosed = diagnose(error.str()) if diagnose is not None else None
+            raise diagnosed or AuthenticationFailed(f"{bootstrap}: {plain_text(error.str())}")
+    for error, kind in zip(seen, kinds, strict=True):
+        if kind in (ErrorKind.AUTHORIZATION, ErrorKind.GROUP_AUTHORIZATION):
+            raise Refused(f"{bootstrap}: {plain_text(error.str())}")
+    for error in seen:
+        if error.fatal():
+            raise ConnectionFailed(f"{bootstrap}: {plain_text(error.str())}")
+    if ErrorKind.ALL_BROKERS_DOWN in kinds:
+        causes = [
+            error for error, kind in zip(seen, kinds, strict=True) if kind is ErrorKind.UNREACHABLE
+        ]
+        hung_up = [error for error in causes if _REFUSED not in error.str()]
+        if diagnose is not None and (hung_up or not causes):
+            diagnosed = diagnose((hung_up or seen)[-1].str())
+            if isinstance(diagnosed, AuthenticationFailed) or (hung_up and diagnosed):
+                raise diagnosed
+        if causes:
+            raise ConnectionFailed(f"cannot connect to {bootstrap}: {plain_text(causes[-1].str())}")

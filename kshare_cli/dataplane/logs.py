@@ -1,0 +1,39 @@
+"""librdkafka's log lines: silenced for every client, or on stderr with ``--debug``.
+
+librdkafka logs to stderr by default, which would break "one stderr line per
+error" for the commands and fill Spark's task logs with noise, while every
+error that matters comes back through the API. Each client gets the quiet
+logger unless its caller passes another (``--debug`` passes :func:`debug_logger`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Final
+
+__all__ = ["DEBUG_LOGGER", "QUIET_LOGGER", "debug_logger", "quiet_logger"]
+
+QUIET_LOGGER: Final = "kshare_cli.librdkafka"
+DEBUG_LOGGER: Final = "kshare_cli.librdkafka.debug"
+
+
+def quiet_logger() -> logging.Logger:
+    """A logger that drops librdkafka's lines (configuration key ``logger``)."""
+    logger = logging.getLogger(QUIET_LOGGER)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+    return logger
+
+
+def debug_logger() -> logging.Logger:
+    """With --debug, librdkafka's log lines go to stderr (they name brokers, never secrets)."""
+    logger = logging.getLogger(DEBUG_LOGGER)
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("librdkafka: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+    return logger
