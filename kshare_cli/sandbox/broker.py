@@ -443,18 +443,18 @@ class Broker:
 
     def broker_entry(self, node_id: int = NODE_ID) -> dict[str, Any]:
         listener = self.listeners.get(node_id, self.advertised)
-        return {
-            "node_id": node_id,
-            "broker_id": node_id,
-            "host": listener.host,
-            "port": listener.port,
-            "rack": None,
-            "is_fenced": False,
-        }
+        return {"node_id": node_id, "host": listener.host, "port": listener.port, "rack": None}
 
     def broker_entries(self) -> list[dict[str, Any]]:
-        """The registered nodes, as Metadata and DescribeCluster list them."""
+        """The registered nodes, as Metadata lists them."""
         return [self.broker_entry(node_id) for node_id in self.cluster.registered]
+
+    def cluster_broker_entries(self) -> list[dict[str, Any]]:
+        """The registered nodes, as DescribeCluster lists them (``broker_id``, ``is_fenced``)."""
+        return [
+            {"broker_id": entry.pop("node_id"), **entry, "is_fenced": False}
+            for entry in self.broker_entries()
+        ]
 
     def current_leader(self, topic: str, partition: int) -> dict[str, int]:
         """A response's ``current_leader`` (KIP-951), so a client re-routes without Metadata."""
@@ -636,7 +636,7 @@ async def describe_cluster(broker: Broker, request: Request, connection: Connect
             "endpoint_type": 1,
             "cluster_id": broker.cluster_id,
             "controller_id": broker.cluster.controller_id(),
-            "brokers": broker.broker_entries(),
+            "brokers": broker.cluster_broker_entries(),
             "cluster_authorized_operations": -2147483648,
         },
     )

@@ -6,20 +6,28 @@ otherwise repeat itself per version; instead it describes the message once,
 as nested mappings with every field it knows (snake_case, as kio names them),
 and ``build`` keeps the fields the chosen version has, converting plain ints to
 the error codes and durations kio expects.
+
+Dropping a field only other versions have is the point; dropping a key that no
+version of the message defines would hide a typo (``type_filter`` for
+ListGroups' ``types_filter`` gives an empty filter: every group type is
+listed), so ``build`` raises TypeError for such a key.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
 import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
+from kio.schema.index import PayloadEntityType, schema_name_map
+from kio.static.constants import EntityType
 
 T = TypeVar("T")
 
@@ -116,12 +124,93 @@ def _nested_converter(entity: type, is_array: bool) -> _Converter:
     return many
 
 
+_PAYLOADS: Final[Mapping[str, PayloadEntityType]] = {
+    "request": EntityType.request,
+    "response": EntityType.response,
+}
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(field.name for field in dataclasses.fields(cls))
+
+
+@cache
+def _entities(root: type) -> dict[tuple[str, ...], type]:
+    """Every entity of a message version by its name path (``("topics", "partitions")``)."""
+    found: dict[tuple[str, ...], type] = {(): root}
+    pending: list[tuple[tuple[str, ...], type]] = [((), root)]
+    while pending:
+        path, cls = pending.pop()
+        hints = _resolve_hints(cls)
+        for field in dataclasses.fields(cls):
+            entity = _entity_of(hints[field.name])
+            if entity is not None and (path + (field.name,)) not in found:
+                found[path + (field.name,)] = entity
+                pending.append((path + (field.name,), entity))
+    return found
+
+
+def _resolve_entity(path: str) -> type:
+    module_name, _, class_name = path.partition(":")
+    module = importlib.import_module(module_name)
+    entity: type = getattr(module, class_name)
+    return entity
+
+
+@cache
+def _known_keys(cls: type) -> frozenset[str]:
+    """The keys any version of ``cls``'s message defines at ``cls``'s place in it.
+
+    kio's modules are ``kio.schema.<api>.v<N>.<request|response>``; a nested
+    entity is matched across versions by its name path from the message's root.
+    Only computed for a key the chosen version lacks, so the common path loads
+    no other version.
+    """
+    parts = cls.__module__.split(".")
+    kind = _PAYLOADS.get(parts[-1])
+    if len(parts) != 5 or parts[:2] != ["kio", "schema"] or kind is None:
+        return _field_names(cls)
+    api = parts[2]
+    versions = schema_name_map.get(api, {})
+    this_version = versions.get(int(parts[3].removeprefix("v")), {})
+    if kind not in this_version:
+        return _field_names(cls)
+    paths = [
+        path
+        for path, entity in _entities(_resolve_entity(this_version[kind])).items()
+        if entity is cls
+    ]
+    known = set(_field_names(cls))
+    for entities in versions.values():
+        if kind not in entities:
+            continue
+        tree = _entities(_resolve_entity(entities[kind]))
+        for path in paths:
+            if path in tree:
+                known |= _field_names(tree[path])
+    return frozenset(known)
+
+
+def _reject_unknown_keys(cls: type, data: Mapping[str, Any]) -> None:
+    unknown = sorted(data.keys() - _known_keys(cls))
+    if unknown:
+        api = cls.__module__.rsplit(".", 2)[0]
+        raise TypeError(
+            f"{cls.__qualname__} ({api}) has no field {', '.join(map(repr, unknown))}"
+            " in any version"
+        )
+
+
 def build(cls: type[T], data: Mapping[str, Any]) -> T:
     """An instance of kio type ``cls`` from ``data``, ignoring keys the version lacks.
 
     A field the version has but ``data`` omits takes its schema default; one
-    without a default raises KeyError naming it, which is a programming error.
+    without a default raises KeyError naming it, and a key that no version of
+    the message defines raises TypeError naming it: both are programming errors.
     """
+    if not data.keys() <= _field_names(cast(type, cls)):
+        _reject_unknown_keys(cast(type, cls), data)
     kwargs: dict[str, Any] = {}
     for name, has_default, converter in _plan(cls):  # type: ignore[arg-type]
         if name in data:
