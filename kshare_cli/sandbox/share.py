@@ -62,10 +62,9 @@ from kshare_cli.sandbox.share_partition import (
     SharePartitionConfig,
     StateWrite,
 )
-from kshare_cli.sandbox.share_partition import StateBatch as EngineBatch
 from kshare_cli.state.lag import share_partition_lag
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
-from kshare_cli.state.records import StateBatch, StateRecord, decode_record, encode_record
+from kshare_cli.state.records import StateRecord, decode_record, encode_record
 from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, SharePartitionState
 from kshare_cli.wire.build import build
 from kshare_cli.wire.framing import Request
@@ -270,10 +269,7 @@ class ShareGroups(BrokerExtension):
             delivery_complete_count=write.delivery_complete_count,
             leader_epoch=write.leader_epoch,
             state_epoch=write.state_epoch,
-            state_batches=[
-                StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-                for b in write.state_batches
-            ],
+            state_batches=list(write.state_batches),
         )
         self._append_state(key, record)
 
@@ -324,7 +320,7 @@ class ShareGroups(BrokerExtension):
             start_offset=persisted.start_offset,
             state_epoch=persisted.state_epoch,
             state_batches=[
-                EngineBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                b
                 for b in persisted.state_batches
                 if b.last_offset >= max(persisted.start_offset, 0)
             ],

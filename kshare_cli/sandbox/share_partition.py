@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from kshare_cli.kafka.share_states import DeliveryState, StateBatch
 from kshare_cli.state.lag import share_partition_lag
 
 __all__ = [
@@ -41,12 +42,10 @@ __all__ = [
     "AcknowledgeType",
     "AcknowledgementBatch",
     "AcquiredRecords",
-    "DeliveryState",
     "ErrorCode",
     "InFlightRecord",
     "SharePartition",
     "SharePartitionConfig",
-    "StateBatch",
     "StateWrite",
     "UNINITIALIZED_DELIVERY_COMPLETE_COUNT",
     "UNINITIALIZED_START_OFFSET",
@@ -57,20 +56,6 @@ UNINITIALIZED_START_OFFSET = -1
 
 UNINITIALIZED_DELIVERY_COMPLETE_COUNT = -1
 """What the share coordinator stores after an offset reset, when nobody has counted yet."""
-
-
-class DeliveryState(IntEnum):
-    """A record's state, with Kafka's wire ids (the ``deliveryState`` of a state batch)."""
-
-    AVAILABLE = 0
-    ACQUIRED = 1
-    ACKNOWLEDGED = 2
-    ARCHIVED = 4
-
-    @property
-    def is_terminal(self) -> bool:
-        """Terminal records never return to a consumer and count as delivery-complete."""
-        return self in (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED)
 
 
 class AcknowledgeType(IntEnum):
@@ -121,16 +106,6 @@ class SharePartitionConfig:
             raise ValueError("delivery_count_limit must be positive")
         if self.record_lock_duration_ms <= 0:
             raise ValueError("record_lock_duration_ms must be positive")
-
-
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """One persisted range of the in-flight window, as in Read/WriteShareGroupState."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
 
 
 @dataclass(frozen=True, slots=True)

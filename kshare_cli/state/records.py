@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final
 
+from kshare_cli.kafka.share_states import DeliveryState, StateBatch
+
 __all__ = [
     "DELIVERY_COMPLETE_COUNT_UNKNOWN",
     "LATEST_VALUE_VERSION",
@@ -78,33 +80,6 @@ class StateRecordKind(IntEnum):
 
     SNAPSHOT = 0
     UPDATE = 1
-
-
-class DeliveryState(IntEnum):
-    """Per-offset delivery state as Kafka numbers it.
-
-    ACQUIRED is never persisted (an acquisition lock lives only in the
-    broker's memory), but it appears in the protocol and on screen.
-    """
-
-    AVAILABLE = 0
-    ACQUIRED = 1
-    ACKNOWLEDGED = 2
-    ARCHIVED = 4
-
-
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """A run of offsets sharing one delivery state and delivery count.
-
-    delivery_state stays a plain int: a newer broker may persist a state this
-    release does not name, and the codec must carry it through unchanged.
-    """
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,15 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kshare_cli.kafka.share_states import DeliveryState, StateBatch
 from kshare_cli.sandbox.share_partition import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,
-    DeliveryState,
     ErrorCode,
     SharePartition,
     SharePartitionConfig,
-    StateBatch,
     StateWrite,
 )
 from kshare_cli.state.lag import share_partition_lag

@@ -1,0 +1,48 @@
+"""A share-partition's record states and state batches, as Kafka numbers and persists them.
+
+The share coordinator persists these batches in ``__share_group_state``
+(ShareSnapshot/ShareUpdate) and in Read/WriteShareGroupState; the state codec
+decodes them, the dashboard draws them, the audit analyses them and the
+sandbox's share-partitions produce them. One definition keeps the wire ids and
+the meaning of "terminal" the same for all of them. No kio here: the codec and
+the Spark jobs import this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+__all__ = ["DeliveryState", "StateBatch"]
+
+
+class DeliveryState(IntEnum):
+    """Per-offset delivery state as Kafka numbers it (the ``deliveryState`` of a state batch).
+
+    ACQUIRED is never persisted (an acquisition lock lives only in the
+    broker's memory), but it appears in the protocol and on screen.
+    """
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+    @property
+    def is_terminal(self) -> bool:
+        """Terminal records never return to a consumer and count as delivery-complete."""
+        return self in (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED)
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    """A run of offsets sharing one delivery state and delivery count.
+
+    delivery_state stays a plain int: a newer broker may persist a state this
+    release does not name, and the codec must carry it through unchanged.
+    """
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
