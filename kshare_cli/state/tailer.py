@@ -17,19 +17,25 @@ that cannot be decoded is counted (`corrupt_records`) and skipped: one bad
 record must not take every window of the dashboard down with it.
 
 librdkafka's own log lines are routed to a silent logger; stderr belongs to
-the command that uses the tailer.
+the command that uses the tailer. The consumer, the logger and the reading of
+librdkafka's errors are the data plane's (:mod:`kshare_cli.dataplane`).
 """
 
 from __future__ import annotations
 
-import logging
-import re
 import time
-import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
+from kshare_cli.dataplane.errors import (
+    MISSING_TOPIC,
+    UNREACHABLE,
+    ErrorKind,
+    classify,
+    plain_text,
+)
+from kshare_cli.errors import KshareError
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.records import StateRecordError, decode_key, decode_record
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, ShareStateReplayer
@@ -146,7 +152,7 @@ class StateTailer:
         while pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                if any(error.code() in _CONNECTION_FAILED for error in self._client_errors):
+                if any(classify(error) in UNREACHABLE for error in self._client_errors):
                     raise self._unreachable("records")
                 raise StateTopicUnavailable(
                     f"timed out reading {self._topic} after {timeout_s:g} s "
@@ -270,35 +276,30 @@ class StateTailer:
         return self._consumer
 
     def _new_consumer(self) -> Consumer:
-        from confluent_kafka import Consumer, KafkaException
+        from kshare_cli.dataplane.clients import new_reader
 
-        config: dict[str, Any] = dict(self._config)
-        their_error_cb = config.get("error_cb")
+        their_error_cb = self._config.get("error_cb")
 
         def on_error(error: KafkaError) -> None:
             self._client_errors.append(error)
             if callable(their_error_cb):
                 their_error_cb(error)
 
-        config.update(
-            {
-                # Required by librdkafka even for assign(); never joined, never committed to.
-                "group.id": f"kshare-state-tailer-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "enable.partition.eof": True,
-                "allow.auto.create.topics": False,
-                "auto.offset.reset": "earliest",
-                "error_cb": on_error,
-            }
-        )
-        config.setdefault("logger", _quiet_logger())
         try:
-            return Consumer(config)
-        except (KafkaException, ValueError, TypeError) as error:
-            raise StateTopicUnavailable(
-                f"cannot read {self._topic}: client configuration: {_describe(error)}"
-            ) from None
+            # A throwaway group id: required by librdkafka even for assign(); never
+            # joined, never committed to.
+            return new_reader(
+                self._config,
+                "state-tailer",
+                **{
+                    "enable.partition.eof": True,
+                    "allow.auto.create.topics": False,
+                    "auto.offset.reset": "earliest",
+                    "error_cb": on_error,
+                },
+            )
+        except KshareError as refused:
+            raise StateTopicUnavailable(f"cannot read {self._topic}: {refused}") from None
 
     def _discover(self, deadline: float) -> bool:
         """Find the topic's partitions and assign new ones; False when the topic does not exist."""
@@ -315,12 +316,14 @@ class StateTailer:
                 self._raise_for(failure.args[0])
                 consumer.poll(0)  # serves error_cb: why no metadata came
                 self._raise_for_client_errors()
-                if any(error.code() == _ALL_BROKERS_DOWN for error in self._client_errors):
+                if any(
+                    classify(error) is ErrorKind.ALL_BROKERS_DOWN for error in self._client_errors
+                ):
                     raise self._unreachable("metadata") from None
                 continue
             described = metadata.topics.get(self._topic)
             error = None if described is None else described.error
-            if described is None or (error is not None and error.code() in _UNKNOWN_TOPIC):
+            if described is None or (error is not None and classify(error) in MISSING_TOPIC):
                 return False
             if error is None:
                 break
@@ -395,7 +398,7 @@ class StateTailer:
             partition = message.partition()
             offset = message.offset()
             if error is not None:
-                if error.code() == _PARTITION_EOF:
+                if classify(error) is ErrorKind.PARTITION_EOF:
                     if partition is not None:
                         at_end.add(partition)
                         if offset is not None and offset > next_offsets.get(partition, 0):
@@ -425,73 +428,40 @@ class StateTailer:
 
     def _raise_for(self, error: KafkaError) -> None:
         """Raise for an error an operator must hear about; librdkafka retries the others."""
-        code = error.code()
-        if code in _AUTHORIZATION_FAILED:
+        kind = classify(error)
+        if kind is ErrorKind.AUTHORIZATION:
             raise StateTopicUnavailable(
                 f"not authorized to read {self._topic} (needs DESCRIBE and READ on the topic); "
                 f"{_WINDOWS_NOTE}"
             )
-        if code in _AUTHENTICATION_FAILED:
+        if kind is ErrorKind.AUTHENTICATION:
             raise StateTopicUnavailable(
-                f"authentication to {self._bootstrap} failed: {_strip(error.str())}; "
+                f"authentication to {self._bootstrap} failed: {plain_text(error.str())}; "
                 f"{_WINDOWS_NOTE}"
             )
-        if code in _UNKNOWN_TOPIC:
+        if kind in MISSING_TOPIC:
             raise StateTopicUnavailable(
                 f"{self._topic} disappeared while it was being read; {_WINDOWS_NOTE}"
             )
         if error.fatal():
             raise StateTopicUnavailable(
-                f"cannot read {self._topic}: {_strip(error.str())}; {_WINDOWS_NOTE}"
+                f"cannot read {self._topic}: {plain_text(error.str())}; {_WINDOWS_NOTE}"
             )
 
     def _raise_for_client_errors(self) -> None:
         """Act on what librdkafka reported through error_cb during this call."""
         for error in self._client_errors:
-            if error.code() != _GROUP_AUTHORIZATION_FAILED:  # the throwaway group: not ours
+            if classify(error) is not ErrorKind.GROUP_AUTHORIZATION:  # the throwaway group
                 self._raise_for(error)
 
     def _unreachable(self, what: str) -> StateTopicUnavailable:
         """Why nothing came back in time: the cluster is unreachable, or it is just slow."""
-        causes = [error for error in self._client_errors if error.code() in _CONNECTION_FAILED]
+        causes = [error for error in self._client_errors if classify(error) in UNREACHABLE]
         if causes:
             return StateTopicUnavailable(
                 f"cannot reach {self._bootstrap} to read {self._topic}: "
-                f"{_strip(causes[-1].str())}; {_WINDOWS_NOTE}"
+                f"{plain_text(causes[-1].str())}; {_WINDOWS_NOTE}"
             )
         return StateTopicUnavailable(
             f"no {what} for {self._topic} from {self._bootstrap} in time; {_WINDOWS_NOTE}"
         )
-
-
-# Kafka's and librdkafka's error codes (stable numbers; confluent_kafka is imported lazily).
-_UNKNOWN_TOPIC: Final = frozenset({3, -188})  # UNKNOWN_TOPIC_OR_PART, _UNKNOWN_TOPIC
-_AUTHORIZATION_FAILED: Final = frozenset({29, 31})  # TOPIC_, CLUSTER_AUTHORIZATION_FAILED
-_GROUP_AUTHORIZATION_FAILED: Final = 30
-_AUTHENTICATION_FAILED: Final = frozenset({-169, 58, -181})  # _AUTHENTICATION, SASL_..., _SSL
-_CONNECTION_FAILED: Final = frozenset({-195, -193, -187})  # _TRANSPORT, _RESOLVE, _ALL_BROKERS_DOWN
-_ALL_BROKERS_DOWN: Final = -187
-_PARTITION_EOF: Final = -191
-_BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")
-
-
-def _quiet_logger() -> logging.Logger:
-    """librdkafka's log lines would break "one stderr line per error"; a caller may pass its own."""
-    logger = logging.getLogger("kshare_cli.state.librdkafka")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger
-
-
-def _strip(text: str) -> str:
-    """librdkafka's message without its `host:port/id: ` head and `(after ...)` tail."""
-    head, _, tail = text.rpartition(" (after ")
-    text = head if head and tail.endswith(")") else text
-    return _BROKER_PREFIX.sub("", text, count=1)
-
-
-def _describe(error: BaseException) -> str:
-    first = error.args[0] if error.args else None
-    text: Callable[[], object] | None = getattr(first, "str", None)
-    return str(text()) if callable(text) else str(error)
