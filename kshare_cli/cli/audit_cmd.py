@@ -30,12 +30,11 @@ absence is one line (exit 2), not a stack trace.
 from __future__ import annotations
 
 import enum
-import os
 import re
 import shutil
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -43,22 +42,21 @@ import typer
 from typer.core import TyperCommand
 
 from kshare_cli.cli import common
-from kshare_cli.errors import KshareError, UsageError
+from kshare_cli.errors import UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-    from kshare_cli.cli.audit_service import AuditRequest, ResolvedScope
     from kshare_cli.connect.settings import ConnectionSettings
-    from kshare_cli.pipeline.models import AuditJob, AuditResult, DeadLetterCount
+    from kshare_cli.services.audit import (
+        AuditJob,
+        AuditRequest,
+        AuditResult,
+        DeadLetterCount,
+        ResolvedScope,
+        SharePartitionHistory,
+    )
 
-SPARK_MISSING: Final = (
-    "kshare audit needs the spark extra (PySpark, about 800 MB, and a Java 17+ runtime); "
-    "from a clone: .venv/bin/pip install -e '.[spark]'"
-)
 DEFAULT_MASTER: Final = "local[*]"
-SPARK_LOG: Final = "spark.log"
 _MASTER: Final = re.compile(
     r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
     r"|spark://\S+|yarn|k8s://\S+|mesos://\S+)$"
@@ -283,6 +281,21 @@ HistoryDir = Annotated[
 # --------------------------------------------------------------------------- validation
 
 
+def check_group_id(group: str) -> None:
+    """A group id the cluster could know (exit 2 for an empty one)."""
+    if not group.strip():
+        raise UsageError("--group: a group id cannot be empty")
+
+
+def check_master(master: str) -> None:
+    """--master is a Spark master URL (exit 2 otherwise)."""
+    if not _MASTER.match(master):
+        raise UsageError(
+            f"--master {master!r}: expected local[*], local[N], spark://HOST:PORT, yarn or "
+            "k8s://URL"
+        )
+
+
 def check_args(
     *,
     group: str,
@@ -296,19 +309,14 @@ def check_args(
     report: Path | None,
 ) -> int | None:
     """Refuse what is wrong before anything connects (exit 2); since in epoch ms."""
-    if not group.strip():
-        raise UsageError("--group: a group id cannot be empty")
+    check_group_id(group)
     for topic in topics:
         check_topic_name(topic)
     if dlq_topic is not None:
         check_topic_name(dlq_topic, "--dlq-topic")
     if output_dir is not None and dlq_topic is not None:
         raise UsageError("--output-dir and --dlq-topic cannot be used together: choose one")
-    if not _MASTER.match(master):
-        raise UsageError(
-            f"--master {master!r}: expected local[*], local[N], spark://HOST:PORT, yarn or "
-            "k8s://URL"
-        )
+    check_master(master)
     if follow and output_dir is not None:
         raise UsageError("--follow writes to stdout or --dlq-topic, not to --output-dir files")
     if follow and report is not None:
@@ -334,50 +342,6 @@ def check_args(
         return parse_datetime(since)
     except UsageError as error:
         raise UsageError(f"--since: {error}") from None
-
-
-def check_history(history: Path, group: str) -> None:
-    """--history DIR is a capture of the group, or one line (exit 2): a capture of other
-    groups would make the live read start after records it never kept."""
-    from kshare_cli.pipeline.capture import CaptureError, read_manifest
-
-    try:
-        manifest = read_manifest(history)
-    except CaptureError as error:
-        raise UsageError(f"--history: {error}") from None
-    if manifest is None:
-        raise UsageError(f"--history {history}: not a kshare audit capture directory")
-    if not manifest.covers(group):
-        held = ", ".join(manifest.groups or ())
-        raise UsageError(f"--history {history}: it captures {held}, not group '{group}'")
-
-
-def check_spark_connector(settings: ConnectionSettings) -> None:
-    """The connection settings say in Java client properties, or one line (exit 2) naming
-    what Spark's connector cannot take -- before Spark starts."""
-    from kshare_cli.pipeline.kafka_source import (
-        KafkaReadOptions,
-        KafkaSourceError,
-        spark_kafka_options,
-    )
-
-    try:
-        spark_kafka_options(KafkaReadOptions(config=settings.librdkafka_config(), topics=("t",)))
-    except KafkaSourceError as error:
-        raise UsageError(f"--connector spark: {error}") from None
-
-
-def require_spark() -> None:
-    """PySpark and pyarrow import, and a Java 17+ runtime is there for Spark's JVM; or one line
-    saying what to install (exit 2)."""
-    try:
-        import pyarrow  # type: ignore[import-untyped]  # noqa: F401
-        import pyspark.sql  # noqa: F401
-    except ImportError:
-        raise UsageError(SPARK_MISSING) from None
-    from kshare_cli.pipeline.session import check_java
-
-    check_java()
 
 
 # --------------------------------------------------------------------------- the commands
@@ -579,34 +543,20 @@ def capture(
         if all_groups == bool(groups):
             raise UsageError("give --group GROUP (repeatable) or --all-groups")
         for each in groups:
-            if not each.strip():
-                raise UsageError("--group: a group id cannot be empty")
-        if not _MASTER.match(master):
-            raise UsageError(
-                f"--master {master!r}: expected local[*], local[N], spark://HOST:PORT, yarn or "
-                "k8s://URL"
-            )
-        from kshare_cli.pipeline.capture import CaptureError, CaptureManifest, start_manifest
+            check_group_id(each)
+        check_master(master)
+        audit.start_capture(to, None if all_groups else groups)
 
-        if to.exists() and not to.is_dir():
-            raise UsageError(f"--to {to}: not a directory")
-        try:
-            from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
-
-            start_manifest(to, CaptureManifest(SHARE_STATE_TOPIC, None if all_groups else groups))
-        except CaptureError as error:
-            raise UsageError(f"--to: {error}") from None
+    from kshare_cli.services import audit
 
     common.usage_guard(check, invocation)
-    common.usage_guard(require_spark, invocation)
+    common.usage_guard(audit.require_spark, invocation)
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
     settings = common.usage_guard(
         lambda: common.resolve(bootstrap_server, command_config, profile), invocation
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
-    from kshare_cli.cli import audit_service
-
-    common.run(lambda: audit_service.check_state_topic(settings, timeout_s), invocation)
+    common.run(lambda: audit.check_state_topic(settings, timeout_s), invocation)
     common.edge(
         lambda: _capture_phase(settings, to, groups or None, master, until_caught_up),
         invocation,
@@ -621,27 +571,19 @@ def _capture_phase(
     until_caught_up: bool,
 ) -> None:
     """Run the capture stream until it has caught up or Ctrl-C (exit 0 either way)."""
-    from kshare_cli.pipeline.capture import CaptureManifest, capture_query
-    from kshare_cli.pipeline.kafka_source import KafkaSourceError
+    from kshare_cli.services import audit
 
-    failures: tuple[type[BaseException], ...] = (*_spark_failures(), KafkaSourceError)
+    failures = audit.job_failures()
     starting = _CtrlC()
     with starting:
-        spark, log_dir = _session(master)
+        spark, log_dir = audit.start_spark(master)
     succeeded = False
     try:
         if starting.is_set():
             raise KeyboardInterrupt
-        from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
-
-        manifest = CaptureManifest(SHARE_STATE_TOPIC, groups)
         try:
-            query = capture_query(
-                spark,
-                settings.librdkafka_config(),
-                directory,
-                manifest,
-                until_caught_up=until_caught_up,
+            query = audit.capture_state(
+                spark, settings, directory, groups, until_caught_up=until_caught_up
             )
             interrupted = _CtrlC()
             with interrupted:
@@ -650,9 +592,9 @@ def _capture_phase(
             failed = None if interrupted.is_set() else query.exception()
             query.stop()
         except failures as error:
-            raise _failure(error, log_dir) from None
+            raise audit.job_failure(error, log_dir) from None
         if failed is not None:
-            raise _failure(failed, log_dir)
+            raise audit.job_failure(failed, log_dir)
         typer.echo(f"kshare: captured the state records into {directory}", err=True)
         succeeded = True
     finally:
@@ -700,20 +642,19 @@ def _audit(
         ),
         invocation,
     )
+    from kshare_cli.services import audit
+
     if history is not None:
-        common.usage_guard(lambda: check_history(history, group), invocation)
-    common.usage_guard(require_spark, invocation)
+        common.usage_guard(lambda: audit.check_history(history, group), invocation)
+    common.usage_guard(audit.require_spark, invocation)
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
     settings = common.usage_guard(lambda: common.resolve(*connection), invocation)
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
     if connector is ConnectorChoice.spark:
-        common.usage_guard(lambda: check_spark_connector(settings), invocation)
+        common.usage_guard(lambda: audit.check_spark_connector(settings), invocation)
 
-    from kshare_cli.cli import audit_service
-    from kshare_cli.pipeline.models import AuditJob
-
-    request = audit_service.AuditRequest(
-        job=AuditJob(job_name),
+    request = audit.AuditRequest(
+        job=audit.AuditJob(job_name),
         group_id=group,
         topics=tuple(dict.fromkeys(topics)),
         since_ms=since_ms,
@@ -727,9 +668,7 @@ def _audit(
         connector=connector.value,
         history_dir=history,
     )
-    resolved = common.run(
-        lambda: audit_service.resolve_scope(settings, request, timeout_s), invocation
-    )
+    resolved = common.run(lambda: audit.resolve_scope(settings, request, timeout_s), invocation)
     common.edge(lambda: _spark_phase(settings, request, resolved, fmt), invocation)
 
 
@@ -739,21 +678,15 @@ def _spark_phase(
     resolved: ResolvedScope,
     fmt: Format,
 ) -> None:
-    from kshare_cli.cli import audit_service
     from kshare_cli.cli.audit_progress import SparkProgress, stderr_is_terminal
-    from kshare_cli.pipeline.dead_letters import DeadLetterError
-    from kshare_cli.pipeline.kafka_source import KafkaSourceError
+    from kshare_cli.services import audit
 
-    failures: tuple[type[BaseException], ...] = (
-        *_spark_failures(),
-        KafkaSourceError,
-        DeadLetterError,
-    )
+    failures = audit.job_failures()
     # PySpark's launcher leaves its JVM running if interrupted while it waits for it (the
     # JVM ignores SIGINT): a Ctrl-C now lets the start finish, then stops it, then exits.
     starting = _CtrlC()
     with starting:
-        spark, log_dir = _session(request.master)
+        spark, log_dir = audit.start_spark(request.master)
     if starting.is_set():
         if log_dir is not None:
             spark.stop()
@@ -770,13 +703,11 @@ def _spark_phase(
         cancel = _CtrlC(on_interrupt=spark.sparkContext.cancelAllJobs)
         try:
             with SparkProgress(spark, enabled=stderr_is_terminal()), cancel:
-                result, follow = audit_service.run_audit(
-                    spark, settings, request, resolved, emit=emit
-                )
+                result, follow = audit.run_audit(spark, settings, request, resolved, emit=emit)
         except failures as error:
             if cancel.is_set():
                 raise KeyboardInterrupt from None
-            raise _failure(error, log_dir) from None
+            raise audit.job_failure(error, log_dir) from None
         if cancel.is_set():
             raise KeyboardInterrupt
         header_printed[0] = _finish(result, request, resolved, fmt)
@@ -790,13 +721,13 @@ def _spark_phase(
                 while not interrupted.wait(0.5) and query.isActive:
                     pass
                 if not interrupted.is_set() and (failed := query.exception()) is not None:
-                    raise _failure(follow.failure or failed, log_dir)
+                    raise audit.job_failure(follow.failure or failed, log_dir)
         except failures as error:
-            raise _failure(follow.failure or error, log_dir) from None
+            raise audit.job_failure(follow.failure or error, log_dir) from None
         finally:
             follow.stop()
         if follow.failure is not None:
-            raise _failure(follow.failure, log_dir)
+            raise audit.job_failure(follow.failure, log_dir)
         succeeded = True
     finally:
         if log_dir is not None:
@@ -840,67 +771,13 @@ class _CtrlC(threading.Event):
             signal.signal(signal.SIGINT, self._previous)
 
 
-def _failure(error: BaseException, log_dir: str | None) -> KshareError:
-    """The one line for a failed job, naming Spark's log when this command started Spark."""
-    from kshare_cli.cli.audit_service import spark_failure
-
-    failure = spark_failure(error)
-    if log_dir is not None:
-        failure = type(failure)(f"{failure} (Spark's log: {os.path.join(log_dir, SPARK_LOG)})")
-    return failure
-
-
-def _spark_failures() -> tuple[type[BaseException], ...]:
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
-    from pyspark.errors import PySparkException
-
-    return (PySparkException, Py4JError)
-
-
-def _session(master: str) -> tuple[SparkSession, str | None]:
-    """The session to run in and, when this command started it (and so stops it), the
-    directory of its log.
-
-    A process that already has a session (a test, a notebook) keeps it. A new
-    one gets its JVM's stderr -- Spark's startup and log lines -- in a log
-    file, so that stderr carries kshare's lines only; the file is named if
-    the job fails and removed if it succeeds.
-    """
-    from pyspark import SparkContext
-
-    from kshare_cli.pipeline.session import spark_session
-
-    if SparkContext._active_spark_context is not None:
-        return spark_session(master, log_level="ERROR"), None
-    config: dict[str, str] = {}
-    if master.startswith("local"):
-        # A local run's UI would only hold a port; its shuffles are small.
-        config["spark.ui.enabled"] = "false"
-        config["spark.sql.shuffle.partitions"] = str(max(2 * (os.cpu_count() or 1), 4))
-    import tempfile
-
-    log_dir = tempfile.mkdtemp(prefix="kshare-audit-")
-    log_path = os.path.join(log_dir, SPARK_LOG)
-    saved = os.dup(2)
-    try:
-        with open(log_path, "ab") as log:
-            os.dup2(log.fileno(), 2)
-            try:
-                session = spark_session(master, config=config, log_level="ERROR")
-            finally:
-                os.dup2(saved, 2)
-    finally:
-        os.close(saved)
-    return session, log_dir
-
-
 def _finish(
     result: AuditResult, request: AuditRequest, resolved: ResolvedScope, fmt: Format
 ) -> bool:
     """Rows to stdout (or where they went to stderr), notes, the report; whether rows were
     printed."""
-    from kshare_cli.cli.audit_service import report_now
     from kshare_cli.render.audit import render_audit
+    from kshare_cli.services.audit import report_now
 
     if result.written is not None:
         typer.echo(f"kshare: wrote the {request.job.value} rows to {result.written}", err=True)
@@ -909,7 +786,7 @@ def _finish(
         typer.echo(_dead_letters_line(result.dead_letters, request.dlq_topic), err=True)
     else:
         common.stdout_write(render_audit(result, fmt.value, width=_terminal_width()))
-    for note in result.notes:
+    for note in _history_notes(result.history, request.history_dir) + result.notes:
         common.warn(note)
     if request.report is not None:
         from kshare_cli.render.audit_report import render_report
@@ -933,20 +810,12 @@ def _emit(
     """A --follow micro-batch's rows: to stdout, or to the dead-letter topic."""
     from collections.abc import Sequence
 
-    from kshare_cli.pipeline.dead_letters import produce_dead_letters
-    from kshare_cli.pipeline.models import ArchivedRecord
     from kshare_cli.render.audit import render_rows
+    from kshare_cli.services.audit import produce_follow_dead_letters
 
     assert isinstance(rows, Sequence)
     if request.dlq_topic is not None:
-        records = [row for row in rows if isinstance(row, ArchivedRecord)]
-        count = produce_dead_letters(
-            records,
-            settings.confluent_config(),
-            request.dlq_topic,
-            request.group_id,
-            delivery_limit=delivery_limit,
-        )
+        count = produce_follow_dead_letters(rows, settings, request, delivery_limit)
         typer.echo(_dead_letters_line(count, request.dlq_topic), err=True)
         return
     text = render_rows(job, rows, fmt.value, width=_terminal_width(), csv_header=not csv_header[0])
@@ -968,3 +837,29 @@ def _terminal_width() -> int | None:
     if not sys.stdout.isatty():
         return None
     return shutil.get_terminal_size().columns
+
+
+def _history_notes(
+    history: Sequence[SharePartitionHistory], history_dir: Path | None
+) -> tuple[str, ...]:
+    """The stderr line naming the share-partitions whose history the audit does not have
+    (none when it has them all)."""
+    from kshare_cli.render.audit import iso_time
+    from kshare_cli.services.audit import HISTORY_GAP
+
+    missing = [each for each in history if not each.history_complete]
+    if not missing:
+        return ()
+    names = ", ".join(
+        f"{each.topic or each.topic_id}-{each.partition} from {iso_time(each.history_from)}"
+        for each in missing
+    )
+    why = (
+        f"the state topic was pruned between the capture in {history_dir} and the live log"
+        if any(each.history_missing == HISTORY_GAP for each in missing)
+        else "Kafka pruned the state topic's earlier records"
+    )
+    return (
+        f"history incomplete for {len(missing)} share-partitions ({names}): {why}; "
+        "what happened before is shown with time unknown (kshare audit capture keeps it all)",
+    )

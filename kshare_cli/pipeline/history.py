@@ -21,6 +21,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kshare_cli.pipeline.models import HISTORY_GAP, HISTORY_PRUNED
 from kshare_cli.pipeline.state_records import (
     RAW_COLUMNS,
     SHARE_PARTITION_FIELDS,
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = [
-    "HISTORY_GAP",
-    "HISTORY_PRUNED",
     "HISTORY_SCHEMA",
     "state_history",
 ]
@@ -49,8 +48,6 @@ __all__ = [
 
 # --------------------------------------------------------------------------- history
 
-HISTORY_PRUNED: Final = "pruned"
-HISTORY_GAP: Final = "gap"
 
 HISTORY_SCHEMA: Final = StructType(
     [

@@ -18,6 +18,8 @@ from typing import Final
 __all__ = [
     "ARCHIVED_FIELDS",
     "DELIVERY_FIELDS",
+    "HISTORY_GAP",
+    "HISTORY_PRUNED",
     "TIMELINE_FIELDS",
     "ArchivedRecord",
     "AuditJob",
@@ -105,6 +107,13 @@ class ArchivedRecord:
     value: bytes | None
     timestamp: datetime.datetime | None
     headers: tuple[tuple[str, bytes | None], ...] | None
+
+
+HISTORY_PRUNED: Final = "pruned"
+"""SharePartitionHistory.history_missing: the share coordinator deleted the records before."""
+HISTORY_GAP: Final = "gap"
+"""SharePartitionHistory.history_missing: records between a capture and the live log were
+deleted before anyone read them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,15 @@
-"""What ``kshare audit`` does once its arguments are valid: ask the cluster, then run Spark.
+"""What ``kshare audit`` asks for: checks before Spark, the cluster, then the Spark job.
 
-Imported only when the command runs. Two phases, so that anything the
+The command (``cli/audit_cmd.py``) reaches the pipeline and admin layers
+only through here: the checks that must refuse before a JVM starts (PySpark
+and Java there, ``--history`` a capture of the group, ``--connector spark``
+able to take the settings), the Spark session, the jobs, the capture stream
+and the dead letters of ``--follow``. The pipeline's types the command names
+are re-exported (``__all__``); they keep their one home in ``pipeline/``.
+
+Imported only when the command runs, and importing it loads no PySpark: the
+pipeline is imported inside the calls, so that a missing PySpark is the one
+line of ``require_spark``, not a traceback. Two phases, so that anything the
 cluster can refuse is refused before a JVM starts (seconds, and memory):
 
 1. ``resolve_scope`` (asyncio, the wire client, bounded by ``--timeout``):
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -32,19 +42,64 @@ from typing import TYPE_CHECKING, Final
 
 from kshare_cli.admin.inflight import delivery_count_limit
 from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
-from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
-from kshare_cli.errors import ExitCode, KshareError, NotFound
-from kshare_cli.pipeline.models import AuditJob, AuditResult, SharePartitionHistory
+from kshare_cli.errors import ExitCode, KshareError, NotFound, UsageError
+from kshare_cli.pipeline.models import (
+    HISTORY_GAP,
+    ArchivedRecord,
+    AuditJob,
+    AuditResult,
+    DeadLetterCount,
+    SharePartitionHistory,
+)
+from kshare_cli.services.session import Session
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from kshare_cli.pipeline.follow import AuditFollow, Emit
     from kshare_cli.pipeline.jobs import AuditScope, FileFormat
     from kshare_cli.pipeline.kafka_source import Connector
+
+__all__ = [
+    "HISTORY_GAP",
+    "SPARK_CONNECTOR_MISSING",
+    "SPARK_LOG",
+    "SPARK_MISSING",
+    "AuditFailed",
+    "AuditJob",
+    "AuditRequest",
+    "AuditResult",
+    "DeadLetterCount",
+    "ResolvedScope",
+    "SharePartitionHistory",
+    "SparkConnectorMissing",
+    "capture_state",
+    "check_group",
+    "check_history",
+    "check_spark_connector",
+    "check_state_topic",
+    "job_failure",
+    "job_failures",
+    "produce_follow_dead_letters",
+    "report_now",
+    "require_spark",
+    "resolve_scope",
+    "run_audit",
+    "spark_failure",
+    "start_capture",
+    "start_spark",
+]
+
+SPARK_MISSING: Final = (
+    "kshare audit needs the spark extra (PySpark, about 800 MB, and a Java 17+ runtime); "
+    "from a clone: .venv/bin/pip install -e '.[spark]'"
+)
+#: The file, in a directory of its own, that a Spark session this command starts logs to.
+SPARK_LOG: Final = "spark.log"
 
 _ZERO_UUID: Final = uuid.UUID(int=0)
 _SOURCE_ERROR: Final = re.compile(r"KafkaSourceError: (.+)")
@@ -101,6 +156,66 @@ class ResolvedScope:
     delivery_limit: int | None = None
 
 
+# --------------------------------------------------------------------------- before Spark
+
+
+def require_spark() -> None:
+    """PySpark and pyarrow import, and a Java 17+ runtime is there for Spark's JVM; or one line
+    saying what to install (exit 2)."""
+    try:
+        import pyarrow  # type: ignore[import-untyped]  # noqa: F401
+        import pyspark.sql  # noqa: F401
+    except ImportError:
+        raise UsageError(SPARK_MISSING) from None
+    from kshare_cli.pipeline.session import check_java
+
+    check_java()
+
+
+def check_history(history: Path, group: str) -> None:
+    """--history DIR is a capture of the group, or one line (exit 2): a capture of other
+    groups would make the live read start after records it never kept."""
+    from kshare_cli.pipeline.capture import CaptureError, read_manifest
+
+    try:
+        manifest = read_manifest(history)
+    except CaptureError as error:
+        raise UsageError(f"--history: {error}") from None
+    if manifest is None:
+        raise UsageError(f"--history {history}: not a kshare audit capture directory")
+    if not manifest.covers(group):
+        held = ", ".join(manifest.groups or ())
+        raise UsageError(f"--history {history}: it captures {held}, not group '{group}'")
+
+
+def check_spark_connector(settings: ConnectionSettings) -> None:
+    """The connection settings say in Java client properties, or one line (exit 2) naming
+    what Spark's connector cannot take -- before Spark starts."""
+    from kshare_cli.pipeline.kafka_source import (
+        KafkaReadOptions,
+        KafkaSourceError,
+        spark_kafka_options,
+    )
+
+    try:
+        spark_kafka_options(KafkaReadOptions(config=settings.librdkafka_config(), topics=("t",)))
+    except KafkaSourceError as error:
+        raise UsageError(f"--connector spark: {error}") from None
+
+
+def start_capture(directory: Path, groups: tuple[str, ...] | None) -> None:
+    """The capture directory's manifest written, or checked against a restart's (exit 2 if
+    it captures something else); groups None: every group."""
+    from kshare_cli.pipeline.capture import CaptureError, CaptureManifest, start_manifest
+
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--to {directory}: not a directory")
+    try:
+        start_manifest(directory, CaptureManifest(SHARE_STATE_TOPIC, groups))
+    except CaptureError as error:
+        raise UsageError(f"--to: {error}") from None
+
+
 # --------------------------------------------------------------------------- phase 1
 
 
@@ -109,8 +224,10 @@ async def resolve_scope(
 ) -> ResolvedScope:
     from kshare_cli.pipeline.jobs import AuditScope
 
+    session = Session(settings, timeout_s)
+
     async def work() -> ResolvedScope:
-        async with open_admin(settings, timeout_s) as admin:
+        async with session.admin() as admin:
             client = admin.client
             everything = await client.metadata(None, refresh=True)
             wanted = [*request.topics, SHARE_STATE_TOPIC]
@@ -193,14 +310,16 @@ async def resolve_scope(
                 limit,
             )
 
-    return await _bounded(work(), timeout_s, "asking the cluster about the audit")
+    return await session.bounded(work(), "asking the cluster about the audit")
 
 
 async def check_state_topic(settings: ConnectionSettings, timeout_s: float) -> None:
     """The cluster answers and has a state topic to capture (else exit 3/4, or 5)."""
 
+    session = Session(settings, timeout_s)
+
     async def work() -> None:
-        async with open_admin(settings, timeout_s) as admin:
+        async with session.admin() as admin:
             named = await admin.client.metadata([SHARE_STATE_TOPIC], refresh=True)
             state = named.topics.get(SHARE_STATE_TOPIC)
             if state is None or state.error_code != 0 or not state.partitions:
@@ -208,7 +327,7 @@ async def check_state_topic(settings: ConnectionSettings, timeout_s: float) -> N
                     f"the cluster has no {SHARE_STATE_TOPIC} topic yet: no share group has state"
                 )
 
-    await _bounded(work(), timeout_s, "asking the cluster for the state topic")
+    await session.bounded(work(), "asking the cluster for the state topic")
 
 
 def check_group(request: AuditRequest, described: GroupOffsets | GroupFailure | None) -> None:
@@ -305,7 +424,7 @@ def run_audit(
     try:
         state_records = records.count()
         history = jobs.collect_history(jobs.history_frame(spark, scope, records, gaps))
-        notes = [note for note in [history_note(history, request.history_dir)] if note]
+        notes: list[str] = []
         want = set(AuditJob) if request.report is not None else {request.job}
         frames: dict[AuditJob, DataFrame] = {}
         replayed = None
@@ -405,32 +524,109 @@ def run_audit(
             frame_.unpersist()
 
 
-def history_note(history: Sequence[SharePartitionHistory], history_dir: Path | None) -> str | None:
-    """One stderr line naming the share-partitions whose history the audit does not have."""
-    from kshare_cli.pipeline.history import HISTORY_GAP
-    from kshare_cli.render.audit import iso_time
-
-    missing = [each for each in history if not each.history_complete]
-    if not missing:
-        return None
-    names = ", ".join(
-        f"{each.topic or each.topic_id}-{each.partition} from {iso_time(each.history_from)}"
-        for each in missing
-    )
-    why = (
-        f"the state topic was pruned between the capture in {history_dir} and the live log"
-        if any(each.history_missing == HISTORY_GAP for each in missing)
-        else "Kafka pruned the state topic's earlier records"
-    )
-    return (
-        f"history incomplete for {len(missing)} share-partitions ({names}): {why}; "
-        "what happened before is shown with time unknown (kshare audit capture keeps it all)"
-    )
-
-
 def _all_time(scope: AuditScope) -> AuditScope:
     return dataclasses.replace(scope, since_ms=None)
 
 
 def report_now() -> datetime.datetime:
     return datetime.datetime.now(tz=datetime.UTC)
+
+
+# --------------------------------------------------------------------------- Spark
+
+
+def start_spark(master: str) -> tuple[SparkSession, str | None]:
+    """The session to run in and, when this call started it (and so the caller stops it),
+    the directory of its log.
+
+    A process that already has a session (a test, a notebook) keeps it. A new
+    one gets its JVM's stderr -- Spark's startup and log lines -- in a log
+    file (SPARK_LOG), so that stderr carries kshare's lines only; the caller
+    names the file if the job fails and removes it if it succeeds.
+    """
+    from pyspark import SparkContext
+
+    from kshare_cli.pipeline.session import spark_session
+
+    if SparkContext._active_spark_context is not None:
+        return spark_session(master, log_level="ERROR"), None
+    config: dict[str, str] = {}
+    if master.startswith("local"):
+        # A local run's UI would only hold a port; its shuffles are small.
+        config["spark.ui.enabled"] = "false"
+        config["spark.sql.shuffle.partitions"] = str(max(2 * (os.cpu_count() or 1), 4))
+    import tempfile
+
+    log_dir = tempfile.mkdtemp(prefix="kshare-audit-")
+    log_path = os.path.join(log_dir, SPARK_LOG)
+    saved = os.dup(2)
+    try:
+        with open(log_path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+            try:
+                session = spark_session(master, config=config, log_level="ERROR")
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+    return session, log_dir
+
+
+def job_failures() -> tuple[type[BaseException], ...]:
+    """What a failed Spark job, capture or dead-letter load raises (for ``job_failure``)."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    from kshare_cli.pipeline.dead_letters import DeadLetterError
+    from kshare_cli.pipeline.kafka_source import KafkaSourceError
+
+    return (PySparkException, Py4JError, KafkaSourceError, DeadLetterError)
+
+
+def job_failure(error: BaseException, log_dir: str | None) -> KshareError:
+    """The one line for a failed job, naming Spark's log when ``start_spark`` started Spark."""
+    failure = spark_failure(error)
+    if log_dir is not None:
+        failure = type(failure)(f"{failure} (Spark's log: {os.path.join(log_dir, SPARK_LOG)})")
+    return failure
+
+
+def capture_state(
+    spark: SparkSession,
+    settings: ConnectionSettings,
+    directory: Path,
+    groups: tuple[str, ...] | None,
+    *,
+    until_caught_up: bool,
+) -> StreamingQuery:
+    """The started stream that copies the groups' state records into directory
+    (``start_capture`` wrote its manifest); groups None: every group."""
+    from kshare_cli.pipeline.capture import CaptureManifest, capture_query
+
+    return capture_query(
+        spark,
+        settings.librdkafka_config(),
+        directory,
+        CaptureManifest(SHARE_STATE_TOPIC, groups),
+        until_caught_up=until_caught_up,
+    )
+
+
+def produce_follow_dead_letters(
+    rows: Sequence[object],
+    settings: ConnectionSettings,
+    request: AuditRequest,
+    delivery_limit: int | None,
+) -> DeadLetterCount:
+    """A --follow micro-batch's archived records, produced to the dead-letter topic."""
+    from kshare_cli.pipeline.dead_letters import produce_dead_letters
+
+    assert request.dlq_topic is not None
+    records = [row for row in rows if isinstance(row, ArchivedRecord)]
+    return produce_dead_letters(
+        records,
+        settings.confluent_config(),
+        request.dlq_topic,
+        request.group_id,
+        delivery_limit=delivery_limit,
+    )

@@ -811,8 +811,8 @@ def _service(
     Returns (result, the follow or None, the list its micro-batches' rows go to)."""
     import asyncio
 
-    from kshare_cli.cli import audit_service
     from kshare_cli.pipeline.models import AuditJob
+    from kshare_cli.services import audit as audit_service
 
     settings = _settings(kshare)
     request = audit_service.AuditRequest(
