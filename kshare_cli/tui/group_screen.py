@@ -1,8 +1,9 @@
 """The group screen: one group's share-partitions, their windows and lag history, and the members.
 
-One row per share-partition: start offset, end offset, lag, a sparkline of
-the lag, the persisted in-flight window as a strip (the same drawing as
-``kshare inflight``: ``render.inflight.strip_text``), the archived count and
+One row per share-partition: start offset, end offset, lag, the time lag (the
+age of the oldest record not yet acknowledged), a sparkline of the lag, the
+persisted in-flight window as a strip (the same drawing as ``kshare inflight``:
+``render.inflight.strip_text``), the archived count and
 how long the start offset has stood still. A share-partition whose lag is
 above zero while its start offset has not moved for the stall time is marked
 on its row and listed above the table. Below the table, the members: who
@@ -10,12 +11,19 @@ they are, where they run, and what they were assigned.
 
 With only DESCRIBE permission the state topic cannot be read: the window
 column stays empty and the screen says why instead of drawing nothing.
+
+The time lag costs one peek per share-partition with lag, so it is looked up
+beside the refresh, not in it (``TimeLagSource.oldest_unacknowledged``, one
+lookup at a time, started by a group answer when none is under way): a slow
+or failed lookup leaves the column unknown ("-"), never the rows waiting. The
+source answers the records' timestamps, and the rows age them with the
+dashboard's clock once a second, as the other ages.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from rich.cells import cell_len, set_cell_size
@@ -26,6 +34,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Footer, Header, Input, Static
 
 from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
@@ -41,8 +50,9 @@ from kshare_cli.tui.history import (
     sparkline,
 )
 from kshare_cli.tui.history import is_stalled as is_stalled_now
-from kshare_cli.tui.live_screen import LiveScreen
+from kshare_cli.tui.live_screen import LiveScreen, one_line
 from kshare_cli.tui.partition_screen import PartitionScreen
+from kshare_cli.tui.source import TimeLagSource
 from kshare_cli.tui.widgets import FastTable, FilterInput, RowsView, TableSync
 
 __all__ = [
@@ -64,14 +74,15 @@ _COLUMNS: Final[tuple[tuple[str, int, str], ...]] = (
     ("START", 9, "right"),
     ("END", 9, "right"),
     ("LAG", 8, "right"),
+    ("TIME LAG", 8, "right"),
     ("LAG TREND", 10, "left"),
     ("IN-FLIGHT WINDOW", 0, "left"),
     ("ARCHIVED", 8, "right"),
     ("SINCE MOVED", 11, "right"),
 )
 COLUMN_LABELS: Final = tuple(label for label, _, _ in _COLUMNS)
-_WINDOW_COLUMN: Final = 6
-_SPARK_WIDTH: Final = _COLUMNS[5][1]
+_WINDOW_COLUMN: Final = COLUMN_LABELS.index("IN-FLIGHT WINDOW")
+_SPARK_WIDTH: Final = _COLUMNS[COLUMN_LABELS.index("LAG TREND")][1]
 _GAP: Final = 2
 _MIN_WINDOW_WIDTH: Final = 10
 # The rows' scrollbar takes two columns.
@@ -189,6 +200,19 @@ def _right(text: str, style: str = "") -> Text:
 class GroupScreen(LiveScreen[GroupInflight]):
     """One share group, refreshed from ``DashboardSource.group``."""
 
+    class TimeLagRead(Message):
+        """A time-lag lookup answered: (topic, partition) -> the oldest unacknowledged
+        record's timestamp in epoch milliseconds, None where unknown or nothing waits."""
+
+        def __init__(self, timestamps: Mapping[tuple[str, int], int | None]) -> None:
+            super().__init__()
+            self.timestamps = timestamps
+
+    class TimeLagFailed(Message):
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
     DEFAULT_CSS = """
     GroupScreen #summary { height: 1; text-style: bold; }
     GroupScreen #flow { height: 1; }
@@ -218,6 +242,10 @@ class GroupScreen(LiveScreen[GroupInflight]):
         self._members: TableSync | None = None
         self.stalled: tuple[PartitionInflight, ...] = ()
         self._aged_at = 0
+        self._oldest_unacknowledged: Mapping[tuple[str, int], int | None] = {}
+        self._looking_up_time_lag = False
+        #: Why the last time-lag lookup failed (its column shows "-" meanwhile).
+        self.time_lag_error: str | None = None
 
     # -- layout ----------------------------------------------------------------
 
@@ -293,6 +321,43 @@ class GroupScreen(LiveScreen[GroupInflight]):
         self._show_summary(data, dashboard.now())
         self._show_note(data)
         self._show_members(data)
+        self._look_up_time_lag(data)
+
+    def _look_up_time_lag(self, data: GroupInflight) -> None:
+        """Start a time-lag lookup for this answer, unless one is under way."""
+        source = self.dashboard.source
+        if self._looking_up_time_lag or not isinstance(source, TimeLagSource):
+            return
+        self._looking_up_time_lag = True
+        self.run_worker(self._time_lag(source, data), group="time-lag", exit_on_error=False)
+
+    async def _time_lag(self, source: TimeLagSource, data: GroupInflight) -> None:
+        try:
+            answer = await source.oldest_unacknowledged(data)
+        except Exception as error:  # noqa: BLE001 -- the column shows "-", the rows stay
+            self.post_message(self.TimeLagFailed(one_line(error)))
+        else:
+            self.post_message(
+                self.TimeLagRead(
+                    {(topic, number): stamp for (_, topic, number), stamp in answer.items()}
+                )
+            )
+
+    def on_group_screen_time_lag_read(self, message: GroupScreen.TimeLagRead) -> None:
+        message.stop()
+        self._looking_up_time_lag = False
+        self._oldest_unacknowledged = message.timestamps
+        self.time_lag_error = None
+        if self.data is not None:
+            self._show_partitions(self.data, self.dashboard.now())
+
+    def on_group_screen_time_lag_failed(self, message: GroupScreen.TimeLagFailed) -> None:
+        message.stop()
+        self._looking_up_time_lag = False
+        self._oldest_unacknowledged = {}
+        self.time_lag_error = message.error
+        if self.data is not None:
+            self._show_partitions(self.data, self.dashboard.now())
 
     def tick(self) -> None:
         super().tick()
@@ -318,6 +383,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
         needle = self.filter_text.strip().lower()
         spark_width = _SPARK_WIDTH
         group_id = data.group_id
+        oldest_unacknowledged = self._oldest_unacknowledged
         rows = []
         stalled = []
         shown: dict[str, PartitionInflight] = {}
@@ -342,6 +408,11 @@ class GroupScreen(LiveScreen[GroupInflight]):
                 continue
             key = partition_row_key(topic, number)
             shown[key] = partition
+            if partition.lag == 0:
+                time_lag = fmt.short(0)  # nothing waits
+            else:
+                stamp = oldest_unacknowledged.get((topic, number))
+                time_lag = fmt.UNKNOWN if stamp is None else fmt.short(now - stamp / 1000)
             window = partition.window
             strip: object
             if partition.error is not None:
@@ -360,6 +431,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
                         partition.end_offset,
                         partition.lag,
                         partition.lag_source,
+                        time_lag,
                         spark,
                         strip,
                         window,
@@ -381,6 +453,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
             end_offset,
             lag,
             lag_source,
+            time_lag,
             spark,
             strip,
             window,
@@ -393,6 +466,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
             (fmt.number(start_offset), ""),
             (fmt.number(end_offset), ""),
             (lag_text(lag, lag_source), ""),
+            (time_lag, ""),
             (spark, "cyan"),
             self._strip(strip),
             (fmt.UNKNOWN if window is None else fmt.number(window.archived), ""),

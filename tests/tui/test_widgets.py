@@ -25,13 +25,14 @@ def test_a_line_lays_out_cells_in_columns_and_reads_back() -> None:
     widths = column_widths(120)
     assert sum(widths) + 2 * (len(widths) - 1) == 118  # the scrollbar keeps two
     cells: list[Any] = [(value, "") for value in ("a-very-long-topic-name", "3", "10", "55")]
-    cells += [("17", ""), ("▁█", "cyan"), ("", ""), ("3", ""), ("1m15s", "")]
+    cells += [("17", ""), ("2m05s", ""), ("▁█", "cyan"), ("", ""), ("3", ""), ("1m15s", "")]
     plain = "".join(segment.text for segment in lay_out(cells, widths))
     assert len(plain) == 118
     fields = split_line(plain, widths)
     assert list(fields) == list(COLUMN_LABELS)
     assert fields["TOPIC"] == "a-very-long-topi"  # cut to its 16 columns
     assert fields["START"] == "10" and fields["SINCE MOVED"] == "1m15s"
+    assert fields["TIME LAG"] == "2m05s"
     assert plain.index("10") > plain.index("3")  # numbers are right-aligned
 
 
