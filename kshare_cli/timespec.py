@@ -1,37 +1,53 @@
-"""When to reset to: ``--to-datetime`` and ``--by-duration`` values as epoch milliseconds.
+"""The time grammar, in one place: every date-time and every duration an option takes.
 
-Kafka's tool reads ``--to-datetime`` with ``Utils.getDateTime``
-(``yyyy-MM-dd'T'HH:mm:ss.SSS``, UTC unless the text carries a zone) and
-``--by-duration`` with ``java.time.Duration.parse`` (``PnDTnHnMn.nS``). Every value
-Kafka accepts means the same instant here; on top of that an operator can write
+Durations are one grammar for every option that takes one (``--timeout``, ``--refresh``,
+``--interval``, ``--stall-after``, ``--timeout-ms``, ``--by-duration``): a number with a
+unit (``500ms``, ``30s``, ``2m``, ``1h``, ``1d12h``) or an ISO-8601 duration
+(``PT30S``), Kafka's own form. What a bare number means is the option's business
+(``kshare_cli/cli/durations.py``): milliseconds where Kafka's tools take milliseconds,
+seconds (with a warning) where kshare once took seconds.
+
+``--reset-offsets``' values are epoch milliseconds. Kafka's tool reads ``--to-datetime``
+with ``Utils.getDateTime`` (``yyyy-MM-dd'T'HH:mm:ss.SSS``, UTC unless the text carries a
+zone) and ``--by-duration`` with ``java.time.Duration.parse`` (``PnDTnHnMn.nS``). Every
+value Kafka accepts means the same instant here; on top of that an operator can write
 what they would say aloud at 3 a.m.: ``yesterday 09:00``, ``2h ago``, ``1d12h``.
 
-Parsing and calendar arithmetic are pendulum's. Everything is UTC unless the text
-says otherwise, as in Kafka and on the clusters operators run: an ISO offset
-(``Z``, ``+02:00``, ``+0200``) or a trailing IANA zone name (``yesterday 09:00
-Europe/Paris``, ``2026-01-01T09:00 America/New_York``) sets the wall clock that
-dates, times and ``today``/``yesterday``/``tomorrow`` are read on. A wall-clock time
-that a daylight-saving change skips is moved forward, one it repeats takes the later
-instant (pendulum's rule).
+Parsing and calendar arithmetic are pendulum's, imported only when a date-time or an
+ISO-8601 duration is read: ``--help`` and a ``--timeout 30s`` must not pay for it.
+Everything is UTC unless the text says otherwise, as in Kafka and on the clusters
+operators run: an ISO offset (``Z``, ``+02:00``, ``+0200``) or a trailing IANA zone name
+(``yesterday 09:00 Europe/Paris``, ``2026-01-01T09:00 America/New_York``) sets the wall
+clock that dates, times and ``today``/``yesterday``/``tomorrow`` are read on. A
+wall-clock time that a daylight-saving change skips is moved forward, one it repeats
+takes the later instant (pendulum's rule).
 
 Instants before 1970 are refused: Kafka's ListOffsets reads negative timestamps as
-"earliest"/"latest" markers, so one would silently mean something else. Instants in
-the future are fine (the broker then answers the log end, as Kafka's tool does).
+"earliest"/"latest" markers, so one would silently mean something else. Instants in the
+future are fine (the broker then answers the log end, as Kafka's tool does).
 """
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
-from fractions import Fraction
-from typing import Final
-
-import pendulum
-from pendulum.tz.timezone import Timezone
+from typing import TYPE_CHECKING, Final
 
 from kshare_cli.errors import UsageError
 
-__all__ = ["parse_datetime", "parse_duration", "timestamp_before"]
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    import pendulum
+    from pendulum.tz.timezone import Timezone
+
+__all__ = [
+    "DURATION_EXAMPLES",
+    "parse_datetime",
+    "parse_duration",
+    "parse_exact_duration",
+    "timestamp_before",
+]
 
 DATETIME_FORMS: Final = (
     "expected an ISO-8601 date-time such as 2026-01-01T09:00:00.000 (UTC unless it ends in Z"
@@ -42,6 +58,8 @@ DURATION_FORMS: Final = (
     "expected an ISO-8601 duration such as PT2H, P1DT12H or PT0.5S, or amounts with units"
     " w, d, h, m, s, ms such as 2h, 30m, 1d12h, 500ms, 1w"
 )
+#: The grammar as every duration option's help says it.
+DURATION_EXAMPLES: Final = "500ms, 30s, 2m, 1h, 1d12h or ISO-8601 PT30S"
 
 _ONE_MILLISECOND: Final = timedelta(milliseconds=1)
 _MAX_LONG: Final = 2**63 - 1
@@ -67,20 +85,22 @@ _UNIT_NAMES: Final[dict[str, str]] = {
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), "seconds"),
     **dict.fromkeys(("ms", "millis", "millisecond", "milliseconds"), "milliseconds"),
 }
-_AMOUNT: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*")
-_SHORT_FORM: Final = re.compile(r"(?:\s*\d+(?:\.\d+)?\s*[a-z]+\s*)+")
-_ISO_DURATION: Final = re.compile(r"[+-]?[Pp]")
-_ISO_WHOLE_NUMBER: Final = re.compile(r"(?<![.,\d])\d+")
+# Patterns as strings: re compiles (and caches) one when it is first used, so importing
+# this module for a --help costs no compilation.
+_AMOUNT: Final = r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*"
+_SHORT_FORM: Final = r"(?:\s*\d+(?:\.\d+)?\s*[a-z]+\s*)+"
+_ISO_DURATION: Final = r"[+-]?[Pp]"
+_ISO_WHOLE_NUMBER: Final = r"(?<![.,\d])\d+"
 _MAX_ISO_NUMBER: Final = 2**32 - 1
 # Digits in one amount: enough for any Java long of milliseconds and a fine fraction,
 # and far below Python's limit on converting digits to an int.
 _MAX_AMOUNT_LENGTH: Final = 40
 _DAY_WORDS: Final[dict[str, int]] = {"today": 0, "yesterday": -1, "tomorrow": 1}
-_DAY_FORM: Final = re.compile(r"(today|yesterday|tomorrow)(?:\s+(?:at\s+)?(\S.*))?", re.IGNORECASE)
-_AGO: Final = re.compile(r"(.*\S)\s+ago", re.IGNORECASE)
+_DAY_FORM: Final = r"(?i)(today|yesterday|tomorrow)(?:\s+(?:at\s+)?(\S.*))?"
+_AGO: Final = r"(?i)(.*\S)\s+ago"
 # What an IANA zone name looks like ("UTC", "Europe/Paris", "Etc/GMT+2"); only such a
 # last word is looked up, and one with a "/" that is not a zone is reported as misspelt.
-_ZONE_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*")
+_ZONE_NAME: Final = r"[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*"
 
 
 def parse_duration(text: str) -> int:
@@ -96,6 +116,16 @@ def parse_duration(text: str) -> int:
     Raises UsageError with a one-line message listing the accepted forms.
     """
     return _duration_millis(text, text)
+
+
+def parse_exact_duration(text: str) -> Fraction:
+    """:func:`parse_duration`'s grammar, in exact milliseconds: sub-millisecond parts kept.
+
+    For options whose values are seconds (``--timeout 0.5ms``, ``--refresh 1.0005s``),
+    where dropping them would change the value reaching the command. Raises UsageError
+    as :func:`parse_duration` does.
+    """
+    return _duration_exact(text, text)
 
 
 def parse_datetime(text: str, *, now: pendulum.DateTime | None = None) -> int:
@@ -122,6 +152,8 @@ def parse_datetime(text: str, *, now: pendulum.DateTime | None = None) -> int:
     what is wrong: an unknown zone, an offset and a zone both given, a negative
     duration, an instant before 1970.
     """
+    import pendulum
+
     spec = text.strip()
     if not spec:
         raise UsageError(f"invalid date-time {_shown(text)}: {DATETIME_FORMS}")
@@ -130,14 +162,14 @@ def parse_datetime(text: str, *, now: pendulum.DateTime | None = None) -> int:
 
     if spec.lower() == "now":
         return _checked_millis(clock, text)
-    ago = _AGO.fullmatch(spec)
+    ago = re.fullmatch(_AGO, spec)
     if ago is not None:
         return timestamp_before(_duration_millis(ago.group(1), text), now=clock, what=text)
-    if _ISO_DURATION.match(spec) or _is_short_form(spec.lstrip("+-")):
+    if re.match(_ISO_DURATION, spec) or _is_short_form(spec.lstrip("+-")):
         return timestamp_before(_duration_millis(spec, text), now=clock, what=text)
 
     local_now = clock.in_timezone(zone or pendulum.UTC)
-    day_form = _DAY_FORM.fullmatch(spec)
+    day_form = re.fullmatch(_DAY_FORM, spec)
     if day_form is not None:
         try:
             day = local_now.date().add(days=_DAY_WORDS[day_form.group(1).lower()])
@@ -192,27 +224,36 @@ def timestamp_before(
 
 def _duration_millis(spec: str, text: str) -> int:
     """Milliseconds for one duration; ``text`` is the operator's whole input, for messages."""
+    return int(_duration_exact(spec, text))  # drops sub-millisecond parts, as Kafka does
+
+
+def _duration_exact(spec: str, text: str) -> Fraction:
+    from fractions import Fraction  # decimal's import is not for --help to pay
+
     body = spec.strip()
-    if body.startswith("-") or (_ISO_DURATION.match(body) and "-" in body):
+    if body.startswith("-") or (re.match(_ISO_DURATION, body) and "-" in body):
         raise UsageError(f"invalid duration {_shown(text)}: must not be negative")
     # java.time.Duration.parse takes a leading '+'.
     body = body.removeprefix("+")
-    if _ISO_DURATION.match(body):
-        millis = _iso_duration_millis(body, text)
-    elif _SHORT_FORM.fullmatch(body):
-        millis = _short_duration_millis(body, text)
+    millis: Fraction
+    if re.match(_ISO_DURATION, body):
+        millis = Fraction(_iso_duration_millis(body, text))
+    elif re.fullmatch(_SHORT_FORM, body):
+        millis = _short_duration_exact(body, text)
     else:
         raise UsageError(f"invalid duration {_shown(text)}: {DURATION_FORMS}")
-    if not 0 <= millis <= _MAX_LONG:
+    if not 0 <= int(millis) <= _MAX_LONG:  # as parse_duration, which drops the fraction
         raise UsageError(f"invalid duration {_shown(text)}: too long")
     return millis
 
 
 def _iso_duration_millis(body: str, text: str) -> int:
+    import pendulum
+
     # pendulum keeps each number in 32 bits and would wrap a larger one silently.
     if any(
         len(digits) > 20 or int(digits) > _MAX_ISO_NUMBER
-        for digits in _ISO_WHOLE_NUMBER.findall(body)
+        for digits in re.findall(_ISO_WHOLE_NUMBER, body)
     ):
         raise UsageError(f"invalid duration {_shown(text)}: too long")
     try:
@@ -234,12 +275,14 @@ def _iso_duration_millis(body: str, text: str) -> int:
     return timedelta.__floordiv__(parsed, _ONE_MILLISECOND)
 
 
-def _short_duration_millis(body: str, text: str) -> int:
+def _short_duration_exact(body: str, text: str) -> Fraction:
+    from fractions import Fraction
+
     # Exact arithmetic: pendulum.duration() goes through floats, which would turn
     # "12345678901234567ms" into 12345678901234566.
     total = Fraction(0)
     seen: set[str] = set()
-    for number, word in _AMOUNT.findall(body):
+    for number, word in re.findall(_AMOUNT, body):
         if len(number) > _MAX_AMOUNT_LENGTH:
             raise UsageError(f"invalid duration {_shown(text)}: too long")
         unit = _UNIT_NAMES.get(word)
@@ -251,19 +294,22 @@ def _short_duration_millis(body: str, text: str) -> int:
             raise UsageError(f"invalid duration {_shown(text)}: {unit} are given twice")
         seen.add(unit)
         total += Fraction(number) * _MILLIS_PER_UNIT[unit]
-    return int(total)  # drops sub-millisecond parts, as Instant.toEpochMilli does
+    return total
 
 
 def _is_short_form(spec: str) -> bool:
-    return _SHORT_FORM.fullmatch(spec) is not None and all(
-        unit in _UNIT_NAMES for _, unit in _AMOUNT.findall(spec)
+    return re.fullmatch(_SHORT_FORM, spec) is not None and all(
+        unit in _UNIT_NAMES for _, unit in re.findall(_AMOUNT, spec)
     )
 
 
 def _split_zone(spec: str, text: str) -> tuple[str, Timezone | None]:
     """The text without a trailing IANA zone name, and that zone (None when absent)."""
+    import pendulum
+    from pendulum.tz.timezone import Timezone
+
     head, _, last = spec.rpartition(" ")
-    if not head.strip() or not _ZONE_NAME.fullmatch(last):
+    if not head.strip() or not re.fullmatch(_ZONE_NAME, last):
         return spec, None
     try:
         zone = pendulum.timezone(last)
@@ -280,6 +326,8 @@ def _split_zone(spec: str, text: str) -> tuple[str, Timezone | None]:
 
 
 def _clock(now: pendulum.DateTime | None) -> pendulum.DateTime:
+    import pendulum
+
     if now is None:
         return pendulum.now(pendulum.UTC)
     if now.tzinfo is None:
@@ -288,6 +336,8 @@ def _clock(now: pendulum.DateTime | None) -> pendulum.DateTime:
 
 
 def _parse_time(spec: str, text: str) -> pendulum.Time:
+    import pendulum
+
     try:
         parsed = pendulum.parse(spec, exact=True, tz=None)
     except _PARSE_ERRORS:
@@ -304,6 +354,8 @@ def _wall_clock(
     day: pendulum.Date, clock_time: pendulum.Time, zone: Timezone | None, text: str
 ) -> int:
     """The instant a wall clock in ``zone`` (UTC when None) shows ``day`` ``clock_time``."""
+    import pendulum
+
     try:
         moment = pendulum.datetime(
             day.year,

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from kshare_cli.errors import ExitCode, KshareError, UsageError
+from kshare_cli.cli.durations import duration_help, timeout_seconds
+from kshare_cli.errors import ExitCode, KshareError
 
 if TYPE_CHECKING:
     from kshare_cli.connect.settings import ConnectionSettings
@@ -113,7 +114,7 @@ Timeout = Annotated[
     typer.Option(
         "--timeout",
         metavar="DURATION",
-        help="Give up after this long: 30s, 1m, 5000ms (a bare number is ms, as Kafka's tools).",
+        help=duration_help("Give up after this long", bare="ms"),
         rich_help_panel="Connection",
     ),
 ]
@@ -133,19 +134,10 @@ Debug = Annotated[
 
 DEFAULT_TIMEOUT = "30s"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 0.001}
-
 
 def parse_timeout(text: str) -> float:
     """Seconds from ``--timeout``; a bare number is milliseconds, as in Kafka's tools."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise UsageError(f"--timeout: {text!r} is not a duration (try 30s, 1m or 5000ms)")
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds <= 0:
-        raise UsageError("--timeout must be greater than zero")
-    return seconds
+    return timeout_seconds(text)
 
 
 def resolve(
