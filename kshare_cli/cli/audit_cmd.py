@@ -30,11 +30,13 @@ absence is one line (exit 2), not a stack trace.
 from __future__ import annotations
 
 import enum
+import inspect
 import re
 import shutil
 import signal
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -347,101 +349,29 @@ def check_args(
 # --------------------------------------------------------------------------- the commands
 
 
-@app.command("timeline", cls=_AuditCommand)
-def timeline(
-    group: Group,
-    topic: Topics = None,
-    since: Since = None,
-    fmt: StdoutOutput = Format.table,
-    output_dir: OutputDir = None,
-    output_format: OutputFormat = FileFormat.parquet,
-    master: Master = DEFAULT_MASTER,
-    follow: Follow = False,
-    report: Report = None,
-    no_source: NoSource = False,
-    connector: KafkaConnector = ConnectorChoice.kshare,
-    history: HistoryDir = None,
-    bootstrap_server: common.BootstrapServer = None,
-    command_config: common.CommandConfig = None,
-    profile: common.Profile = None,
-    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
-    debug: common.Debug = False,
-) -> None:
-    """Each share-partition over time: start offset, in-flight records by state, lag.
+@dataclass(frozen=True, slots=True)
+class JobOptions:
+    """What the command line gave an audit job (timeline, deliveries, archived)."""
 
-    One row per state record: the state right after it. The latest row's lag uses the log end
-    offset of now (as describe); earlier rows date the log end offset by the source records'
-    timestamps (marked with ≈ in the table, lag_basis in JSON).
-    """
-    _audit(
-        "timeline",
-        group=group,
-        topics=topic or [],
-        since=since,
-        output_dir=output_dir,
-        output_format=output_format,
-        fmt=fmt,
-        master=master,
-        follow=follow,
-        report=report,
-        no_source=no_source,
-        connector=connector,
-        history=history,
-        dlq_topic=None,
-        connection=(bootstrap_server, command_config, profile),
-        timeout=timeout,
-        debug=debug,
-    )
+    group: str
+    topics: tuple[str, ...]
+    since: str | None
+    fmt: Format
+    output_dir: Path | None
+    output_format: FileFormat
+    dlq_topic: str | None
+    master: str
+    follow: bool
+    report: Path | None
+    no_source: bool
+    connector: ConnectorChoice
+    history: Path | None
+    connection: tuple[str | None, Path | None, str | None]
+    timeout: str
+    debug: bool
 
 
-@app.command("deliveries", cls=_AuditCommand)
-def deliveries(
-    group: Group,
-    topic: Topics = None,
-    since: Since = None,
-    fmt: StdoutOutput = Format.table,
-    output_dir: OutputDir = None,
-    output_format: OutputFormat = FileFormat.parquet,
-    master: Master = DEFAULT_MASTER,
-    follow: Follow = False,
-    report: Report = None,
-    no_source: NoSource = False,
-    connector: KafkaConnector = ConnectorChoice.kshare,
-    history: HistoryDir = None,
-    bootstrap_server: common.BootstrapServer = None,
-    command_config: common.CommandConfig = None,
-    profile: common.Profile = None,
-    timeout: common.Timeout = common.DEFAULT_TIMEOUT,
-    debug: common.Debug = False,
-) -> None:
-    """Per offset range: the highest delivery count reached and the final state.
-
-    From the batches every state record carried, so an acknowledgement written together with
-    the start offset moving past it still counts. --since keeps the outcomes reached since.
-    """
-    _audit(
-        "deliveries",
-        group=group,
-        topics=topic or [],
-        since=since,
-        output_dir=output_dir,
-        output_format=output_format,
-        fmt=fmt,
-        master=master,
-        follow=follow,
-        report=report,
-        no_source=no_source,
-        connector=connector,
-        history=history,
-        dlq_topic=None,
-        connection=(bootstrap_server, command_config, profile),
-        timeout=timeout,
-        debug=debug,
-    )
-
-
-@app.command("archived", cls=_AuditCommand)
-def archived(
+def job_options(
     group: Group,
     topic: Topics = None,
     since: Since = None,
@@ -460,31 +390,84 @@ def archived(
     profile: common.Profile = None,
     timeout: common.Timeout = common.DEFAULT_TIMEOUT,
     debug: common.Debug = False,
-) -> None:
-    """The archived records (rejected, or over the delivery limit), with their records.
-
-    On stdout, as files (--output-dir), or produced to a dead-letter topic (--dlq-topic): key and
-    value as they were, with Kafka's DLQ headers; every delivery is checked, exit 1 if one failed.
-    """
-    _audit(
-        "archived",
+) -> JobOptions:
+    """The options of every audit job, declared once: this signature is each job command's
+    (``job_command``), in this order; --dlq-topic only where the job can produce dead letters."""
+    return JobOptions(
         group=group,
-        topics=topic or [],
+        topics=tuple(topic or ()),
         since=since,
+        fmt=fmt,
         output_dir=output_dir,
         output_format=output_format,
-        fmt=fmt,
+        dlq_topic=dlq_topic,
         master=master,
         follow=follow,
         report=report,
         no_source=no_source,
         connector=connector,
         history=history,
-        dlq_topic=dlq_topic,
         connection=(bootstrap_server, command_config, profile),
         timeout=timeout,
         debug=debug,
     )
+
+
+def job_command(
+    name: str, *, dead_letters: bool = False
+) -> Callable[[Callable[[], None]], Callable[..., None]]:
+    """Register the audit job ``name`` as a command taking ``job_options``'s options; the
+    decorated function gives only its help (its docstring)."""
+    shared = inspect.signature(job_options, eval_str=True)
+    parameters = [
+        parameter
+        for parameter in shared.parameters.values()
+        if dead_letters or parameter.name != "dlq_topic"
+    ]
+
+    def register(described: Callable[[], None]) -> Callable[..., None]:
+        def command(**options: Any) -> None:
+            _audit(name, job_options(**options))
+
+        command.__name__ = command.__qualname__ = described.__name__
+        command.__doc__ = described.__doc__
+        # Typer reads a command's options from its signature (inspect.signature honours
+        # __signature__), so the three jobs share job_options's one declaration.
+        command.__signature__ = shared.replace(  # type: ignore[attr-defined]  # a function attribute mypy does not model
+            parameters=parameters, return_annotation=None
+        )
+        app.command(name, cls=_AuditCommand)(command)
+        return command
+
+    return register
+
+
+@job_command("timeline")
+def timeline() -> None:
+    """Each share-partition over time: start offset, in-flight records by state, lag.
+
+    One row per state record: the state right after it. The latest row's lag uses the log end
+    offset of now (as describe); earlier rows date the log end offset by the source records'
+    timestamps (marked with ≈ in the table, lag_basis in JSON).
+    """
+
+
+@job_command("deliveries")
+def deliveries() -> None:
+    """Per offset range: the highest delivery count reached and the final state.
+
+    From the batches every state record carried, so an acknowledgement written together with
+    the start offset moving past it still counts. --since keeps the outcomes reached since.
+    """
+
+
+@job_command("archived", dead_letters=True)
+def archived() -> None:
+    """The archived records (rejected, or over the delivery limit), with their records.
+
+    On stdout, as files (--output-dir), or produced to a dead-letter topic (--dlq-topic): key and
+    value as they were, with Kafka's DLQ headers; every delivery is checked, exit 1 if one failed.
+    """
 
 
 CaptureGroups = Annotated[
@@ -607,69 +590,51 @@ def _capture_phase(
 # --------------------------------------------------------------------------- the run
 
 
-def _audit(
-    job_name: str,
-    *,
-    group: str,
-    topics: list[str],
-    since: str | None,
-    output_dir: Path | None,
-    output_format: FileFormat,
-    fmt: Format,
-    master: str,
-    follow: bool,
-    report: Path | None,
-    no_source: bool,
-    connector: ConnectorChoice,
-    history: Path | None,
-    dlq_topic: str | None,
-    connection: tuple[str | None, Path | None, str | None],
-    timeout: str,
-    debug: bool,
-) -> None:
-    invocation = common.Invocation(debug=debug)
+def _audit(job_name: str, options: JobOptions) -> None:
+    invocation = common.Invocation(debug=options.debug)
     since_ms = common.usage_guard(
         lambda: check_args(
-            group=group,
-            topics=topics,
-            since=since,
-            output_dir=output_dir,
-            dlq_topic=dlq_topic,
-            fmt=fmt,
-            master=master,
-            follow=follow,
-            report=report,
+            group=options.group,
+            topics=list(options.topics),
+            since=options.since,
+            output_dir=options.output_dir,
+            dlq_topic=options.dlq_topic,
+            fmt=options.fmt,
+            master=options.master,
+            follow=options.follow,
+            report=options.report,
         ),
         invocation,
     )
     from kshare_cli.services import audit
 
+    history = options.history
     if history is not None:
-        common.usage_guard(lambda: audit.check_history(history, group), invocation)
+        common.usage_guard(lambda: audit.check_history(history, options.group), invocation)
     common.usage_guard(audit.require_spark, invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(lambda: common.resolve(*connection), invocation)
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
-    if connector is ConnectorChoice.spark:
+    timeout_s = common.usage_guard(lambda: common.parse_timeout(options.timeout), invocation)
+    settings = common.usage_guard(lambda: common.resolve(*options.connection), invocation)
+    invocation = common.Invocation(debug=options.debug, secrets=common.secrets_of(settings))
+    if options.connector is ConnectorChoice.spark:
         common.usage_guard(lambda: audit.check_spark_connector(settings), invocation)
 
     request = audit.AuditRequest(
         job=audit.AuditJob(job_name),
-        group_id=group,
-        topics=tuple(dict.fromkeys(topics)),
+        group_id=options.group,
+        topics=tuple(dict.fromkeys(options.topics)),
         since_ms=since_ms,
-        output_dir=output_dir,
-        output_format=output_format.value,
-        dlq_topic=dlq_topic,
-        master=master,
-        follow=follow,
-        report=report,
-        read_source=not no_source,
-        connector=connector.value,
+        output_dir=options.output_dir,
+        output_format=options.output_format.value,
+        dlq_topic=options.dlq_topic,
+        master=options.master,
+        follow=options.follow,
+        report=options.report,
+        read_source=not options.no_source,
+        connector=options.connector.value,
         history_dir=history,
     )
     resolved = common.run(lambda: audit.resolve_scope(settings, request, timeout_s), invocation)
-    common.edge(lambda: _spark_phase(settings, request, resolved, fmt), invocation)
+    common.edge(lambda: _spark_phase(settings, request, resolved, options.fmt), invocation)
 
 
 def _spark_phase(
