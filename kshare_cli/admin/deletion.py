@@ -36,8 +36,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.admin.models import (
-    GROUP_ID_NOT_FOUND,
     BrokerFailure,
     GroupDescription,
     GroupFailure,
@@ -45,13 +46,12 @@ from kshare_cli.admin.models import (
     MemberDescription,
 )
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker, TimedOut
+from kshare_cli.kafka.api_keys import DELETE_GROUPS, DELETE_SHARE_GROUP_OFFSETS, LIST_GROUPS
 
 if TYPE_CHECKING:
     from kshare_cli.admin.share_groups import ShareGroupAdmin
 
 __all__ = [
-    "DELETE_GROUPS",
-    "DELETE_SHARE_GROUP_OFFSETS",
     "Deletion",
     "DeletionResult",
     "Deletions",
@@ -67,14 +67,7 @@ __all__ = [
     "predict_offset_deletions",
 ]
 
-DELETE_GROUPS: Final = 42
-DELETE_SHARE_GROUP_OFFSETS: Final = 92
-LIST_GROUPS: Final = 16
 LIST_GROUPS_WITH_TYPES: Final = 5
-
-UNKNOWN_SERVER_ERROR: Final = -1
-UNKNOWN_TOPIC_OR_PARTITION: Final = 3
-NON_EMPTY_GROUP: Final = 68
 
 #: Kafka's message for UNKNOWN_TOPIC_OR_PARTITION (``Errors.UNKNOWN_TOPIC_OR_PARTITION``).
 UNKNOWN_TOPIC_MESSAGE: Final = "This server does not host this topic-partition."
@@ -260,7 +253,7 @@ def check_group(
 
 def _refused_by_broker(group_id: str, error: KafkaError, topic: str | None = None) -> Deletion:
     """The broker's own refusal: a member joined after the check, or the group vanished."""
-    if error.code == NON_EMPTY_GROUP:
+    if error.code == ErrorCode.non_empty_group:
         return Deletion(
             group_id,
             "refused",
@@ -269,7 +262,7 @@ def _refused_by_broker(group_id: str, error: KafkaError, topic: str | None = Non
             message=f"Share group '{group_id}' is not empty: a member joined after the check.",
             error=error,
         )
-    if error.code == GROUP_ID_NOT_FOUND:
+    if error.code == ErrorCode.group_id_not_found:
         return Deletion(group_id, "not_found", topic=topic, error=error)
     return Deletion(group_id, "failed", topic=topic, error=error)
 
@@ -312,7 +305,7 @@ def offset_deletions_from(
     for name in dict.fromkeys(topics):
         topic = answered.get(name)
         if topic is None:
-            error = KafkaError.of(UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS_MESSAGE)
+            error = KafkaError.of(ErrorCode.unknown_topic_or_partition, NO_OFFSETS_MESSAGE)
             results.append(Deletion(group_id, "not_found", topic=name, error=error))
             continue
         topic_code = int(topic.error_code)
@@ -321,7 +314,7 @@ def offset_deletions_from(
             continue
         error = KafkaError.of(topic_code, topic.error_message)
         result: DeletionResult = (
-            "not_found" if topic_code == UNKNOWN_TOPIC_OR_PARTITION else "failed"
+            "not_found" if topic_code == ErrorCode.unknown_topic_or_partition else "failed"
         )
         results.append(Deletion(group_id, result, topic=name, error=error))
     return tuple(results)
@@ -344,11 +337,11 @@ def predict_offset_deletions(
         error = topic_errors.get(name)
         if error is not None:
             result: DeletionResult = (
-                "not_found" if error.code == UNKNOWN_TOPIC_OR_PARTITION else "failed"
+                "not_found" if error.code == ErrorCode.unknown_topic_or_partition else "failed"
             )
             results.append(Deletion(group_id, result, topic=name, error=error))
         elif not partitions.get(name):
-            error = KafkaError.of(UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS_MESSAGE)
+            error = KafkaError.of(ErrorCode.unknown_topic_or_partition, NO_OFFSETS_MESSAGE)
             results.append(Deletion(group_id, "not_found", topic=name, error=error))
         else:
             results.append(
@@ -413,7 +406,9 @@ async def _check_groups(
     for group_id in group_ids:
         answer = descriptions.get(group_id)
         if answer is None:  # pragma: no cover - describe_groups answers every group asked
-            answer = GroupFailure(group_id, KafkaError.of(UNKNOWN_SERVER_ERROR, "no answer"))
+            answer = GroupFailure(
+                group_id, KafkaError.of(ErrorCode.unknown_server_error, "no answer")
+            )
         verdict = check_group(group_id, answer, other_types.get(group_id))
         if verdict is not None:
             refused.append(verdict)
@@ -450,7 +445,7 @@ async def delete_groups(
         group_id
         for group_id in eligible
         if isinstance(answers[group_id], KafkaError)
-        and answers[group_id].code == GROUP_ID_NOT_FOUND
+        and answers[group_id].code == ErrorCode.group_id_not_found
     ]
     gone: set[str] = set()
     if vanished:
@@ -505,10 +500,14 @@ async def _topic_errors(admin: ShareGroupAdmin, topics: Sequence[str]) -> dict[s
     for name in topics:
         topic = metadata.topics.get(name)
         if topic is None:
-            errors[name] = KafkaError.of(UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+            errors[name] = KafkaError.of(
+                ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_MESSAGE
+            )
         elif topic.error_code != 0:
             message = (
-                UNKNOWN_TOPIC_MESSAGE if topic.error_code == UNKNOWN_TOPIC_OR_PARTITION else None
+                UNKNOWN_TOPIC_MESSAGE
+                if topic.error_code == ErrorCode.unknown_topic_or_partition
+                else None
             )
             errors[name] = KafkaError.of(topic.error_code, message)
     return errors

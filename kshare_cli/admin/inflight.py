@@ -28,6 +28,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.admin.group_configs import (
     BROKER_RESOURCE,
     DESCRIBE_CONFIGS,
@@ -46,7 +48,6 @@ from kshare_cli.admin.models import (
     summed_lag_complete,
     summed_lag_source,
 )
-from kshare_cli.admin.share_groups import UNKNOWN_TOPIC_OR_PARTITION
 from kshare_cli.errors import (
     ConnectionFailed,
     ExitCode,
@@ -77,8 +78,10 @@ __all__ = [
     "PlacedStateSource",
     "StateSource",
     "StateTopicUnavailable",
+    "StatedDeliveryCountLimit",
     "TailingStateSource",
     "delivery_count_limit",
+    "stated_delivery_count_limit",
 ]
 
 #: Kafka's ``group.share.delivery.count.limit`` default: what a group without its own
@@ -510,12 +513,24 @@ class InflightService:
             name
             for name in topics
             if (topic := metadata.topics.get(name)) is None
-            or topic.error_code == UNKNOWN_TOPIC_OR_PARTITION
+            or topic.error_code == ErrorCode.unknown_topic_or_partition
         )
         return ids, unknown
 
     async def _delivery_count_limit(self, group_id: str) -> int | None:
         return await delivery_count_limit(self._admin, group_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StatedDeliveryCountLimit:
+    """A group's delivery count limit as the cluster stated it, and which config stated it.
+
+    ``source`` is ``group config share.delivery.count.limit`` or ``broker config
+    group.share.delivery.count.limit``: what ``kshare consume --interactive`` shows.
+    """
+
+    limit: int
+    source: str
 
 
 async def delivery_count_limit(admin: ShareGroupAdmin, group_id: str) -> int | None:
@@ -527,6 +542,14 @@ async def delivery_count_limit(admin: ShareGroupAdmin, group_id: str) -> int | N
     so a refusal (no DESCRIBE_CONFIGS) costs the strip its exact scale, not the answer
     (and a dead letter its ``__dlq.errors.message``).
     """
+    stated = await stated_delivery_count_limit(admin, group_id)
+    return None if stated is None else stated.limit
+
+
+async def stated_delivery_count_limit(
+    admin: ShareGroupAdmin, group_id: str
+) -> StatedDeliveryCountLimit | None:
+    """:func:`delivery_count_limit` with the config that stated it; the one lookup of the limit."""
     client = admin.client
     metadata = await client.metadata([])
     # Lowest id first, as before; a broker that is down or silent is passed over for the
@@ -546,7 +569,9 @@ async def delivery_count_limit(admin: ShareGroupAdmin, group_id: str) -> int | N
 LIMIT_LOOKUP_S: Final = 2.0
 
 
-async def _delivery_count_limit_from(client: KafkaClient, group_id: str, node: int) -> int | None:
+async def _delivery_count_limit_from(
+    client: KafkaClient, group_id: str, node: int
+) -> StatedDeliveryCountLimit | None:
     """The limit as broker ``node`` states it (DescribeConfigs of the group and the broker)."""
     _, response = await client.request(
         DESCRIBE_CONFIGS,
@@ -578,7 +603,8 @@ async def _delivery_count_limit_from(client: KafkaClient, group_id: str, node: i
         for config in result.configs:
             text = config.value
             if config.name == key and text is not None and text.strip().isdigit():
-                return int(text.strip())
+                kind = "group" if resource_type == GROUP_RESOURCE else "broker"
+                return StatedDeliveryCountLimit(int(text.strip()), f"{kind} config {key}")
     return None
 
 

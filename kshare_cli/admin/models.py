@@ -14,11 +14,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Generic, Literal, Protocol, TypeVar
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.errors import UsageError
 from kshare_cli.wire.errors import KafkaError
 
 __all__ = [
-    "GROUP_ID_NOT_FOUND",
     "GROUP_STATES",
     "SHARE_GROUP_STATES",
     "BrokerFailure",
@@ -42,8 +43,6 @@ __all__ = [
     "parse_group_state",
     "parse_state_filter",
 ]
-
-GROUP_ID_NOT_FOUND: Final = 69
 
 #: Every name of Kafka's ``GroupState`` (its ``toString()``), in Kafka's declaration order.
 GROUP_STATES: Final = (
@@ -123,7 +122,7 @@ class GroupFailure:
     @property
     def not_found(self) -> bool:
         """GROUP_ID_NOT_FOUND: no share group of that id (see also ``not_share_group``)."""
-        return self.error.code == GROUP_ID_NOT_FOUND
+        return self.error.code == ErrorCode.group_id_not_found
 
     @property
     def not_share_group(self) -> bool:
@@ -517,9 +516,7 @@ class ShareGroupOffsets(GroupResults[GroupOffsets]):
         return tuple(failure for group in self.succeeded() for failure in group.errors())
 
     def end_offset_errors(self) -> tuple[PartitionFailure, ...]:
-        return tuple(
-            failure for group in self.succeeded() for failure in group.end_offset_errors()
-        )
+        return tuple(failure for group in self.succeeded() for failure in group.end_offset_errors())
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable, InflightService
 from kshare_cli.admin.models import (
     GroupDescription,
@@ -67,6 +69,7 @@ from kshare_cli.admin.share_groups import (
     LATEST_TIMESTAMP,
 )
 from kshare_cli.errors import KshareError, NotFound, Refused, UsageError
+from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
 from kshare_cli.state.window import InFlightWindow
 from kshare_cli.wire.errors import KafkaError
 
@@ -75,7 +78,6 @@ if TYPE_CHECKING:
     from kshare_cli.admin.share_groups import ShareGroupAdmin
 
 __all__ = [
-    "ALTER_SHARE_GROUP_OFFSETS",
     "Clamp",
     "PlannedOffset",
     "RefusalReason",
@@ -86,10 +88,6 @@ __all__ = [
     "alter_results_from",
     "compute_plan",
 ]
-
-ALTER_SHARE_GROUP_OFFSETS: Final = 91
-NON_EMPTY_GROUP: Final = 68
-GROUP_ID_NOT_FOUND: Final = 69
 
 ScenarioKind = Literal[
     "earliest",
@@ -270,7 +268,7 @@ class ResetPlan:
         reset changes nothing, so every partition's result is the refusal."""
         if self.members:
             return "not_empty"
-        if self.group_error is not None and self.group_error.code == NON_EMPTY_GROUP:
+        if self.group_error is not None and self.group_error.code == ErrorCode.non_empty_group:
             return "not_empty"
         return None
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.admin.models import (
     BrokerFailure,
     Coordinator,
@@ -47,6 +49,12 @@ from kshare_cli.admin.models import (
     parse_group_state,
     parse_state_filter,
 )
+from kshare_cli.kafka.api_keys import (
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    LIST_GROUPS,
+    LIST_OFFSETS,
+    SHARE_GROUP_DESCRIBE,
+)
 
 if TYPE_CHECKING:
     from kshare_cli.wire.client import KafkaClient
@@ -61,10 +69,6 @@ __all__ = [
     "listed_groups_from",
 ]
 
-LIST_OFFSETS: Final = 2
-LIST_GROUPS: Final = 16
-SHARE_GROUP_DESCRIBE: Final = 77
-DESCRIBE_SHARE_GROUP_OFFSETS: Final = 90
 #: Groups per DescribeShareGroupOffsets. Kafka 4.2 reads the groups of one request one
 #: after the other (112 groups: 2.40 s) and one-group requests at once (112 of them:
 #: 0.11 s), so every further group in a request only adds its wait; Kafka's own tool
@@ -78,11 +82,6 @@ LATEST_TIMESTAMP: Final = -1
 EARLIEST_TIMESTAMP: Final = -2
 READ_UNCOMMITTED: Final = 0
 NO_AUTHORIZED_OPERATIONS: Final = -(2**31)
-
-UNKNOWN_SERVER_ERROR: Final = -1
-LEADER_NOT_AVAILABLE: Final = 5
-NOT_LEADER_OR_FOLLOWER: Final = 6
-UNKNOWN_TOPIC_OR_PARTITION: Final = 3
 
 #: Kafka's AclOperation codes; UNKNOWN, ANY and ALL are never reported as authorised.
 _ACL_OPERATIONS: Final = {
@@ -293,7 +292,9 @@ class ShareGroupAdmin:
             if isinstance(answer, KafkaError):
                 failures[tp] = answer
             elif int(answer.offset) < 0 and timestamp < 0:
-                failures[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no offset in the answer")
+                failures[tp] = KafkaError.of(
+                    ErrorCode.unknown_server_error, "no offset in the answer"
+                )
             else:
                 offsets[tp] = max(int(answer.offset), -1)
         return EndOffsets(offsets, failures)
@@ -321,7 +322,15 @@ def _split_partitions(response: Any) -> Mapping[tuple[str, int], tuple[int, Any]
 
 #: Per-partition errors of DescribeShareGroupOffsets that last only while a leader or
 #: share coordinator moves (seen on Kafka 4.2 during controlled shutdowns).
-_MOVING: Final = frozenset({NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, 14, 15, 16})
+_MOVING: Final = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.leader_not_available,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.not_coordinator,
+    }
+)
 
 
 def _leader_moving(group: Any) -> bool:
@@ -455,7 +464,9 @@ def end_offsets_from(
             if code != 0:
                 failed[tp] = KafkaError.of(code)
             elif int(partition.offset) < 0 and not allow_unknown:
-                failed[tp] = KafkaError.of(UNKNOWN_SERVER_ERROR, "no offset in the answer")
+                failed[tp] = KafkaError.of(
+                    ErrorCode.unknown_server_error, "no offset in the answer"
+                )
             else:
                 found[tp] = max(int(partition.offset), -1)
     return found, failed

@@ -24,8 +24,9 @@ import pytest
 import yaml
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
 
-from kshare_cli.admin.reset import ALTER_SHARE_GROUP_OFFSETS, NON_EMPTY_GROUP
+from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
 from kshare_cli.sandbox.broker import Broker, response_type
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.build import build
@@ -417,7 +418,7 @@ def _refusing_alter(original: Handler) -> Handler:
     async def refuse(broker: Broker, request: Request, connection: Connection) -> Any:
         body = {
             "throttle_time": 0,
-            "error_code": NON_EMPTY_GROUP,
+            "error_code": ErrorCode.non_empty_group,
             "error_message": "The group is not empty.",
             "responses": [],
         }

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.admin.models import MemberDescription
-from kshare_cli.admin.reset import NON_EMPTY_GROUP, PlannedOffset, ResetPlan
+from kshare_cli.admin.reset import PlannedOffset, ResetPlan
 from kshare_cli.render.reset import render_reset, reset_document, reset_rows
 from kshare_cli.wire.errors import KafkaError
 
@@ -47,7 +48,7 @@ def test_the_documented_example_follows_the_schema() -> None:
             OFFSETS,
             "Empty",
             executed=True,
-            group_error=KafkaError.of(NON_EMPTY_GROUP, "The group is not empty."),
+            group_error=KafkaError.of(ErrorCode.non_empty_group, "The group is not empty."),
         ),
     ],
     ids=["members-when-planned", "broker-answered-non-empty"],

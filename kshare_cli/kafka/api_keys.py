@@ -1,0 +1,74 @@
+"""The API keys kshare and its sandbox speak, taken from kio rather than written as numbers.
+
+kio's index maps every API key to the message's name; a key named here that kio
+does not know fails at import, so a typo cannot become a wrong number on the
+wire. Importing this module costs kio's index (a few milliseconds), never the
+message schemas themselves; ``kshare --help`` imports neither.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kio.schema.index import api_key_map
+
+__all__ = [
+    "ALTER_SHARE_GROUP_OFFSETS",
+    "API_VERSIONS",
+    "CREATE_TOPICS",
+    "DELETE_GROUPS",
+    "DELETE_SHARE_GROUP_OFFSETS",
+    "DELETE_TOPICS",
+    "DESCRIBE_CLUSTER",
+    "DESCRIBE_CONFIGS",
+    "DESCRIBE_SHARE_GROUP_OFFSETS",
+    "FETCH",
+    "FIND_COORDINATOR",
+    "INCREMENTAL_ALTER_CONFIGS",
+    "INIT_PRODUCER_ID",
+    "LIST_GROUPS",
+    "LIST_OFFSETS",
+    "METADATA",
+    "OFFSET_COMMIT",
+    "PRODUCE",
+    "SASL_AUTHENTICATE",
+    "SASL_HANDSHAKE",
+    "SHARE_ACKNOWLEDGE",
+    "SHARE_FETCH",
+    "SHARE_GROUP_DESCRIBE",
+    "SHARE_GROUP_HEARTBEAT",
+    "api_key",
+]
+
+_BY_NAME: Final = {name: key for key, name in api_key_map.items()}
+
+
+def api_key(name: str) -> int:
+    """The API key of the message kio calls ``name`` (``"list_groups"``); KeyError if none."""
+    return _BY_NAME[name]
+
+
+PRODUCE: Final = api_key("produce")
+FETCH: Final = api_key("fetch")
+LIST_OFFSETS: Final = api_key("list_offsets")
+METADATA: Final = api_key("metadata")
+OFFSET_COMMIT: Final = api_key("offset_commit")
+FIND_COORDINATOR: Final = api_key("find_coordinator")
+LIST_GROUPS: Final = api_key("list_groups")
+SASL_HANDSHAKE: Final = api_key("sasl_handshake")
+API_VERSIONS: Final = api_key("api_versions")
+CREATE_TOPICS: Final = api_key("create_topics")
+DELETE_TOPICS: Final = api_key("delete_topics")
+INIT_PRODUCER_ID: Final = api_key("init_producer_id")
+DESCRIBE_CONFIGS: Final = api_key("describe_configs")
+SASL_AUTHENTICATE: Final = api_key("sasl_authenticate")
+DELETE_GROUPS: Final = api_key("delete_groups")
+INCREMENTAL_ALTER_CONFIGS: Final = api_key("incremental_alter_configs")
+DESCRIBE_CLUSTER: Final = api_key("describe_cluster")
+SHARE_GROUP_HEARTBEAT: Final = api_key("share_group_heartbeat")
+SHARE_GROUP_DESCRIBE: Final = api_key("share_group_describe")
+SHARE_FETCH: Final = api_key("share_fetch")
+SHARE_ACKNOWLEDGE: Final = api_key("share_acknowledge")
+DESCRIBE_SHARE_GROUP_OFFSETS: Final = api_key("describe_share_group_offsets")
+ALTER_SHARE_GROUP_OFFSETS: Final = api_key("alter_share_group_offsets")
+DELETE_SHARE_GROUP_OFFSETS: Final = api_key("delete_share_group_offsets")
