@@ -35,7 +35,8 @@ import re
 import shutil
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
@@ -48,6 +49,9 @@ from kshare_cli.errors import UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
     from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.services.audit import (
         AuditJob,
@@ -557,34 +561,18 @@ def _capture_phase(
     from kshare_cli.services import audit
 
     failures = audit.job_failures()
-    starting = _CtrlC()
-    with starting:
-        spark, log_dir = audit.start_spark(master)
-    succeeded = False
-    try:
-        if starting.is_set():
-            raise KeyboardInterrupt
+    with _spark_running(master) as (spark, log_dir):
         try:
             query = audit.capture_state(
                 spark, settings, directory, groups, until_caught_up=until_caught_up
             )
-            interrupted = _CtrlC()
-            with interrupted:
-                while not interrupted.wait(0.5) and query.isActive:
-                    pass
-            failed = None if interrupted.is_set() else query.exception()
+            failed = _watch(query)
             query.stop()
         except failures as error:
             raise audit.job_failure(error, log_dir) from None
         if failed is not None:
             raise audit.job_failure(failed, log_dir)
         typer.echo(f"kshare: captured the state records into {directory}", err=True)
-        succeeded = True
-    finally:
-        if log_dir is not None:
-            spark.stop()
-            if succeeded:
-                shutil.rmtree(log_dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- the run
@@ -647,18 +635,7 @@ def _spark_phase(
     from kshare_cli.services import audit
 
     failures = audit.job_failures()
-    # PySpark's launcher leaves its JVM running if interrupted while it waits for it (the
-    # JVM ignores SIGINT): a Ctrl-C now lets the start finish, then stops it, then exits.
-    starting = _CtrlC()
-    with starting:
-        spark, log_dir = audit.start_spark(request.master)
-    if starting.is_set():
-        if log_dir is not None:
-            spark.stop()
-            shutil.rmtree(log_dir, ignore_errors=True)
-        raise KeyboardInterrupt
-    succeeded = False
-    try:
+    with _spark_running(request.master) as (spark, log_dir):
         # CSV's header goes out once: with the batch's rows, or with the first follow rows.
         header_printed = [False]
 
@@ -677,28 +654,58 @@ def _spark_phase(
             raise KeyboardInterrupt
         header_printed[0] = _finish(result, request, resolved, fmt)
         if follow is None:
-            succeeded = True
             return
         query = follow.start()
-        interrupted = _CtrlC()
         try:
-            with interrupted:
-                while not interrupted.wait(0.5) and query.isActive:
-                    pass
-                if not interrupted.is_set() and (failed := query.exception()) is not None:
-                    raise audit.job_failure(follow.failure or failed, log_dir)
+            if (failed := _watch(query)) is not None:
+                raise audit.job_failure(follow.failure or failed, log_dir)
         except failures as error:
             raise audit.job_failure(follow.failure or error, log_dir) from None
         finally:
             follow.stop()
         if follow.failure is not None:
             raise audit.job_failure(follow.failure, log_dir)
+
+
+@contextmanager
+def _spark_running(master: str) -> Iterator[tuple[SparkSession, str | None]]:
+    """A Spark session for the block and the directory of its log (None: the process's own
+    session, left running); one this started is stopped after the block, and its log
+    removed unless the block failed (the failure's line names it).
+
+    PySpark's launcher leaves its JVM running if interrupted while it waits for it (the
+    JVM ignores SIGINT): a Ctrl-C while Spark starts lets the start finish, then stops it,
+    then exits (130).
+    """
+    from kshare_cli.services import audit
+
+    starting = _CtrlC()
+    with starting:
+        spark, log_dir = audit.start_spark(master)
+    if starting.is_set():
+        if log_dir is not None:
+            spark.stop()
+            shutil.rmtree(log_dir, ignore_errors=True)
+        raise KeyboardInterrupt
+    succeeded = False
+    try:
+        yield spark, log_dir
         succeeded = True
     finally:
         if log_dir is not None:
             spark.stop()
             if succeeded:
                 shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def _watch(query: StreamingQuery) -> BaseException | None:
+    """Wait until the stream ends or Ctrl-C (which stops waiting, not the stream); the
+    stream's failure, or None."""
+    interrupted = _CtrlC()
+    with interrupted:
+        while not interrupted.wait(0.5) and query.isActive:
+            pass
+        return None if interrupted.is_set() else query.exception()
 
 
 class _CtrlC(threading.Event):
