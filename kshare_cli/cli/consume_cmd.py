@@ -56,15 +56,19 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
-from kshare_cli.cli import common
+from kshare_cli.cli import common, durations
 from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
-    from kshare_cli.consumer.preflight import DeliveryLimit
-    from kshare_cli.consumer.record_formatters import Formatter
-    from kshare_cli.consumer.records import ConsumedRecord
-    from kshare_cli.consumer.share_consume import AckMode, ConsumeResult, Decide
+    from kshare_cli.services.consume import (
+        AckMode,
+        ConsumedRecord,
+        ConsumeResult,
+        Decide,
+        DeliveryLimit,
+        Formatter,
+    )
 
 DEFAULT_GROUP: Final = "console-share-consumer"
 #: Properties that configure the connection: read by the settings parser (Java names,
@@ -240,8 +244,7 @@ def build_formatter(
 ) -> FormatterChoice:
     """Deserializers and formatter from the options; UsageError before anything connects."""
     from kshare_cli.connect.properties import is_secret_name
-    from kshare_cli.consumer.deserializers import make_deserializer
-    from kshare_cli.consumer.record_formatters import make_formatter
+    from kshare_cli.services.consume import make_deserializer, make_formatter
 
     registry = {
         key: value for key, value in properties.items() if key.startswith(_REGISTRY_PREFIXES)
@@ -351,7 +354,7 @@ def make_prompt(request: StopRequest, default: Ack, *, show_line: bool) -> Decid
     counts near the group's delivery limit are highlighted: at the limit a
     release archives the record instead of delivering it again.
     """
-    from kshare_cli.consumer.share_consume import AckMode
+    from kshare_cli.services.consume import AckMode
 
     color = "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
     announced: list[bool] = []
@@ -485,13 +488,14 @@ def consume(
         ),
     ] = None,
     timeout_ms: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--timeout-ms",
-            metavar="MS",
-            help=(
-                "Stop (exit 0) when no record arrived for MS milliseconds; the first wait "
-                "includes joining the group, as in Kafka's tool."
+            metavar="DURATION",
+            help=durations.duration_help(
+                "Stop (exit 0) when no record arrived for this long; the first wait "
+                "includes joining the group, as in Kafka's tool",
+                bare="ms",
             ),
             show_default=False,
         ),
@@ -611,7 +615,10 @@ def consume(
         typer.Option(
             "--timeout",
             metavar="DURATION",
-            help="Give up reaching the cluster after this long; bounds the last commit too.",
+            help=durations.duration_help(
+                "Give up reaching the cluster after this long; bounds the last commit too",
+                bare="ms",
+            ),
             rich_help_panel="Connection",
         ),
     ] = common.DEFAULT_TIMEOUT,
@@ -626,7 +633,10 @@ def consume(
     invocation = common.Invocation(debug=debug)
     topics = common.usage_guard(lambda: check_topics(topic or []), invocation)
     chosen_ack = common.usage_guard(lambda: choose_ack(ack, release, reject), invocation)
-    common.usage_guard(lambda: check_counts(max_messages, timeout_ms), invocation)
+    idle_timeout_ms = common.usage_guard(
+        lambda: durations.optional_milliseconds("--timeout-ms", timeout_ms), invocation
+    )
+    common.usage_guard(lambda: check_counts(max_messages, idle_timeout_ms), invocation)
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
     if interactive:
         common.usage_guard(terminal_for_prompt, invocation)
@@ -685,11 +695,9 @@ def consume(
             common.warn(shown)
     config = common.usage_guard(settings.confluent_config, invocation)
     config.update(consumer_properties.consumer)
-    if debug:
-        config["logger"] = _debug_logger()
 
-    from kshare_cli.consumer.share_consume import AckMode, ConsumeOptions
-    from kshare_cli.consumer.share_consume import consume as run_consumer
+    from kshare_cli.services.consume import AckMode, ConsumeOptions
+    from kshare_cli.services.consume import consume as run_consumer
 
     options = ConsumeOptions(
         topics=topics,
@@ -697,12 +705,11 @@ def consume(
         ack=AckMode(chosen_ack.value),
         reject_on_error=reject_on_error,
         max_messages=max_messages,
-        idle_timeout_ms=timeout_ms,
+        idle_timeout_ms=idle_timeout_ms,
         interactive=interactive,
         timeout_s=timeout_s,
     )
     sink = sys.stdout.buffer
-    from kshare_cli.wire.diagnose import connection_check
 
     with stop_on_signals(grace_s=timeout_s) as request:
         prompt = (
@@ -712,15 +719,16 @@ def consume(
         )
         result = common.edge(
             lambda: run_consumer(
+                settings,
                 config,
                 options,
                 formatting.formatter,
                 sink,
+                debug=debug,
                 stop=request.event,
                 decide=prompt,
                 on_warning=common.warn,
                 on_rejected=common.report_failure,
-                diagnose=connection_check(settings),
             ),
             invocation,
         )
@@ -794,17 +802,3 @@ def _quiet_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fd)
     os.close(devnull)
-
-
-def _debug_logger() -> object:
-    """With --debug, librdkafka's log lines go to stderr (they name brokers, never secrets)."""
-    import logging
-
-    logger = logging.getLogger("kshare_cli.librdkafka.debug")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("librdkafka: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-    return logger

@@ -44,7 +44,7 @@ from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from kshare_cli.consumer.produce import DeliveryFailure, MalformedLine, ProduceResult
+    from kshare_cli.services.produce import DeliveryFailure, MalformedLine, ProduceResult
 
 
 #: Properties that configure the connection: they go through the settings parser
@@ -219,7 +219,7 @@ def produce(
     --key-separator stops the run with one line saying how many were produced.
     """
     invocation = common.Invocation(debug=debug)
-    from kshare_cli.consumer.produce import parse_headers, parse_key_separator
+    from kshare_cli.services.produce import parse_headers, parse_key_separator
     from kshare_cli.topic_names import check_topic_name
 
     common.usage_guard(lambda: check_topic_name(topic), invocation)
@@ -258,19 +258,16 @@ def produce(
         common.warn(warning)
     config = common.usage_guard(settings.confluent_config, invocation)
     config.update(properties.producer)
-    if debug:
-        config["logger"] = _debug_logger()
 
-    from kshare_cli.consumer.produce import produce_lines
+    from kshare_cli.services.produce import produce as produce_lines
 
     def report(failure: DeliveryFailure) -> None:
         common.report_failure(str(failure))
 
-    from kshare_cli.wire.diagnose import connection_check
-
     with _sigterm_interrupts():
         result = common.edge(
             lambda: produce_lines(
+                settings,
                 config,
                 topic,
                 sys.stdin.buffer,
@@ -280,7 +277,7 @@ def produce(
                 partition=partition,
                 timeout_s=timeout_s,
                 on_failure=report,
-                diagnose=connection_check(settings),
+                debug=debug,
             ),
             invocation,
         )
@@ -291,17 +288,3 @@ def produce(
     code = exit_code(result)
     if code != ExitCode.OK:
         raise typer.Exit(int(code))
-
-
-def _debug_logger() -> object:
-    """With --debug, librdkafka's log lines go to stderr (they name brokers, never secrets)."""
-    import logging
-
-    logger = logging.getLogger("kshare_cli.librdkafka.debug")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("librdkafka: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-    return logger

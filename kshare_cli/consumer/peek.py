@@ -15,12 +15,12 @@ such group appears on the cluster.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from kshare_cli.consumer.preflight import quiet_logger, raise_for_client_error
 from kshare_cli.consumer.records import ConsumedRecord
+from kshare_cli.dataplane.clients import new_reader
+from kshare_cli.dataplane.errors import ErrorKind, classify, raise_for_client_error
 from kshare_cli.errors import NotFound, TimedOut, UsageError
 
 if TYPE_CHECKING:
@@ -60,31 +60,22 @@ def peek_records(
         raise UsageError(f"peek offset must be at least 0, got {offset}")
     if limit == 0:
         return ()
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import TopicPartition
 
     errors: list[KafkaError] = []
-    consumer_config: dict[str, object] = {
-        key: value for key, value in config.items() if key not in _SHARE_ONLY
-    }
-    consumer_config.update(
-        {
-            "group.id": f"kshare-peek-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
+    consumer = new_reader(
+        {key: value for key, value in config.items() if key not in _SHARE_ONLY},
+        "peek",
+        **{
             "enable.partition.eof": True,
             # Past the end is no error but nothing to show; before the log start offset
             # (records deleted) the first records still there are the next ones.
             "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 100,
             "error_cb": errors.append,
-            "logger": consumer_config.get("logger", quiet_logger()),
-        }
+        },
     )
     bootstrap = str(config.get("bootstrap.servers", ""))
-    try:
-        consumer = Consumer(consumer_config)
-    except (KafkaException, ValueError, TypeError) as refused:
-        raise UsageError(f"client configuration: {refused}") from None
     records: list[ConsumedRecord] = []
     try:
         consumer.assign([TopicPartition(topic, partition, offset)])
@@ -110,12 +101,12 @@ def peek_records(
                     if record.offset >= offset:
                         records.append(record)
                     continue
-                code = problem.code()
-                if code == KafkaError._PARTITION_EOF:
+                kind = classify(problem)
+                if kind is ErrorKind.PARTITION_EOF:
                     return tuple(records[:limit])
-                if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+                if kind in (ErrorKind.UNKNOWN_TOPIC_OR_PARTITION, ErrorKind.UNKNOWN_PARTITION):
                     raise NotFound(f"{topic}:{partition} does not exist")
-                if code == KafkaError._UNKNOWN_TOPIC:
+                if kind is ErrorKind.UNKNOWN_TOPIC:
                     raise NotFound(f"topic {topic!r} does not exist")
                 raise_for_client_error(problem, bootstrap)
             for seen in errors:

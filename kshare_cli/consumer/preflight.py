@@ -7,60 +7,45 @@ confluent-kafka AdminClient on the same configuration settles the questions an
 operator needs answered with an exit code: can the cluster be reached (3), do
 the credentials work (3), does every topic exist (5), may we read it (1).
 
-The same client reads the delivery limit for ``--interactive``: the group's
-``share.delivery.count.limit`` (a group config from Kafka 4.3) or else the
-broker's ``group.share.delivery.count.limit``. A cluster that answers neither
-(librdkafka's mock has no DescribeConfigs) gets Kafka's default, 5, and the
-prompt says the limit was assumed.
+The delivery limit that ``--interactive`` shows is not asked here: the admin
+layer reads it (``admin.inflight.stated_delivery_count_limit``, the control
+plane), and ``services.consume`` hands it to the run. librdkafka's errors are
+read as the data plane reads them everywhere (:mod:`kshare_cli.dataplane.errors`).
 """
 
 from __future__ import annotations
 
-import logging
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from kshare_cli.errors import (
-    AuthenticationFailed,
-    ConnectionFailed,
-    KshareError,
-    NotFound,
-    Refused,
-    TimedOut,
-    UsageError,
+from kshare_cli.dataplane.clients import new_admin
+from kshare_cli.dataplane.errors import (
+    MISSING_TOPIC,
+    ErrorKind,
+    Explain,
+    classify,
+    raise_for_client_errors,
 )
+from kshare_cli.errors import NotFound, Refused, TimedOut, UsageError
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
-    from confluent_kafka.admin import AdminClient
 
     # Public as confluent_kafka.admin.ClusterMetadata, re-exported without __all__.
     from confluent_kafka.admin._metadata import ClusterMetadata
 
     from kshare_cli.wire.diagnose import Diagnose
 
-#: librdkafka's error text to the control plane's diagnosis (``Diagnose``, time bound set).
-Explain = Callable[[str], "KshareError | None"]
-
 __all__ = [
-    "DEFAULT_DELIVERY_LIMIT",
-    "DeliveryLimit",
     "MetadataClient",
     "Preflight",
+    "admin_config",
     "check_cluster",
-    "is_authentication_error",
-    "raise_for_client_error",
-    "raise_for_client_errors",
     "topic_partitions",
 ]
 
-#: Kafka's ``group.share.delivery.count.limit`` default (4.1 to 4.3).
-DEFAULT_DELIVERY_LIMIT: Final = 5
-_GROUP_LIMIT: Final = "share.delivery.count.limit"
-_BROKER_LIMIT: Final = "group.share.delivery.count.limit"
 # One metadata request is retried in slices this long, so an unreachable or refusing
 # cluster is reported as soon as librdkafka knows, not when the whole budget is spent.
 _SLICE_S: Final = 0.25
@@ -89,20 +74,10 @@ _CONSUMER_ONLY: Final = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class DeliveryLimit:
-    """How many deliveries a record gets before the broker archives it, and whence we know."""
-
-    limit: int
-    source: str
-    assumed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class Preflight:
-    """What the checks found: the topics' partition counts, the delivery limit if asked."""
+    """What the checks found: the topics' partition counts."""
 
     partitions: Mapping[str, int]
-    delivery_limit: DeliveryLimit | None = None
 
 
 class _Errors:
@@ -126,28 +101,21 @@ def check_cluster(
     consumer_config: Mapping[str, object],
     topics: Sequence[str],
     *,
-    group_id: str,
     timeout_s: float,
-    delivery_limit: bool = False,
     diagnose: Diagnose | None = None,
 ) -> Preflight:
     """Fail before joining when the cluster or a topic is not there; see the module docstring.
 
     Raises ConnectionFailed (or AuthenticationFailed) for a cluster that cannot be
     reached or refuses us, TimedOut when it does not answer within ``timeout_s``,
-    NotFound for a missing topic, Refused when we may not read one.
+    NotFound for a missing topic, Refused when we may not read one; UsageError
+    for a property librdkafka refuses.
     """
-    from confluent_kafka.admin import AdminClient
-
     errors = _Errors()
     config = admin_config(consumer_config)
     config["error_cb"] = errors
-    config.setdefault("logger", quiet_logger())
     bootstrap = str(consumer_config.get("bootstrap.servers", ""))
-    try:
-        admin = AdminClient(config)  # type: ignore[arg-type]  # values checked by librdkafka
-    except Exception as error:  # noqa: BLE001 -- librdkafka refuses a property: say which
-        raise UsageError(f"client configuration: {_describe(error)}") from None
+    admin = new_admin(config)
     deadline = time.monotonic() + timeout_s
     partitions: dict[str, int] = {}
     for topic in topics:
@@ -162,8 +130,7 @@ def check_cluster(
                 diagnose=diagnose,
             )
         )
-    limit = _delivery_limit(admin, group_id, deadline) if delivery_limit else None
-    return Preflight(partitions, limit)
+    return Preflight(partitions)
 
 
 class MetadataClient(Protocol):
@@ -195,7 +162,7 @@ def topic_partitions(
     the command wants of the topic in the "not authorized" message; ``diagnose``
     (see :func:`raise_for_client_errors`) words a TLS or SASL failure.
     """
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaException
 
     while True:
         remaining = deadline - time.monotonic()
@@ -213,12 +180,12 @@ def topic_partitions(
         error = described.error
         if error is None:
             return tuple(sorted(described.partitions))
-        code = error.code()
-        if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+        kind = classify(error)
+        if kind in MISSING_TOPIC:
             raise NotFound(f"topic {topic!r} does not exist")
-        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        if kind is ErrorKind.AUTHORIZATION:
             raise Refused(f"not authorized to {access} topic {topic!r}")
-        if code == KafkaError.TOPIC_EXCEPTION:
+        if kind is ErrorKind.INVALID_TOPIC:
             raise UsageError(f"{topic!r} is not a valid topic name")
         # LEADER_NOT_AVAILABLE right after a topic was created: ask again.
         time.sleep(min(_SLICE_S, max(0.0, deadline - time.monotonic())))
@@ -229,152 +196,3 @@ def _until(diagnose: Diagnose | None, deadline: float) -> Explain | None:
     if diagnose is None:
         return None
     return lambda text: diagnose(text, deadline - time.monotonic())
-
-
-def is_authentication_error(error: KafkaError) -> bool:
-    """TLS or SASL refused us: final, unlike a broker that is down."""
-    from confluent_kafka import KafkaError
-
-    return error.code() in (
-        KafkaError._AUTHENTICATION,
-        KafkaError.SASL_AUTHENTICATION_FAILED,
-        KafkaError._SSL,
-    )
-
-
-def raise_for_client_error(
-    error: KafkaError, bootstrap: str, diagnose: Explain | None = None
-) -> None:
-    """Turn one librdkafka client error into kshare's error, if it is one worth stopping for.
-
-    One error carries no history, so a lone "all brokers are down" is reported as
-    such; :func:`raise_for_client_errors` over everything seen can say why.
-    """
-    from confluent_kafka import KafkaError
-
-    raise_for_client_errors([error], bootstrap, diagnose)
-    if error.code() == KafkaError._ALL_BROKERS_DOWN:
-        raise ConnectionFailed(f"cannot connect to {bootstrap}: all brokers are down")
-
-
-def raise_for_client_errors(
-    seen: Sequence[KafkaError], bootstrap: str, diagnose: Explain | None = None
-) -> None:
-    """Raise kshare's error for the client errors librdkafka reported so far, if one is final.
-
-    Refused credentials or certificates (3), authorization refused (1), a fatal
-    error (3), and "all brokers are down" after connections were refused or names
-    did not resolve (3, with the cause and the broker). "All brokers are down"
-    with no such cause is a broker that accepted the connection and never
-    answered (librdkafka gives up after ``api.version.request.timeout.ms``): not
-    a refusal, so the caller keeps waiting and reports a timeout (4) at its deadline.
-
-    ``diagnose`` (``wire.diagnose.connection_check``) gives the control plane's
-    words for a TLS or SASL failure, and for brokers that hung up on us after
-    connecting: librdkafka's own words blame the CA for a hostname mismatch, and
-    a SASL listener reached without SASL is only "all brokers are down" (its
-    disconnects after ApiVersions reach no ``error_cb``). For that last case only
-    a TLS or SASL diagnosis counts; anything else keeps the wait going.
-    """
-    from confluent_kafka import KafkaError
-
-    for error in seen:
-        if is_authentication_error(error):
-            diagnosed = diagnose(error.str()) if diagnose is not None else None
-            raise diagnosed or AuthenticationFailed(f"{bootstrap}: {_strip(error.str())}")
-    for error in seen:
-        if error.code() in (
-            KafkaError.TOPIC_AUTHORIZATION_FAILED,
-            KafkaError.GROUP_AUTHORIZATION_FAILED,
-        ):
-            raise Refused(f"{bootstrap}: {_strip(error.str())}")
-    for error in seen:
-        if error.fatal():
-            raise ConnectionFailed(f"{bootstrap}: {_strip(error.str())}")
-    if any(error.code() == KafkaError._ALL_BROKERS_DOWN for error in seen):
-        causes = [
-            error for error in seen if error.code() in (KafkaError._TRANSPORT, KafkaError._RESOLVE)
-        ]
-        hung_up = [error for error in causes if _REFUSED not in error.str()]
-        if diagnose is not None and (hung_up or not causes):
-            diagnosed = diagnose((hung_up or seen)[-1].str())
-            if isinstance(diagnosed, AuthenticationFailed) or (hung_up and diagnosed):
-                raise diagnosed
-        if causes:
-            raise ConnectionFailed(f"cannot connect to {bootstrap}: {_strip(causes[-1].str())}")
-
-
-_BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")
-#: librdkafka's words for a refused connection: nothing the control plane can add.
-_REFUSED: Final = "Connection refused"
-
-
-def _strip(text: str) -> str:
-    """librdkafka's message without its ``host:port/bootstrap:`` head and ``(after ...)`` tail."""
-    head, _, tail = text.rpartition(" (after ")
-    text = head if head and tail.endswith(")") else text
-    return _BROKER_PREFIX.sub("", text, count=1)
-
-
-def _describe(error: BaseException) -> str:
-    args = getattr(error, "args", ())
-    first = args[0] if args else None
-    text = getattr(first, "str", None)
-    if callable(text):
-        return str(text())
-    return str(error)
-
-
-def _delivery_limit(admin: AdminClient, group_id: str, deadline: float) -> DeliveryLimit:
-    """The group's delivery limit (4.3 group config, else the broker's), or Kafka's default."""
-    from confluent_kafka import KafkaException
-
-    # Re-exported without __all__, so strict mypy does not see it; the public path is this.
-    from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
-
-    timeout = max(0.5, min(5.0, deadline - time.monotonic()))
-    problem = "no answer"
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-        broker = str(min(metadata.brokers)) if metadata.brokers else "0"
-        resources = [
-            ConfigResource(ConfigResource.Type.GROUP, group_id),
-            ConfigResource(ConfigResource.Type.BROKER, broker),
-        ]
-        futures = admin.describe_configs(resources, request_timeout=timeout)
-        answers: dict[str, str] = {}
-        for resource, future in futures.items():
-            try:
-                entries = future.result(timeout)
-            except KafkaException as error:
-                problem = _describe(error)
-                continue
-            name = _GROUP_LIMIT if resource.restype == ConfigResource.Type.GROUP else _BROKER_LIMIT
-            entry = entries.get(name)
-            if entry is not None and entry.value is not None:
-                answers[name] = entry.value
-        for name, source in (
-            (_GROUP_LIMIT, f"group config {_GROUP_LIMIT}"),
-            (_BROKER_LIMIT, f"broker config {_BROKER_LIMIT}"),
-        ):
-            value = answers.get(name)
-            if value is not None and value.strip().isdigit():
-                return DeliveryLimit(int(value), source)
-    except KafkaException as error:
-        problem = _describe(error)
-    except TimeoutError:
-        problem = f"no answer within {timeout:g} s"
-    return DeliveryLimit(
-        DEFAULT_DELIVERY_LIMIT,
-        f"Kafka's default; the cluster did not say ({problem})",
-        assumed=True,
-    )
-
-
-def quiet_logger() -> logging.Logger:
-    """librdkafka's log lines would break "one stderr line per error"; --debug passes its own."""
-    logger = logging.getLogger("kshare_cli.librdkafka")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger

@@ -30,7 +30,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
-from kshare_cli.consumer.preflight import quiet_logger, topic_partitions
+from kshare_cli.consumer.preflight import topic_partitions
+from kshare_cli.dataplane.clients import new_producer
+from kshare_cli.dataplane.errors import error_text
 from kshare_cli.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
@@ -249,19 +251,11 @@ class _IdlePoller:
 
 
 def _new_producer(config: Mapping[str, object], deliveries: _Deliveries) -> Producer:
-    from confluent_kafka import KafkaException, Producer
-
+    """The producer on ``config`` (over :data:`DEFAULT_PRODUCER_CONFIG`); UsageError for a
+    property librdkafka refuses, found before any connection was attempted."""
     effective: dict[str, object] = {**DEFAULT_PRODUCER_CONFIG, **config}
-    effective.setdefault("logger", quiet_logger())
     effective.setdefault("error_cb", deliveries.client_error)
-    try:
-        return Producer(effective)
-    except KafkaException as error:
-        # librdkafka checks every property before it creates the handle, so this is
-        # a configuration problem found before any connection was attempted.
-        raise UsageError(f"producer configuration: {error.args[0].str()}") from None
-    except (TypeError, ValueError) as error:
-        raise UsageError(f"producer configuration: {error}") from None
+    return new_producer(effective)
 
 
 def _check_destination(
@@ -424,7 +418,7 @@ def _send_slowly(
     # Refused before it was queued (larger than message.max.bytes, ...).
     detail = refusal.args[0] if refusal.args else None
     if isinstance(detail, KafkaError):
-        deliveries.fail(DeliveryFailure(line_number, detail.name(), detail.str()))
+        deliveries.fail(DeliveryFailure(line_number, detail.name(), error_text(detail)))
     else:
         deliveries.fail(DeliveryFailure(line_number, type(refusal).__name__, str(refusal)))
 

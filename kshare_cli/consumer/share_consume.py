@@ -44,22 +44,18 @@ from typing import TYPE_CHECKING, BinaryIO, Final, Literal
 
 from kshare_cli.consumer.deserializers import DeserializationError
 from kshare_cli.consumer.output import RecordSink
-from kshare_cli.consumer.preflight import (
-    DEFAULT_DELIVERY_LIMIT,
-    DeliveryLimit,
-    check_cluster,
+from kshare_cli.consumer.preflight import check_cluster
+from kshare_cli.consumer.records import ConsumedRecord
+from kshare_cli.dataplane.clients import new_share_consumer
+from kshare_cli.dataplane.errors import (
+    ErrorKind,
+    classify,
+    error_text,
     is_authentication_error,
-    quiet_logger,
     raise_for_client_error,
 )
-from kshare_cli.consumer.records import ConsumedRecord
-from kshare_cli.errors import (
-    AuthenticationFailed,
-    ConnectionFailed,
-    KshareError,
-    Refused,
-    UsageError,
-)
+from kshare_cli.dataplane.logs import quiet_logger
+from kshare_cli.errors import ConnectionFailed, KshareError, Refused, UsageError
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, ShareConsumer, TopicPartition
@@ -74,6 +70,7 @@ __all__ = [
     "ConsumeOptions",
     "ConsumeResult",
     "Decide",
+    "DeliveryLimit",
     "OutputFailed",
     "RecordUnreadable",
     "StopReason",
@@ -101,6 +98,20 @@ class AckMode(enum.StrEnum):
     accept = "accept"
     release = "release"
     reject = "reject"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryLimit:
+    """How many deliveries a record gets before the broker archives it, and whence we know.
+
+    What ``--interactive`` shows beside each record's delivery count. The limit is
+    the admin layer's answer (``admin.inflight.stated_delivery_count_limit``);
+    ``assumed`` when the cluster would not say and Kafka's default stands in.
+    """
+
+    limit: int
+    source: str
+    assumed: bool = False
 
 
 #: The interactive prompt: (record, its printed line, the delivery limit) -> a type, or
@@ -163,6 +174,7 @@ class ConsumeResult:
     stopped_by: StopReason
     error: KshareError | None = None
     acknowledgement_failures: tuple[AcknowledgementFailure, ...] = ()
+    #: The limit shown at the prompt (``--interactive`` only).
     delivery_limit: DeliveryLimit | None = None
 
 
@@ -194,6 +206,7 @@ def consume(
     on_rejected: Callable[[str], None] | None = None,
     check: bool = True,
     diagnose: Diagnose | None = None,
+    delivery_limit: Callable[[], DeliveryLimit] | None = None,
 ) -> ConsumeResult:
     """Consume ``options.topics`` into ``sink`` until a stop; see the module docstring.
 
@@ -203,27 +216,23 @@ def consume(
     credentials refused, topic missing) -- all before joining the group. Once
     joined nothing raises but a second interrupt (KeyboardInterrupt): failures
     come back in the result, after the group was left. ``diagnose`` words a TLS or
-    SASL failure as the control plane does (``wire.diagnose``).
+    SASL failure as the control plane does (``wire.diagnose``). ``delivery_limit``
+    (required with ``options.interactive``) is asked once, after the check and
+    before joining, for the limit the prompt shows.
     """
     if options.interactive and decide is None:
         raise UsageError("interactive consumption needs a prompt")
+    if options.interactive and delivery_limit is None:
+        raise UsageError("interactive consumption needs the delivery limit")
     stop = stop if stop is not None else threading.Event()
     settings = consumer_config(config, options)
     client_errors = _ClientErrors()
     settings["error_cb"] = client_errors
-    consumer = _new_consumer(settings)
+    consumer = new_share_consumer(settings)
     try:
-        limit = None
         if check:
-            preflight = check_cluster(
-                settings,
-                options.topics,
-                group_id=options.group_id,
-                timeout_s=options.timeout_s,
-                delivery_limit=options.interactive,
-                diagnose=diagnose,
-            )
-            limit = preflight.delivery_limit
+            check_cluster(settings, options.topics, timeout_s=options.timeout_s, diagnose=diagnose)
+        limit = delivery_limit() if options.interactive and delivery_limit is not None else None
         run = _Run(
             consumer=consumer,
             options=options,
@@ -232,8 +241,7 @@ def consume(
             stop=stop,
             client_errors=client_errors,
             decide=decide,
-            delivery_limit=limit
-            or DeliveryLimit(DEFAULT_DELIVERY_LIMIT, "Kafka's default", assumed=True),
+            delivery_limit=limit,
             on_warning=on_warning or _ignore,
             on_rejected=on_rejected or _ignore,
             bootstrap=str(settings.get("bootstrap.servers", "")),
@@ -250,35 +258,13 @@ def _ignore(_message: str) -> None:
     pass
 
 
-def _new_consumer(settings: Mapping[str, object]) -> ShareConsumer:
-    from confluent_kafka import KafkaError, KafkaException, ShareConsumer
-
-    try:
-        try:
-            return ShareConsumer(dict(settings))
-        except SystemError as error:
-            # confluent-kafka 2.16 wraps a failed oauth_cb's "OAuth token not set" so.
-            if isinstance(error.__cause__, KafkaException):
-                raise error.__cause__ from None
-            raise
-    except KafkaException as error:
-        kafka_error = error.args[0]
-        if kafka_error.code() == KafkaError.SASL_AUTHENTICATION_FAILED:
-            # oauth_cb gave no token (settings checked it a moment ago: a file being replaced).
-            raise AuthenticationFailed(f"OAUTHBEARER: {kafka_error.str()}") from None
-        # librdkafka checks every property before it creates the handle: nothing connected.
-        raise UsageError(f"consumer configuration: {kafka_error.str()}") from None
-    except (TypeError, ValueError) as error:
-        raise UsageError(f"consumer configuration: {error}") from None
-
-
 def _close(consumer: ShareConsumer, on_warning: Callable[[str], None]) -> None:
     from confluent_kafka import KafkaException
 
     try:
         consumer.close()
     except KafkaException as error:
-        on_warning(f"leaving the share group: {error.args[0].str()}")
+        on_warning(f"leaving the share group: {error_text(error)}")
 
 
 class _ClientErrors:
@@ -306,7 +292,7 @@ class _Run:
     stop: threading.Event
     client_errors: _ClientErrors
     decide: Decide | None
-    delivery_limit: DeliveryLimit
+    delivery_limit: DeliveryLimit | None
     on_warning: Callable[[str], None]
     on_rejected: Callable[[str], None]
     bootstrap: str
@@ -342,7 +328,9 @@ class _Run:
             try:
                 messages = self.consumer.poll(timeout)
             except KafkaException as failure:
-                return self.finish("error", ConnectionFailed(f"{self.bootstrap}: {_text(failure)}"))
+                return self.finish(
+                    "error", ConnectionFailed(f"{self.bootstrap}: {error_text(failure)}")
+                )
             records = [message for message in messages if message.error() is None]
             if len(records) != len(messages):
                 for message in messages:
@@ -376,8 +364,6 @@ class _Run:
 
     def client_problem(self) -> KshareError | None:
         """A client error that ends the run (credentials refused, a fatal error); None else."""
-        from confluent_kafka import KafkaError
-
         for error in self.client_errors.take():
             try:
                 # Mid-run only a TLS or SASL refusal is worth a check: brokers that are
@@ -389,7 +375,7 @@ class _Run:
             except Refused as refusal:
                 return refusal
             except ConnectionFailed as failure:
-                if error.code() != KafkaError._ALL_BROKERS_DOWN:
+                if classify(error) is not ErrorKind.ALL_BROKERS_DOWN:
                     return failure
                 # Brokers restart; librdkafka reconnects. Say so once, keep waiting.
                 if not self.brokers_down:
@@ -452,7 +438,7 @@ class _Run:
     def handle_interactively(
         self, records: Sequence[Message]
     ) -> tuple[StopReason, KshareError | None] | None:
-        assert self.decide is not None
+        assert self.decide is not None and self.delivery_limit is not None
         for index, message in enumerate(records):
             rest = records[index + 1 :]
             if self.stop.is_set():
@@ -572,7 +558,7 @@ class _Run:
                 continue
             self.failures.append(
                 AcknowledgementFailure(
-                    partition.topic, partition.partition, len(acknowledged), _text(problem)
+                    partition.topic, partition.partition, len(acknowledged), error_text(problem)
                 )
             )
 
@@ -582,7 +568,7 @@ class _Run:
         try:
             results = self.consumer.commit_sync(self.options.timeout_s)
         except KafkaException as error:
-            self.on_warning(f"committing acknowledgements: {_text(error)}")
+            self.on_warning(f"committing acknowledgements: {error_text(error)}")
             return
         for partition, refused in results.items():
             if refused is not None and not any(
@@ -591,7 +577,7 @@ class _Run:
             ):
                 self.failures.append(
                     AcknowledgementFailure(
-                        partition.topic, partition.partition, None, _text(refused)
+                        partition.topic, partition.partition, None, error_text(refused)
                     )
                 )
 
@@ -607,7 +593,7 @@ class _Run:
             stopped_by=reason,
             error=error,
             acknowledgement_failures=tuple(self.failures),
-            delivery_limit=self.delivery_limit if self.options.interactive else None,
+            delivery_limit=self.delivery_limit,
         )
 
 
@@ -639,11 +625,3 @@ def value_only_lines(formatter: Formatter) -> tuple[bytes, bytes] | None:
     if formatter.format(dataclasses.replace(probe, value=b"value")) != b"value" + separator:
         return None
     return null_line, separator
-
-
-def _text(error: object) -> str:
-    """librdkafka's error text from a KafkaError or KafkaException."""
-    args = getattr(error, "args", None)
-    inner = args[0] if args else error
-    describe = getattr(inner, "str", None)
-    return str(describe()) if callable(describe) else str(error)

@@ -1,0 +1,92 @@
+"""``services.consume``: the delivery limit ``kshare consume --interactive`` shows comes from
+the admin layer's one lookup, over the control plane, and a cluster that will not say
+gets Kafka's default, said to be assumed, without failing the run.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.consumer.share_consume import consume as run_consumer
+from kshare_cli.errors import UsageError
+from kshare_cli.sandbox.group_configs import BrokerGroupSettings
+from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from kshare_cli.services.consume import (
+    ConsumeOptions,
+    DeliveryLimit,
+    delivery_limit,
+    make_deserializer,
+    make_formatter,
+)
+from tests.support.sandbox import Cluster, StartCluster
+
+GROUP_LIMIT = "share.delivery.count.limit"
+BROKER_LIMIT = "group.share.delivery.count.limit"
+
+
+def _settings(bootstrap: str, client_config: dict[str, str], directory: Path) -> ConnectionSettings:
+    config = None
+    if client_config:
+        config = directory / "client.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in client_config.items()))
+    return resolve_settings(bootstrap=bootstrap, command_config=config, profile=None, environ={})
+
+
+def test_without_a_group_config_the_limit_is_the_brokers(
+    sandbox_cluster: StartCluster, tmp_path: Path
+) -> None:
+    sandbox = sandbox_cluster(1, settings=BrokerGroupSettings(share_delivery_count_limit=3))
+    settings = _settings(sandbox.bootstrap, {}, tmp_path)
+    assert delivery_limit(settings, "no-config", 10) == DeliveryLimit(
+        3, f"broker config {BROKER_LIMIT}"
+    )
+
+
+def test_a_group_config_wins_over_the_brokers(
+    cluster: Cluster, unique: str, tmp_path: Path
+) -> None:
+    """Kafka 4.3's group config; a 4.2 cluster (the sandbox's default) does not know it."""
+    settings = _settings(cluster.bootstrap, cluster.client_config, tmp_path)
+    group = f"limit-{unique}"
+    before = delivery_limit(settings, group, 10)
+    assert before.source == f"broker config {BROKER_LIMIT}" and not before.assumed
+    admin = AdminClient(cluster.config())
+    entry = ConfigEntry(GROUP_LIMIT, "2", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
+    try:
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(30)
+    except KafkaException as refused:
+        if "Unknown group config name" in refused.args[0].str():
+            pytest.skip(f"{GROUP_LIMIT} is a group config from Kafka 4.3")
+        raise
+    assert delivery_limit(settings, group, 10) == DeliveryLimit(2, f"group config {GROUP_LIMIT}")
+
+
+def test_a_cluster_that_will_not_say_gets_kafkas_default_assumed(
+    rdkafka_mock: RdkafkaMockCluster, tmp_path: Path
+) -> None:
+    """librdkafka's mock answers no admin RPC: the lookup fails, the run would go on."""
+    settings = _settings(rdkafka_mock.bootstrap_servers, {}, tmp_path)
+    limit = delivery_limit(settings, "any", 10)
+    assert limit.limit == 5 and limit.assumed
+    assert limit.source.startswith("Kafka's default; the cluster did not say (")
+
+
+def test_an_interactive_run_needs_the_delivery_limit() -> None:
+    """The engine no longer guesses a limit of its own: the service must hand one over."""
+    formatter = make_formatter("text", {}, make_deserializer("bytes"), make_deserializer("bytes"))
+    with pytest.raises(UsageError, match="needs the delivery limit"):
+        run_consumer(
+            {"bootstrap.servers": "127.0.0.1:1"},
+            ConsumeOptions(topics=("t",), interactive=True),
+            formatter,
+            io.BytesIO(),
+            decide=lambda *_: None,
+        )
