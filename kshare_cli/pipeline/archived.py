@@ -9,7 +9,6 @@ from pyspark.sql.types import (
     BooleanType,
     IntegerType,
     LongType,
-    StringType,
     StructField,
     StructType,
     TimestampType,
@@ -17,6 +16,7 @@ from pyspark.sql.types import (
 
 from kshare_cli.pipeline.kafka_source import KAFKA_SCHEMA
 from kshare_cli.pipeline.state_records import (
+    NAMED_SHARE_PARTITION_FIELDS,
     SHARE_PARTITION_COLUMNS,
     SHARE_PARTITION_FIELDS,
     with_topic_names,
@@ -57,9 +57,7 @@ state-topic timestamp of the record that archived it (DELIVERIES' last_changed).
 
 ARCHIVED_SCHEMA: Final = StructType(
     [
-        *SHARE_PARTITION_FIELDS[:2],
-        StructField("topic", StringType(), True),
-        SHARE_PARTITION_FIELDS[2],
+        *NAMED_SHARE_PARTITION_FIELDS,
         StructField("offset", LongType(), False),
         StructField("delivery_count", IntegerType(), False),
         StructField("archived_at", TimestampType(), True),

@@ -62,6 +62,7 @@ __all__ = [
     "ARROW_TYPES",
     "BatchTuple",
     "DECODED_SCHEMA",
+    "NAMED_SHARE_PARTITION_FIELDS",
     "RAW_COLUMNS",
     "SHARE_PARTITION_COLUMNS",
     "SHARE_PARTITION_FIELDS",
@@ -106,6 +107,12 @@ SHARE_PARTITION_FIELDS: Final = [
     StructField("topic_id", StringType(), True),
     StructField("partition", IntegerType(), True),
 ]
+NAMED_SHARE_PARTITION_FIELDS: Final = [
+    *SHARE_PARTITION_FIELDS[:2],
+    StructField("topic", StringType(), True),
+    SHARE_PARTITION_FIELDS[2],
+]
+"""SHARE_PARTITION_FIELDS with the topic's name after its id, where `with_topic_names` puts it."""
 
 
 DECODED_SCHEMA: Final = StructType(

@@ -30,6 +30,7 @@ from pyspark.sql.types import (
 
 from kshare_cli.pipeline.state_records import (
     ARROW_TYPES,
+    NAMED_SHARE_PARTITION_FIELDS,
     SHARE_PARTITION_COLUMNS,
     SHARE_PARTITION_FIELDS,
     STATE_BATCH_TYPE,
@@ -63,6 +64,19 @@ __all__ = [
 ]
 
 
+_WINDOW_FIELDS: Final = [
+    StructField("start_offset", LongType(), True),
+    StructField("delivery_complete_count", IntegerType(), True),
+    StructField("end_offset", LongType(), True),
+    StructField("available", LongType(), True),
+    StructField("acknowledged", LongType(), True),
+    StructField("archived", LongType(), True),
+    StructField("unrecorded", LongType(), True),
+    StructField("max_delivery_count", IntegerType(), True),
+]
+"""A state as its in-flight window's figures (`window.window_counts`): the columns
+REPLAYED_SCHEMA and TIMELINE_SCHEMA share."""
+
 REPLAYED_SCHEMA: Final = StructType(
     [
         *STATE_TOPIC_POSITION_FIELDS,
@@ -74,14 +88,7 @@ REPLAYED_SCHEMA: Final = StructType(
         StructField("snapshot_epoch", IntegerType(), True),
         StructField("state_epoch", IntegerType(), True),
         StructField("leader_epoch", IntegerType(), True),
-        StructField("start_offset", LongType(), True),
-        StructField("delivery_complete_count", IntegerType(), True),
-        StructField("end_offset", LongType(), True),
-        StructField("available", LongType(), True),
-        StructField("acknowledged", LongType(), True),
-        StructField("archived", LongType(), True),
-        StructField("unrecorded", LongType(), True),
-        StructField("max_delivery_count", IntegerType(), True),
+        *_WINDOW_FIELDS,
         StructField("corrupt_records", LongType(), False),
         StructField("restated", BooleanType(), False),
     ]
@@ -248,21 +255,12 @@ offset from which `timeline`'s source positions were read (null: not read)."""
 
 TIMELINE_SCHEMA: Final = StructType(
     [
-        *SHARE_PARTITION_FIELDS[:2],
-        StructField("topic", StringType(), True),
-        SHARE_PARTITION_FIELDS[2],
+        *NAMED_SHARE_PARTITION_FIELDS,
         StructField("time", TimestampType(), True),
         StructField("state_partition", IntegerType(), True),
         StructField("state_offset", LongType(), True),
         StructField("record", StringType(), True),
-        StructField("start_offset", LongType(), True),
-        StructField("delivery_complete_count", IntegerType(), True),
-        StructField("end_offset", LongType(), True),
-        StructField("available", LongType(), True),
-        StructField("acknowledged", LongType(), True),
-        StructField("archived", LongType(), True),
-        StructField("unrecorded", LongType(), True),
-        StructField("max_delivery_count", IntegerType(), True),
+        *_WINDOW_FIELDS,
         StructField("log_end_offset", LongType(), True),
         StructField("lag", LongType(), True),
         StructField("lag_basis", StringType(), True),
