@@ -9,11 +9,15 @@ renderer for a model, so a command hands over whatever the service returned.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from kshare_cli.admin.models import GroupDescriptions, GroupListing, ShareGroupOffsets
-from kshare_cli.admin.reset import ResetPlan
 from kshare_cli.render.output_formats import OutputFormat
+
+if TYPE_CHECKING:
+    # A plan comes only from reset-offsets, which has imported admin/reset.py already;
+    # list and describe are spared importing it here.
+    from kshare_cli.admin.reset import ResetPlan
 
 __all__ = ["OutputFormat", "View", "notices", "render"]
 
@@ -23,7 +27,7 @@ View = Literal["offsets", "members", "state"]
 #: (group id, topic, partition) → seconds, as ``render.offsets.LagAges``.
 LagAges = Mapping[tuple[str, str, int], float | None]
 
-Model = GroupListing | GroupDescriptions | ShareGroupOffsets | ResetPlan
+Model: TypeAlias = "GroupListing | GroupDescriptions | ShareGroupOffsets | ResetPlan"
 
 
 def render(
@@ -51,7 +55,7 @@ def render(
         from kshare_cli.render.offsets import render_offsets
 
         return render_offsets(model, fmt, verbose=verbose, width=width, lag_ages=lag_ages)
-    if isinstance(model, ResetPlan):
+    if not isinstance(model, GroupDescriptions):
         from kshare_cli.render.reset import render_reset
 
         return render_reset(model, fmt, width=width)

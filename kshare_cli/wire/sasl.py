@@ -15,8 +15,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
-from scramp import ScramClient, ScramException  # type: ignore[import-untyped]
-
 from kshare_cli.connect.settings import SaslSettings, token_claims_problem
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, UsageError
 from kshare_cli.wire.build import build
@@ -79,6 +77,10 @@ class Scram:
     """SCRAM-SHA-256/512 through scramp: client-first, client-final, then check the server."""
 
     def __init__(self, mechanism: str, username: str, password: str) -> None:
+        # scramp (with importlib.metadata and asn1crypto under it) is a tenth of a
+        # second of CPU that only a SCRAM login needs: imported here, not by every command.
+        from scramp import ScramClient  # type: ignore[import-untyped]
+
         self.name = mechanism
         self._client = ScramClient([mechanism], username, password)
         self._step = 0
@@ -87,6 +89,8 @@ class Scram:
         return str(self._client.get_client_first()).encode()
 
     def respond(self, challenge: bytes) -> bytes | None:
+        from scramp import ScramException
+
         self._step += 1
         try:
             if self._step == 1:

@@ -1,0 +1,54 @@
+"""``kshare list`` must cost little CPU (issue 17: under 0.25 s), and most of it is imports.
+
+As with ``--help`` (tests/cli/test_startup.py), timing in a shared CI machine is
+noisy, so this asserts the cause: a ``kshare list`` that connects and prints loads
+none of the modules it does not need. The CPU time itself is printed by
+benchmarks/cli_startup.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli.conftest import Kshare, process_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Modules a listing never uses.
+NOT_FOR_LIST = (
+    # reset-offsets' planning; only the type of its plan is named by render/.
+    "kshare_cli.admin.reset",
+    # The dashboard and the Spark audit.
+    "textual",
+    "pyspark",
+)
+#: Only a SCRAM login needs scramp (and importlib.metadata and asn1crypto under it).
+SCRAM_ONLY = ("scramp",)
+
+
+def test_list_loads_only_what_a_listing_needs(kshare: Kshare) -> None:
+    argv = ["kshare", "list", *kshare.connection_args()]
+    avoided = NOT_FOR_LIST if kshare.command_config is not None else NOT_FOR_LIST + SCRAM_ONLY
+    code = (
+        "import sys\n"
+        f"sys.argv = {argv!r}\n"
+        "from kshare_cli.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "else:\n    code = 0\n"
+        f"avoided = {avoided!r}\n"
+        "loaded = sorted(m for m in sys.modules\n"
+        "                if any(m == a or m.startswith(a + '.') for a in avoided))\n"
+        "sys.stderr.write(repr((code, loaded)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=process_env(kshare.environment()),
+    )
+    assert result.stderr.endswith("(0, [])"), result.stderr
+    assert "share group" in result.stdout
