@@ -211,7 +211,7 @@ def test_error_text_is_librdkafkas_words() -> None:
     assert str(oauth) == "OAUTHBEARER: OAuth token not set"
 
 
-def test_one_quiet_logger_and_one_debug_logger(capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_quiet_logger_and_one_debug_logger() -> None:
     quiet = quiet_logger()
     assert quiet is quiet_logger()
     assert not quiet.propagate
