@@ -40,12 +40,13 @@ from kshare_cli.sandbox.cluster import (
     ClusterState,
     NodeState,
 )
+from kshare_cli.sandbox.framing import Request, encode_response
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
 from kshare_cli.sandbox.security import ILLEGAL_SASL_STATE, PLAINTEXT, ListenerSecurity
 from kshare_cli.sandbox.server import Connection, FrameServer
 from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, SHARE_STATE_TOPIC
 from kshare_cli.wire.build import build, has_field
-from kshare_cli.wire.framing import Request, UnsupportedVersion, encode_response
+from kshare_cli.wire.framing import UnsupportedVersion
 
 log = logging.getLogger("kshare.sandbox")
 

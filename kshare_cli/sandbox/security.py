@@ -40,8 +40,8 @@ from scramp import (  # type: ignore[import-untyped, unused-ignore]
     ScramMechanism,
 )
 
+from kshare_cli.sandbox.framing import Request, decode_request, encode_response, peek_request_prefix
 from kshare_cli.wire.build import build
-from kshare_cli.wire.framing import Request, decode_request, encode_response, peek_request_prefix
 
 log = logging.getLogger("kshare.sandbox")
 

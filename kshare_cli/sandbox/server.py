@@ -31,6 +31,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kshare_cli.kafka.api_keys import API_VERSIONS
+from kshare_cli.sandbox.framing import (
+    Request,
+    decode_request,
+    encode_response,
+    peek_request_prefix,
+)
 from kshare_cli.sandbox.security import (
     ANONYMOUS,
     PLAINTEXT,
@@ -38,14 +45,9 @@ from kshare_cli.sandbox.security import (
     certificate_principal,
 )
 from kshare_cli.wire.framing import (
-    API_VERSIONS_KEY,
     DEFAULT_MAX_FRAME_BYTES,
     FrameError,
-    Request,
     UnsupportedVersion,
-    decode_request,
-    encode_response,
-    peek_request_prefix,
     read_frame,
 )
 
@@ -203,7 +205,7 @@ class FrameServer:
                     request = decode_request(frame)
                 response = await self._dispatch(request, connection)
             except UnsupportedVersion as error:
-                if error.api_key != API_VERSIONS_KEY:
+                if error.api_key != API_VERSIONS:
                     raise
                 _, _, correlation_id = peek_request_prefix(frame)
                 writer.write(self._unsupported_api_versions(correlation_id))

@@ -45,6 +45,7 @@ from kshare_cli.sandbox.cluster import (
     NOT_COORDINATOR,
     NOT_LEADER_OR_FOLLOWER,
 )
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.group_config_file import load_group_configs, save_group_configs
 from kshare_cli.sandbox.group_configs import (
     BrokerGroupSettings,
@@ -67,7 +68,6 @@ from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.records import StateRecord, decode_record, encode_record
 from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, SharePartitionState
 from kshare_cli.wire.build import build
-from kshare_cli.wire.framing import Request
 from kshare_cli.wire.records import encode_batch
 
 log = logging.getLogger("kshare.sandbox")

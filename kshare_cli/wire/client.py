@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.connect.settings import ConnectionSettings, split_host_port
 from kshare_cli.errors import (
     AuthenticationFailed,
@@ -50,6 +52,7 @@ from kshare_cli.errors import (
     TimedOut,
     UsageError,
 )
+from kshare_cli.kafka.api_keys import FIND_COORDINATOR, METADATA
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import (
     BrokerApiVersions,
@@ -72,8 +75,6 @@ from kshare_cli.wire.framing import request_schema
 
 log = logging.getLogger("kshare.wire")
 
-METADATA_KEY: Final = 3
-FIND_COORDINATOR_KEY: Final = 10
 #: FindCoordinator's key type for consumer, classic and share groups alike.
 GROUP_KEY_TYPE: Final = 0
 #: The first FindCoordinator version with ``coordinator_keys`` (KIP-699).
@@ -113,14 +114,16 @@ GIVE_UP_FOR_S: Final = 5.0
 #: for these InvalidMetadataException errors): NOT_LEADER_OR_FOLLOWER,
 #: LEADER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
 #: UNKNOWN_LEADER_EPOCH.
-LEADER_MOVED: Final = frozenset({6, 5, 9, 74, 75})
+LEADER_MOVED: Final = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.leader_not_available,
+        ErrorCode.replica_not_available,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_leader_epoch,
+    }
+)
 _ZERO_UUID: Final = uuid.UUID(int=0)
-_NETWORK_EXCEPTION: Final = 13
-_REQUEST_TIMED_OUT: Final = 7
-_UNSUPPORTED_VERSION: Final = 35
-_UNKNOWN_SERVER_ERROR: Final = -1
-_UNKNOWN_TOPIC_OR_PARTITION: Final = 3
-_LEADER_NOT_AVAILABLE: Final = 5
 
 Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 Address = tuple[str, int]
@@ -164,11 +167,11 @@ def transport_error(error: Exception) -> KafkaError:
     UNSUPPORTED_VERSION; unreachable or dropped: NETWORK_EXCEPTION.
     """
     if isinstance(error, TimedOut):
-        code = _REQUEST_TIMED_OUT
+        code = ErrorCode.request_timed_out
     elif isinstance(error, IncompatibleBroker):
-        code = _UNSUPPORTED_VERSION
+        code = ErrorCode.unsupported_version
     else:
-        code = _NETWORK_EXCEPTION
+        code = ErrorCode.network_exception
     return KafkaError.of(code, str(error))
 
 
@@ -686,7 +689,7 @@ class KafkaClient:
                     "include_topic_authorized_operations": False,
                 }
 
-            _, response = await self.request(METADATA_KEY, body)
+            _, response = await self.request(METADATA, body)
             metadata = metadata_from_response(response)
             self._cluster.update(metadata, all_topics=wanted is None, now=now)
             self._seen.update(metadata.brokers)
@@ -744,10 +747,10 @@ class KafkaClient:
     async def _find_coordinators_once(
         self, group_ids: Sequence[str]
     ) -> dict[str, BrokerNode | KafkaError]:
-        if self.supports(FIND_COORDINATOR_KEY, BATCHED_FIND_COORDINATOR):
+        if self.supports(FIND_COORDINATOR, BATCHED_FIND_COORDINATOR):
             # Asked of any broker; the bootstrap one's answer stands for the cluster.
             _, response = await self.request(
-                FIND_COORDINATOR_KEY,
+                FIND_COORDINATOR,
                 {"key_type": GROUP_KEY_TYPE, "coordinator_keys": list(group_ids)},
                 min_version=BATCHED_FIND_COORDINATOR,
             )
@@ -766,7 +769,7 @@ class KafkaClient:
 
         async def one(group_id: str) -> BrokerNode | KafkaError:
             _, response = await self.request(
-                FIND_COORDINATOR_KEY,
+                FIND_COORDINATOR,
                 {"key": group_id, "key_type": GROUP_KEY_TYPE},
                 max_version=BATCHED_FIND_COORDINATOR - 1,
             )
@@ -870,9 +873,9 @@ class KafkaClient:
                         continue
                     partition = None if topic is None else topic.partitions.get(key[1])
                     if partition is None:
-                        results[key] = KafkaError.of(_UNKNOWN_TOPIC_OR_PARTITION)
+                        results[key] = KafkaError.of(ErrorCode.unknown_topic_or_partition)
                     elif partition.leader_id < 0 or partition.error_code in LEADER_MOVED:
-                        results[key] = KafkaError.of(_LEADER_NOT_AVAILABLE)
+                        results[key] = KafkaError.of(ErrorCode.leader_not_available)
                         retry.append(key)
                     else:
                         by_leader.setdefault(partition.leader_id, []).append(key)
@@ -909,7 +912,8 @@ class KafkaClient:
                     for key in keys:
                         if key not in answered:
                             results[key] = KafkaError.of(
-                                _UNKNOWN_SERVER_ERROR, f"leader {leader} did not answer for it"
+                                ErrorCode.unknown_server_error,
+                                f"leader {leader} did not answer for it",
                             )
                             continue
                         code, result = answered[key]

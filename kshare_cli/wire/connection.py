@@ -46,6 +46,7 @@ from typing import Any, Final
 from kshare_cli import __version__
 from kshare_cli.connect.settings import SaslSettings
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker
+from kshare_cli.kafka.api_keys import API_VERSIONS
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import BrokerApiVersions, format_address, our_versions
 from kshare_cli.wire.errors import (
@@ -56,7 +57,6 @@ from kshare_cli.wire.errors import (
     error_name,
 )
 from kshare_cli.wire.framing import (
-    API_VERSIONS_KEY,
     DEFAULT_MAX_FRAME_BYTES,
     FrameError,
     OversizedFrame,
@@ -106,7 +106,7 @@ def decode_response_frame(api_key: int, api_version: int, frame: bytes) -> tuple
     version asked for) has still said one certain thing: ask again in v0, which
     every broker speaks; so the answer reads as UNSUPPORTED_VERSION with no ranges.
     """
-    if api_key == API_VERSIONS_KEY and api_version > 0 and len(frame) >= 6:
+    if api_key == API_VERSIONS and api_version > 0 and len(frame) >= 6:
         (code,) = _ERROR_CODE.unpack_from(frame, 4)
         if code == UNSUPPORTED_VERSION:
             try:
@@ -354,12 +354,12 @@ class BrokerConnection:
         return connection
 
     async def _negotiate_api_versions(self, *, tls: bool) -> None:
-        ours = our_versions(API_VERSIONS_KEY)
+        ours = our_versions(API_VERSIONS)
         assert ours is not None
         version = ours[1]
         while True:
             payload = build(
-                request_schema(API_VERSIONS_KEY, version),
+                request_schema(API_VERSIONS, version),
                 {
                     "client_software_name": CLIENT_SOFTWARE_NAME,
                     "client_software_version": __version__,
@@ -387,7 +387,7 @@ class BrokerConnection:
             }
             code = int(response.error_code)
             if code == UNSUPPORTED_VERSION:
-                offered = ranges.get(API_VERSIONS_KEY, (0, 0))[1]
+                offered = ranges.get(API_VERSIONS, (0, 0))[1]
                 if offered >= version:
                     raise ConnectionFailed(f"{self.address} refused every ApiVersions version")
                 version = offered

@@ -16,18 +16,18 @@ from kio.schema.errors import ErrorCode
 
 from kshare_cli.errors import ConnectionFailed
 
-NONE: Final = 0
-COORDINATOR_LOAD_IN_PROGRESS: Final = 14
-COORDINATOR_NOT_AVAILABLE: Final = 15
-NOT_COORDINATOR: Final = 16
-ILLEGAL_SASL_STATE: Final = 34
-UNSUPPORTED_SASL_MECHANISM: Final = 33
-UNSUPPORTED_VERSION: Final = 35
-SASL_AUTHENTICATION_FAILED: Final = 58
+#: The codes the connection and SASL code test, named as Kafka names them (kio's values).
+ILLEGAL_SASL_STATE: Final = ErrorCode.illegal_sasl_state
+UNSUPPORTED_SASL_MECHANISM: Final = ErrorCode.unsupported_sasl_mechanism
+UNSUPPORTED_VERSION: Final = ErrorCode.unsupported_version
 
 #: Per-group errors that mean "ask again where the group lives now", not "the group failed".
 COORDINATOR_MOVED: Final = frozenset(
-    {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+    {
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.not_coordinator,
+    }
 )
 
 

@@ -1,11 +1,13 @@
 """Kafka frames: the 4-byte size prefix, request and response headers, kio payloads.
 
-One implementation serves both ends of a connection -- the asyncio client and the
-sandbox broker -- so the two can never disagree about where a header ends. The
-header version is not in the frame: it follows from the API key and version
-(flexible versions use request header v2 and response header v1), with one
-historical exception, ApiVersions, whose response header is always v0 so that a
-client can read the error of a version it does not speak.
+The client's end of a connection: it encodes requests and decodes responses.
+The sandbox broker's end (decoding requests, encoding responses) is in
+``sandbox/framing.py`` and builds on the same pieces here -- the size prefix,
+the frame layout, the schema lookup -- so the two can never disagree about
+where a header ends. The header version is not in the frame: it follows from
+the API key and version (flexible versions use request header v2 and response
+header v1), with one historical exception, ApiVersions, whose response header
+is always v0 so that a client can read the error of a version it does not speak.
 """
 
 from __future__ import annotations
@@ -13,25 +15,19 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
-from dataclasses import dataclass
 from typing import Any, Final
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
-from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
-from kio.static.protocol import RequestPayload, ResponsePayload
-
-API_VERSIONS_KEY: Final = 18
+from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
 #: Kafka's default ``socket.request.max.bytes``: larger frames are refused unread.
 DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024
 
 _SIZE = struct.Struct(">i")
-_PREFIX = struct.Struct(">hhi")
 
 
 class FrameError(Exception):
@@ -73,18 +69,6 @@ class MalformedFrame(FrameError):
     """The bytes do not decode as the schema they claim to follow."""
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A decoded request: who sent it, which API and version, and its payload."""
-
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    payload: Any
-    trailing_bytes: int = 0
-
-
 def _schema(load: Any, api_key: int, api_version: int, correlation_id: int) -> Any:
     """kio's type for a message, with its lookup errors turned into FrameErrors."""
     try:
@@ -95,9 +79,16 @@ def _schema(load: Any, api_key: int, api_version: int, correlation_id: int) -> A
         raise UnsupportedVersion(api_key, api_version, correlation_id) from None
 
 
-def request_schema(api_key: int, api_version: int) -> type[RequestPayload]:
-    """The kio request type, or a FrameError that says whether key or version is unknown."""
-    schema: type[RequestPayload] = _schema(load_request_schema, api_key, api_version, -1)
+def request_schema(
+    api_key: int, api_version: int, correlation_id: int = -1
+) -> type[RequestPayload]:
+    """The kio request type, or a FrameError that says whether key or version is unknown.
+
+    ``correlation_id`` goes into the error, for a broker answering the request it could not read.
+    """
+    schema: type[RequestPayload] = _schema(
+        load_request_schema, api_key, api_version, correlation_id
+    )
     return schema
 
 
@@ -105,41 +96,6 @@ def response_schema(api_key: int, api_version: int) -> type[ResponsePayload]:
     """The kio response type for an API version (raising FrameError when kio has none)."""
     schema: type[ResponsePayload] = _schema(load_response_schema, api_key, api_version, -1)
     return schema
-
-
-def peek_request_prefix(frame: bytes) -> tuple[int, int, int]:
-    """API key, version and correlation id: the part of every request header that never varies.
-
-    The broker needs these even when the rest cannot be parsed, to answer an
-    unsupported ApiVersions request with the versions it does support.
-    """
-    if len(frame) < _PREFIX.size:
-        raise MalformedFrame(f"request frame of {len(frame)} bytes has no header")
-    api_key, api_version, correlation_id = _PREFIX.unpack_from(frame)
-    return api_key, api_version, correlation_id
-
-
-def decode_request(frame: bytes) -> Request:
-    """Decode a request frame (without its size prefix)."""
-    api_key, api_version, correlation_id = peek_request_prefix(frame)
-    schema: type[RequestPayload] = _schema(
-        load_request_schema, api_key, api_version, correlation_id
-    )
-    try:
-        header, header_size = entity_reader(schema.__header_schema__)(frame, 0)
-        payload, body_size = entity_reader(schema)(frame, header_size)
-    except Exception as error:  # noqa: BLE001 -- kio raises many types on bad bytes
-        raise MalformedFrame(
-            f"{schema.__name__} v{api_version}: {type(error).__name__}: {error}"
-        ) from None
-    return Request(
-        api_key=api_key,
-        api_version=api_version,
-        correlation_id=correlation_id,
-        client_id=header.client_id,
-        payload=payload,
-        trailing_bytes=len(frame) - header_size - body_size,
-    )
 
 
 def encode_request(
@@ -153,26 +109,7 @@ def encode_request(
         correlation_id=i32(correlation_id),
         client_id=client_id,
     )
-    buffer = io.BytesIO()
-    if size_prefix:
-        buffer.write(b"\0\0\0\0")
-    entity_writer(header_type)(buffer, header)
-    entity_writer(type(payload))(buffer, payload)
-    return _finish(buffer, size_prefix)
-
-
-def encode_response(
-    payload: ResponsePayload, correlation_id: int, *, size_prefix: bool = True
-) -> bytes:
-    """Encode a response with the header its API version calls for."""
-    header_type = type(payload).__header_schema__
-    header: ResponseHeaderV0 | ResponseHeaderV1 = header_type(correlation_id=i32(correlation_id))
-    buffer = io.BytesIO()
-    if size_prefix:
-        buffer.write(b"\0\0\0\0")
-    entity_writer(header_type)(buffer, header)
-    entity_writer(type(payload))(buffer, payload)
-    return _finish(buffer, size_prefix)
+    return encode_frame(header_type, header, payload, size_prefix=size_prefix)
 
 
 def decode_response(frame: bytes, schema: type[ResponsePayload]) -> tuple[int, Any]:
@@ -185,7 +122,15 @@ def decode_response(frame: bytes, schema: type[ResponsePayload]) -> tuple[int, A
     return int(header.correlation_id), payload
 
 
-def _finish(buffer: io.BytesIO, size_prefix: bool) -> bytes:
+def encode_frame(
+    header_type: type[Entity], header: Entity, payload: Entity, *, size_prefix: bool = True
+) -> bytes:
+    """A header and a payload as one frame, size-prefixed unless asked not to be."""
+    buffer = io.BytesIO()
+    if size_prefix:
+        buffer.write(b"\0\0\0\0")
+    entity_writer(header_type)(buffer, header)
+    entity_writer(type(payload))(buffer, payload)
     data = bytearray(buffer.getvalue())
     if size_prefix:
         _SIZE.pack_into(data, 0, len(data) - 4)

@@ -33,10 +33,10 @@ from kshare_cli.admin.models import GroupFailure, GroupOffsets
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
-from kshare_cli.wire.framing import Request
 from tests.wire.conftest import Handler, replaced_handler
 
 CREATE_TOPICS = 19

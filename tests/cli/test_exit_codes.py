@@ -27,9 +27,9 @@ from kio.schema.errors import ErrorCode
 
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
-from kshare_cli.wire.framing import Request
 from tests.cli.conftest import (
     KSHARE,
     Kshare,

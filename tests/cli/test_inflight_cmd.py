@@ -45,8 +45,8 @@ from kio.schema.errors import ErrorCode
 
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
-from kshare_cli.wire.framing import Request
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, validate
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster

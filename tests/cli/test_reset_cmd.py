@@ -28,9 +28,9 @@ from kio.schema.errors import ErrorCode
 
 from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
 from kshare_cli.sandbox.broker import Broker, response_type
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.build import build
-from kshare_cli.wire.framing import Request
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
 from tests.support.golden import GOLDEN, wait_for
 from tests.support.sandbox import Cluster

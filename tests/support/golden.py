@@ -22,8 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kshare_cli.sandbox.framing import decode_request
 from kshare_cli.wire.framing import (
-    decode_request,
     decode_response,
     encode_request,
     response_schema,

@@ -20,9 +20,9 @@ import pytest
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.sandbox import broker as sandbox_broker
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
-from kshare_cli.wire.framing import Request
 from tests.support.sandbox import Cluster
 
 T = TypeVar("T")

@@ -31,12 +31,12 @@ from kshare_cli.errors import (
     exit_code_for,
 )
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import BOOTSTRAP_STAGGER_S, KafkaClient
 from kshare_cli.wire.cluster import BrokerNode, our_versions
 from kshare_cli.wire.errors import KafkaError
-from kshare_cli.wire.framing import Request
 from tests.support.raw import call
 from tests.support.sandbox import Cluster
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.connection import BrokerConnection
 from kshare_cli.wire.errors import KafkaError
-from kshare_cli.wire.framing import Request
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
 
 SHARE_GROUP_DESCRIBE = 77

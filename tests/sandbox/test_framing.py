@@ -9,12 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kshare_cli.sandbox.framing import decode_request, encode_response
 from kshare_cli.wire.framing import (
     FrameError,
-    decode_request,
     decode_response,
     encode_request,
-    encode_response,
     response_schema,
 )
 from tests.support.golden import GOLDEN as GOLDEN_ROOT
