@@ -36,6 +36,8 @@ __all__ = [
     "BareUnit",
     "duration_help",
     "milliseconds",
+    "optional_milliseconds",
+    "optional_seconds",
     "seconds",
     "timeout_seconds",
     "warn_if_bare",
@@ -69,6 +71,16 @@ def seconds(option: str, text: str, *, bare: BareUnit) -> float:
     if number is not None:
         return number * _SECONDS_PER[bare]
     return float(_exact_millis(option, text) / 1000)
+
+
+def optional_seconds(option: str, text: str | None, *, bare: BareUnit) -> float | None:
+    """:func:`seconds` for an option without a default: None when it was not given."""
+    return None if text is None else seconds(option, text, bare=bare)
+
+
+def optional_milliseconds(option: str, text: str | None) -> int | None:
+    """:func:`milliseconds` for an option without a default: None when it was not given."""
+    return None if text is None else milliseconds(option, text)
 
 
 def timeout_seconds(text: str) -> float:

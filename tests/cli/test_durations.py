@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
 
 import pytest
+from typer.testing import CliRunner, Result
 
 from kshare_cli.cli import durations
 from kshare_cli.cli.common import parse_timeout
@@ -143,3 +146,142 @@ def assert_same(got: float, expected: float) -> None:
 
 def _seconds(option: str) -> Callable[[str], float]:
     return lambda text: durations.seconds(option, text, bare="s")
+
+
+# Through the commands: each duration option takes the grammar, a bare number still
+# works (with the warning where it means seconds), and a bad value is one line, exit 2.
+# common.resolve, the first step after every check, is replaced by a usage error, so
+# "resolved" proves that every value was accepted and nothing connects.
+
+RESOLVED = "kshare: error: resolved"
+
+
+@pytest.fixture
+def kshare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Result]:
+    from kshare_cli.cli import common
+
+    def resolved(*args: object, **kwargs: object) -> NoReturn:
+        raise UsageError("resolved")
+
+    monkeypatch.setattr(common, "resolve", resolved)
+    environment = {
+        "KSHARE_BOOTSTRAP_SERVERS": None,
+        "KSHARE_COMMAND_CONFIG": None,
+        "KSHARE_CONFIG": str(tmp_path / "config.toml"),
+    }
+
+    def run(*args: str) -> Result:
+        from kshare_cli.cli.app import app
+
+        return CliRunner().invoke(app, list(args), env=environment)
+
+    return run
+
+
+SECONDS_OPTIONS = [
+    ("dashboard", "--refresh"),
+    ("dashboard", "--stall-after"),
+    ("health", "--stall-after"),
+    ("exporter", "--interval"),
+    ("exporter", "--stall-after"),
+]
+COMMAND_ARGS = {"dashboard": [], "health": ["g"], "exporter": [], "list": []}
+
+
+@pytest.mark.parametrize(("command", "option"), SECONDS_OPTIONS)
+@pytest.mark.parametrize("value", ["30s", "1500ms", "2m", "PT45S"])
+def test_seconds_options_take_the_grammar_without_a_warning(
+    kshare: Callable[..., Result], command: str, option: str, value: str
+) -> None:
+    result = kshare(command, *COMMAND_ARGS[command], option, value)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [RESOLVED]
+
+
+@pytest.mark.parametrize(("command", "option"), SECONDS_OPTIONS)
+def test_a_bare_number_of_seconds_still_works_with_one_warning(
+    kshare: Callable[..., Result], command: str, option: str
+) -> None:
+    result = kshare(command, *COMMAND_ARGS[command], option, "30")
+    assert result.stderr.splitlines() == [
+        f"kshare: warning: {option} 30: a bare number is read as seconds; write {option} 30s",
+        RESOLVED,
+    ]
+
+
+@pytest.mark.parametrize(("command", "option"), [*SECONDS_OPTIONS, ("list", "--timeout")])
+def test_a_bad_duration_is_one_line_naming_the_option_and_the_grammar(
+    kshare: Callable[..., Result], command: str, option: str
+) -> None:
+    result = kshare(command, *COMMAND_ARGS[command], option, "soon")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"kshare: error: {option}: invalid duration 'soon': {DURATION_FORMS}"
+    ]
+
+
+@pytest.mark.parametrize("value", ["30s", "500ms", "PT1M", "30000", "1m30s"])
+def test_timeout_takes_the_grammar_and_a_bare_number_of_milliseconds_silently(
+    kshare: Callable[..., Result], value: str
+) -> None:
+    result = kshare("list", "--timeout", value)
+    assert result.stderr.splitlines() == [RESOLVED]
+
+
+def test_the_defaults_need_no_warning(kshare: Callable[..., Result]) -> None:
+    for command in ("dashboard", "exporter", "health"):
+        result = kshare(command, *COMMAND_ARGS[command])
+        assert result.stderr.splitlines() == [RESOLVED], command
+
+
+@pytest.mark.parametrize("value", ["5000", "5s", "PT5S", "500ms"])
+def test_consume_timeout_ms_takes_the_grammar_and_a_bare_number_silently(
+    kshare: Callable[..., Result], value: str
+) -> None:
+    # --max-messages 0 is refused by the check that comes after --timeout-ms is read.
+    result = kshare("consume", "-t", "t", "--timeout-ms", value, "--max-messages", "0")
+    assert result.stderr.splitlines() == ["kshare: error: --max-messages must be at least 1"]
+
+
+def test_consume_timeout_ms_refuses_a_bad_duration(kshare: Callable[..., Result]) -> None:
+    result = kshare("consume", "-t", "t", "--timeout-ms", "soon")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"kshare: error: --timeout-ms: invalid duration 'soon': {DURATION_FORMS}"
+    ]
+
+
+@pytest.mark.parametrize("value", ["PT2H", "2h", "90m", "1d12h"])
+def test_by_duration_takes_the_same_grammar(kshare: Callable[..., Result], value: str) -> None:
+    result = kshare("reset-offsets", "g", "--topic", "t", "--by-duration", value)
+    assert result.stderr.splitlines() == [RESOLVED]
+
+
+def test_by_duration_keeps_kafkas_form_without_a_bare_number(
+    kshare: Callable[..., Result],
+) -> None:
+    result = kshare("reset-offsets", "g", "--topic", "t", "--by-duration", "30")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"kshare: error: --by-duration: invalid duration '30': {DURATION_FORMS}"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        *SECONDS_OPTIONS,
+        ("list", "--timeout"),
+        ("consume", "--timeout-ms"),
+        ("reset-offsets", "--by-duration"),
+    ],
+)
+def test_every_duration_option_says_the_grammar_in_its_help(command: str, option: str) -> None:
+    from kshare_cli.cli.app import app
+
+    result = CliRunner().invoke(app, [command, "--help"])
+    # The help is wrapped to the terminal, at spaces and after hyphens.
+    text = " ".join(re.sub(r"-\n\s+", "-", result.stdout).split())
+    start = text.index(f"{option} DURATION ")
+    assert DURATION_EXAMPLES in text[start : text.find(" --", start + len(option))]

@@ -59,7 +59,7 @@ def exporter(kshare: Kshare, share_groups: ShareGroups) -> Iterator[Exporter]:
         "--group",
         share_groups.drained,
         "--interval",
-        "0.5",
+        "500ms",
         "--cluster-name",
         "test",
         *kshare.connection_args(),
