@@ -36,14 +36,14 @@ end, and every record of the group already there (by its ``__dlq.errors.group``,
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Final
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from kshare_cli.pipeline.kafka_source import _quiet_logger
+from kshare_cli.dataplane.clients import new_producer, new_reader
+from kshare_cli.dataplane.errors import ErrorKind, classify, error_text, is_transient
 from kshare_cli.pipeline.models import ArchivedRecord, DeadLetterCount
 
 __all__ = [
@@ -148,17 +148,8 @@ def _source_of(
 
 
 def _reader(config: Mapping[str, Any]) -> Consumer:
-    return Consumer(
-        {
-            **config,
-            # librdkafka insists on a group id even for assign(); nothing is ever committed.
-            "group.id": f"kshare-dlq-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "logger": _quiet_logger(),
-        }
-    )
+    """The data plane's reader: assign(), a throwaway group id, nothing ever committed."""
+    return new_reader(config, "dlq", **{"enable.partition.eof": True})
 
 
 def _already_there(
@@ -199,9 +190,9 @@ def _already_there(
                 partition = message.partition()
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
+                    if classify(error) is ErrorKind.PARTITION_EOF:
                         ends.pop(partition or 0, None)
-                    elif error.fatal() or not error.retriable():
+                    elif not is_transient(error):
                         raise DeadLetterError(f"cannot read {topic}: {error.str()}")
                     continue
                 source = _source_of(message.headers(), group)
@@ -212,7 +203,7 @@ def _already_there(
                     del ends[partition]
         return present, len(found.partitions)
     except KafkaException as error:
-        raise DeadLetterError(f"cannot read {topic}: {error.args[0].str()}") from None
+        raise DeadLetterError(f"cannot read {topic}: {error_text(error)}") from None
     finally:
         consumer.close()
 
@@ -243,13 +234,12 @@ def produce_dead_letters(
         if error.fatal():
             fatal.append(error.str())
 
-    producer = Producer(
+    producer = new_producer(
         {
             **config,
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 20,
-            "logger": _quiet_logger(),
             "error_cb": on_error,
         }
     )
@@ -288,7 +278,7 @@ def produce_dead_letters(
                 if fatal:
                     raise DeadLetterError(f"cannot produce to {topic}: {fatal[0]}") from None
             except KafkaException as error:
-                raise DeadLetterError(f"cannot produce to {topic}: {error.args[0].str()}") from None
+                raise DeadLetterError(f"cannot produce to {topic}: {error_text(error)}") from None
         sent += 1
         if sent % _PRODUCE_POLL_EVERY == 0:
             producer.poll(0)

@@ -38,16 +38,14 @@ settings (`sasl.oauthbearer.method=oidc`) instead.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import pyarrow as pa  # type: ignore[import-untyped]
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -70,6 +68,10 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from kshare_cli.dataplane.clients import new_reader
+from kshare_cli.dataplane.errors import ErrorKind, classify, is_transient
+from kshare_cli.errors import KshareError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -142,8 +144,6 @@ _CONSUME_WAIT_S: Final = 0.5
 
 # librdkafka timestamp types -> Kafka's numbering, which Spark's timestampType uses.
 _TIMESTAMP_TYPES: Final = {1: 0, 2: 1}
-# Consumer errors librdkafka recovers from by itself (it reconnects and retries).
-_TRANSIENT_ERRORS: Final = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
 
 
 _ARROW_HEADERS: Final = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -431,29 +431,14 @@ class KafkaOffsetRange(InputPartition):
         return self.end_offset - self.start_offset
 
 
-def _quiet_logger() -> logging.Logger:
-    """librdkafka logs to stderr by default; its lines would land in Spark's task logs
-    as noise, while every error that matters comes back through the API and is raised."""
-    logger = logging.getLogger("kshare_cli.pipeline.librdkafka")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-    return logger
-
-
 def _consumer(config: Mapping[str, str], **extra: Any) -> Consumer:
-    merged: dict[str, Any] = dict(config)
-    merged.update(
-        {
-            # librdkafka insists on a group id even for assign(); nothing is ever committed.
-            "group.id": f"kshare-spark-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "logger": _quiet_logger(),
-        }
-    )
-    merged.update(extra)
-    return Consumer(merged)
+    """The data plane's reader (assign(), a throwaway group id, nothing committed), its
+    log lines silenced: they would land in Spark's task logs as noise, while every
+    error that matters comes back through the API and is raised."""
+    try:
+        return new_reader(config, "spark", **extra)
+    except KshareError as refused:
+        raise KafkaSourceError(str(refused)) from None
 
 
 class _ClusterView:
@@ -639,10 +624,10 @@ def read_offset_range(
             for message in messages:
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
+                    if classify(error) is ErrorKind.PARTITION_EOF:
                         done = True
                         break
-                    if error.retriable() or error.code() in _TRANSIENT_ERRORS:
+                    if is_transient(error):
                         # librdkafka reconnects and retries by itself; the poll timeout
                         # turns a problem that does not go away into an error.
                         last_error = f" (last: {error.str()})"
