@@ -1,0 +1,88 @@
+"""The archived offsets and their source records (`pipeline.archived`) on small hand-built
+DataFrames (`tests.pipeline.story`)."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from kshare_cli.pipeline.archived import (
+    ARCHIVED_OFFSETS_SCHEMA,
+    ARCHIVED_SCHEMA,
+    archived_offsets,
+    archived_records,
+)
+from kshare_cli.pipeline.deliveries import deliveries
+from kshare_cli.state.records import StateRecord
+from tests.pipeline.story import (
+    ACKNOWLEDGED,
+    ARCHIVED,
+    encoded,
+    frame,
+    kafka_rows,
+    snapshot,
+    snapshot_key,
+    time_at,
+    topic_names,
+    update,
+    update_key,
+)
+
+# --------------------------------------------------------------------------- archived
+
+
+def test_archived_records_join_the_source_records(spark: SparkSession) -> None:
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 1, ACKNOWLEDGED, 1))),
+            StateRecord(update_key("g", 0), update(-1, (2, 3, ARCHIVED, 5), (4, 4, ARCHIVED, 1))),
+            StateRecord(update_key("g", 0), update(5, (5, 5, ARCHIVED, 2))),
+        ),
+        state_partition=0,
+    )
+    source = frame(
+        spark,
+        [
+            (
+                f"k{offset}".encode(),
+                f"v{offset}".encode(),
+                "orders",
+                0,
+                offset,
+                time_at(offset),
+                0,
+                [["h", f"x{offset}".encode()]] if offset % 2 else None,
+            )
+            # Offset 4 is gone (retention): still reported, without its record.
+            for offset in (0, 1, 2, 3, 5)
+        ],
+    )
+    ranges = deliveries(frame(spark, rows))
+
+    offsets = archived_offsets(ranges)
+    result = archived_records(offsets, topic_names(spark), source)
+
+    assert offsets.schema == ARCHIVED_OFFSETS_SCHEMA
+    assert result.schema == ARCHIVED_SCHEMA
+    archived = sorted(result.collect(), key=lambda row: row["offset"])
+    assert [
+        (
+            row["topic"],
+            row["partition"],
+            row["offset"],
+            row["delivery_count"],
+            row["archived_at"],
+            row["record_found"],
+            row["key"],
+            row["value"],
+            None if row["headers"] is None else [tuple(header) for header in row["headers"]],
+        )
+        for row in archived
+    ] == [
+        ("orders", 0, 2, 5, time_at(2), True, b"k2", b"v2", None),
+        ("orders", 0, 3, 5, time_at(2), True, b"k3", b"v3", [("h", b"x3")]),
+        ("orders", 0, 4, 1, time_at(2), False, None, None, None),
+        ("orders", 0, 5, 2, time_at(3), True, b"k5", b"v5", [("h", b"x5")]),
+    ]
+    assert {row["group_id"] for row in archived} == {"g"}
+    assert archived_records(offsets, topic_names(spark), None).filter("record_found").count() == 0
