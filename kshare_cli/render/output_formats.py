@@ -179,8 +179,6 @@ def layout_table(table: TextTable, width: int | None) -> list[str] | None:
     blank line after a row that ends a section (unless it is the last row), numbers
     right-justified with their trailing spaces dropped, every line right-trimmed.
     """
-    from rich.cells import cell_len
-
     count = len(table.headers)
     if not count or any(len(row) > count for row in table.rows):
         return None
@@ -195,7 +193,7 @@ def layout_table(table: TextTable, width: int | None) -> list[str] | None:
                     return None
                 size = len(text)
             elif text.isprintable():
-                size = cell_len(text)
+                size = _cell_len(text)
             else:
                 return None
             row_sizes.append(size)
@@ -222,7 +220,7 @@ def layout_table(table: TextTable, width: int | None) -> list[str] | None:
             elif right[column]:
                 # Rich right-justifies a cell's text with its trailing whitespace dropped.
                 stripped = text.rstrip()
-                size = row_sizes[column] if stripped == text else cell_len(stripped)
+                size = row_sizes[column] if stripped == text else _cell_len(stripped)
                 parts.append(" " * (room - size) + stripped)
             else:
                 parts.append(text + " " * (room - row_sizes[column]))
@@ -233,6 +231,17 @@ def layout_table(table: TextTable, width: int | None) -> list[str] | None:
         elif table.sections[index - 1] and index < len(lines) - 1:
             out.append("")
     return out
+
+
+def _cell_len(text: str) -> int:
+    """The terminal cells of non-ASCII text, by Rich's own table of widths.
+
+    Imported here, on the first such cell, so that an all-ASCII table (``kshare
+    list`` of ASCII group ids) loads no Rich at all.
+    """
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def rich_table(table: TextTable) -> Table:
