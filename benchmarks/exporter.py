@@ -16,7 +16,7 @@ with the broker's. The groups are made through the protocol with
 ``describe_fanout``'s helpers (a ShareGroupHeartbeat join and leave, then
 AlterShareGroupOffsets on every partition of one topic of ``--partitions``
 partitions) and checked before anything is timed. The refresher and the HTTP
-server are the exporter's own (``exporter_service.build_refresher`` and
+server are the exporter's own (``exporter_server.build_refresher`` and
 ``make_server``), every group listed at each refresh as with ``--all-groups``.
 
 Figures: the first refresh (it also reads the state topic from its start) and the
@@ -67,9 +67,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import describe_fanout  # noqa: E402 -- beside this file, found through the path above
 
-from kshare_cli.cli.exporter_service import build_refresher, make_server  # noqa: E402
 from kshare_cli.render.metrics import MetricsPage, SnapshotCollector, index_page  # noqa: E402
 from kshare_cli.services.exporter import Refresher  # noqa: E402
+from kshare_cli.services.exporter_server import build_refresher, make_server  # noqa: E402
 from kshare_cli.services.health import Thresholds  # noqa: E402
 
 REFRESH_TARGET_S = 5.0
@@ -233,7 +233,7 @@ def hour(refresher: Refresher, groups: int, partitions: int) -> None:
     clock = SimulatedClock(HOUR_INTERVAL_S)
     refresher.history_clock = clock
     page = MetricsPage(lambda: refresher.snapshot, "bench")
-    refresher.on_snapshot = page.publish  # as exporter_service.serve wires it
+    refresher.on_snapshot = page.publish  # as exporter_server.serve wires it
     start = rss_kib()
     print(
         f"memory, an hour of refreshes simulated: {HOUR_REFRESHES} refreshes at "
@@ -329,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             generate_latest(registry)
             render_ms = (time.perf_counter() - render) * 1000
             page = MetricsPage(lambda: refresher.snapshot, "bench")
-            refresher.on_snapshot = page.publish  # as exporter_service.serve wires it
+            refresher.on_snapshot = page.publish  # as exporter_server.serve wires it
             page.publish()
             server = make_server(("127.0.0.1", 0), page, refresher, 15.0, index_page("b"))
             threading.Thread(target=server.serve_forever, daemon=True).start()

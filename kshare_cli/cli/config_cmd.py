@@ -19,7 +19,7 @@ from kshare_cli.cli import common
 from kshare_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from kshare_cli.admin.group_configs import ConfigUpdate
+    from kshare_cli.services.configs import ConfigUpdate
 
 app = typer.Typer(
     name="config",
@@ -30,13 +30,13 @@ app = typer.Typer(
 
 
 def _complete_assignments(incomplete: str) -> list[str]:
-    from kshare_cli.admin.group_configs import SHARE_CONFIG_KEYS
+    from kshare_cli.services.configs import SHARE_CONFIG_KEYS
 
     return [f"{key.name}=" for key in SHARE_CONFIG_KEYS if key.name.startswith(incomplete)]
 
 
 def _complete_names(incomplete: str) -> list[str]:
-    from kshare_cli.admin.group_configs import SHARE_CONFIG_KEYS
+    from kshare_cli.services.configs import SHARE_CONFIG_KEYS
 
     return [key.name for key in SHARE_CONFIG_KEYS if key.name.startswith(incomplete)]
 
@@ -104,7 +104,7 @@ def get(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import config_service
+    from kshare_cli.services import configs as config_service
 
     configs = common.run(
         lambda: config_service.get_configs(settings, group, all_configs, timeout_s), invocation
@@ -153,7 +153,7 @@ def set_(
     common.usage_guard(lambda: check_group(group), invocation)
 
     def check_assignments() -> None:
-        from kshare_cli.admin.group_configs import check_assignments
+        from kshare_cli.services.configs import check_assignments
 
         check_assignments(assignments)
 
@@ -164,7 +164,7 @@ def set_(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import config_service
+    from kshare_cli.services import configs as config_service
 
     update = common.run(
         lambda: config_service.set_configs(settings, group, assignments, dry_run, timeout_s),
@@ -202,7 +202,7 @@ def unset(
     common.usage_guard(lambda: check_group(group), invocation)
 
     def check_names() -> None:
-        from kshare_cli.admin.group_configs import check_names
+        from kshare_cli.services.configs import check_names
 
         check_names(names)
 
@@ -213,7 +213,7 @@ def unset(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import config_service
+    from kshare_cli.services import configs as config_service
 
     update = common.run(
         lambda: config_service.unset_configs(settings, group, names, dry_run, timeout_s),

@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import Annotated, Final
 
 import typer
 
 from kshare_cli.cli import common
 from kshare_cli.errors import UsageError
-
-if TYPE_CHECKING:
-    from kshare_cli.connect.settings import ConnectionSettings
 
 MIN_REFRESH_S: Final = 0.5
 MAX_REFRESH_S: Final = 3600.0
@@ -42,23 +39,6 @@ def parse_seconds(option: str, text: str, minimum: float, maximum: float) -> flo
             f"{option} must be between {minimum:g} and {maximum:g} seconds, not {text}"
         )
     return seconds
-
-
-async def check_cluster(settings: ConnectionSettings, group: str | None, timeout_s: float) -> None:
-    """Connect once (and find the group) so that the usual exit codes come before the screen."""
-    from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable
-    from kshare_cli.admin.models import GroupFailure
-    from kshare_cli.cli.service import _bounded, open_admin
-
-    async def work() -> None:
-        async with open_admin(settings, timeout_s) as admin:
-            if group is None:
-                return
-            result = (await admin.describe_groups([group])).get(group)
-            if isinstance(result, GroupFailure):
-                raise GroupNotFound(result) if result.not_found else GroupUnavailable(result)
-
-    await _bounded(work(), timeout_s, "connecting to the cluster")
 
 
 def dashboard(
@@ -124,7 +104,9 @@ def dashboard(
         lambda: common.resolve(bootstrap_server, command_config, profile), invocation
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
-    common.run(lambda: check_cluster(settings, group, timeout_s), invocation)
+    from kshare_cli.services.groups import check_group
+
+    common.run(lambda: check_group(settings, group, timeout_s), invocation)
     common.usage_guard(_check_terminal, invocation)
 
     def run_dashboard() -> None:

@@ -25,7 +25,7 @@ from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
-    from kshare_cli.admin.deletion import Deletions
+    from kshare_cli.services.delete import Deletions
 
 DRY_RUN_NOTICE = "kshare: dry run: nothing was deleted; run again with --execute to delete"
 
@@ -165,7 +165,7 @@ def delete(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import delete_service
+    from kshare_cli.services import delete as delete_service
 
     if not is_dry_run and not yes and _stdin_is_terminal():
         plan = common.run(
@@ -232,7 +232,7 @@ def delete_offsets(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import delete_service
+    from kshare_cli.services import delete as delete_service
 
     if not is_dry_run and not yes and _stdin_is_terminal():
         plan = common.run(

@@ -156,20 +156,22 @@ def exporter(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import exporter_service
+    from kshare_cli.render.metrics import MetricsPage, index_page
+    from kshare_cli.services import exporter_server
     from kshare_cli.services.health import Thresholds
 
     thresholds = Thresholds(lag_above, archived_above, stall_after)
     name = cluster_name or ",".join(settings.bootstrap_servers)
     common.edge(
-        lambda: exporter_service.serve(
+        lambda: exporter_server.serve(
             settings,
             group_ids or None,
             thresholds,
             interval,
             timeout_s,
             address,
-            name,
+            lambda current: MetricsPage(current, name),
+            index_page(name),
             lambda line: typer.echo(line, err=True),
             time_lag=time_lag,
         ),

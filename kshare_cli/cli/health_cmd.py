@@ -145,7 +145,7 @@ def health(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import health_service
+    from kshare_cli.services import health_check as health_service
     from kshare_cli.services.health import DEFAULT_STALL_AFTER_S, Thresholds
 
     thresholds = Thresholds(

@@ -23,7 +23,7 @@ from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
-    from kshare_cli.admin.inflight import GroupInflight
+    from kshare_cli.services.inflight import GroupInflight
 
 MIN_WIDTH: Final = 1
 MAX_WIDTH: Final = 1000
@@ -202,7 +202,7 @@ def inflight(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
-    from kshare_cli.cli import inflight_service
+    from kshare_cli.services import inflight as inflight_service
 
     result = common.run(
         lambda: inflight_service.inflight(settings, group, topics, timeout_s), invocation

@@ -28,8 +28,13 @@ from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
-    from kshare_cli.admin.models import GroupDescription, MemberDescription
-    from kshare_cli.admin.reset import ResetPlan, Scenario, Selection
+    from kshare_cli.services.reset import (
+        GroupDescription,
+        MemberDescription,
+        ResetPlan,
+        Scenario,
+        Selection,
+    )
 
 _SCENARIOS = (
     "--to-earliest",
@@ -79,7 +84,7 @@ def choose_scenario(
     to_first_unacknowledged: bool = False,
 ) -> Scenario:
     """Exactly one scenario (none with ``--from-file``, whose offsets are the scenario)."""
-    from kshare_cli.admin.reset import Scenario
+    from kshare_cli.services.reset import Scenario
     from kshare_cli.timespec import parse_datetime, parse_duration, timestamp_before
 
     given = [
@@ -138,7 +143,7 @@ def choose_scenario(
 
 def read_plan_file(path: Path, group_id: str) -> tuple[dict[tuple[str, int], int], int]:
     """The plan file's offsets for ``group_id``, and how many entries were for other groups."""
-    from kshare_cli.admin.plans import read_plan
+    from kshare_cli.services.reset import read_plan
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -244,7 +249,7 @@ def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Pa
     millisecond becomes ``NAME-2.csv``, ``NAME-3.csv``... Returns where the plan was
     saved.
     """
-    from kshare_cli.admin.plans import PlanEntry, write_plan
+    from kshare_cli.services.reset import PlanEntry, write_plan
 
     entries = [
         PlanEntry(plan.group_id, tp.topic, tp.partition, offset)
@@ -278,7 +283,7 @@ def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Pa
 
 def write_export(plan: ResetPlan, destination: str) -> None:
     """``--export``: the new offsets as a plan file (Kafka 4.4's ``topic,partition,offset``)."""
-    from kshare_cli.admin.plans import PlanEntry, write_plan
+    from kshare_cli.services.reset import PlanEntry, write_plan
 
     entries = [
         PlanEntry(plan.group_id, offset.topic, offset.partition, offset.new_offset)
@@ -457,8 +462,7 @@ def reset_offsets(
     invocation = common.Invocation(debug=debug)
 
     def check() -> tuple[Selection, Scenario, dict[tuple[str, int], int] | None, int]:
-        from kshare_cli.admin.models import TopicPartition
-        from kshare_cli.admin.reset import Scenario, Selection
+        from kshare_cli.services.reset import Scenario, Selection, TopicPartition
 
         if not group.strip():
             raise UsageError("the group id cannot be empty")
@@ -518,7 +522,7 @@ def reset_offsets(
             f"--from-file: ignoring {others} entr{'y' if others == 1 else 'ies'} for other groups"
         )
 
-    from kshare_cli.cli import reset_service
+    from kshare_cli.services import reset as reset_service
 
     plan = common.run(
         lambda: reset_service.plan_reset(

@@ -32,8 +32,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from kshare_cli.admin.inflight import GroupInflight, GroupsOverview
 from kshare_cli.errors import ExitCode
+from kshare_cli.services.dashboard import GroupInflight, GroupsOverview
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.group_screen import GroupScreen

@@ -18,9 +18,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from kshare_cli.admin.inflight import GroupsOverview, GroupSummary
-from kshare_cli.admin.models import BrokerFailure
 from kshare_cli.render.offsets import total_lag_text
+from kshare_cli.services.dashboard import BrokerFailure, GroupsOverview, GroupSummary
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.history import group_key

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from kshare_cli.render.ages import format_age
 from kshare_cli.tui.history import Flow
 
 __all__ = [
@@ -62,17 +63,7 @@ def short(seconds: float | None) -> str:
         return UNKNOWN
     if math.isinf(seconds):
         return "∞"
-    whole = max(int(seconds), 0)
-    if whole < 60:
-        return f"{whole}s"
-    minutes, second = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m{second:02d}s"
-    hours, minute = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h{minute:02d}m"
-    days, hour = divmod(hours, 24)
-    return f"{days}d{hour:02d}h"
+    return format_age(max(seconds, 0.0), days_from_hours=48)
 
 
 def interval(seconds: float) -> str:

@@ -25,10 +25,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, Static
 
-from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
-from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.render.inflight import LEGEND, STATE_STYLES, strip_text
 from kshare_cli.render.offsets import lag_text
+from kshare_cli.services.dashboard import ConsumedRecord, GroupInflight, PartitionInflight
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow, WindowState
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.history import Flow, partition_key

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kshare_cli.cli.exporter_service import build_refresher
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.render.metrics import MetricsPage, index_page
+from kshare_cli.services.exporter_server import build_refresher
 from kshare_cli.services.health import Thresholds
 from tests.cli.conftest import Kshare
 from tests.cli.test_describe_time_lag import AGES, aged_topic, assert_age, make_group

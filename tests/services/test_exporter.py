@@ -150,7 +150,7 @@ def test_one_state_read_answers_every_group_of_a_refresh() -> None:
 
 
 def test_a_scraper_that_accepts_gzip_gets_the_same_page_gzipped() -> None:
-    from kshare_cli.cli.exporter_service import make_server
+    from kshare_cli.services.exporter_server import make_server
 
     snapshot = ExporterSnapshot(refreshed_at=1.0, refreshed_monotonic=50.0, refresh_errors=2)
     page = MetricsPage(lambda: snapshot, "c", clock=lambda: 51.0)

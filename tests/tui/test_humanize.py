@@ -39,3 +39,14 @@ def test_the_flow_line_names_each_figure_and_says_why_never() -> None:
     assert fmt.flow(stuck).endswith("empty in never (lag not shrinking)")
     unknown = Flow(lag=7, consumed_per_s=None, arriving_per_s=None, net_drain_per_s=None)
     assert fmt.flow(unknown) == "consumed - · arriving - · net drain - · empty in -"
+
+
+def test_a_narrow_cell_counts_hours_up_to_two_days_where_a_table_says_days_after_one() -> None:
+    """One writer of compact durations (``render.ages.format_age``) serves both, each with
+    its own day threshold."""
+    from kshare_cli.render.ages import format_age
+
+    assert fmt.short(30 * 3600 + 60) == "30h01m"
+    assert format_age(30 * 3600 + 60) == "1d06h"
+    assert fmt.short(48 * 3600) == format_age(48 * 3600) == "2d00h"
+    assert fmt.short(-3) == "0s" and fmt.short(float("nan")) == "-"

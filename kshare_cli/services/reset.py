@@ -1,22 +1,37 @@
-"""The cluster calls of ``kshare reset-offsets``: plan, and apply a plan.
+"""What ``kshare reset-offsets`` asks of the cluster: plan a reset, and apply a plan.
 
-Planning and applying are two connections: between them the command may wait
-at a confirmation prompt, and writes the rollback plan. Each is bounded by
+Planning and applying are two sessions: between them the command may wait at a
+confirmation prompt, and writes the rollback plan. Each is bounded by
 ``--timeout`` on its own.
 
 A plan reads the in-flight windows from ``__share_group_state`` with the reader
-``kshare inflight`` uses (``PlacedStateSource``, given the same share of the
+``kshare inflight`` uses (``Session.placed_state``, given the same share of the
 timeout): the records a reset delivers again or skips are counted from them.
+The plan's types and the plan-file codec (``read_plan``, ``write_plan``) are
+re-exported, so the command reaches the admin layer only through this service.
 """
 
 from __future__ import annotations
 
-from kshare_cli.admin.inflight import PlacedStateSource
-from kshare_cli.admin.models import GroupDescription
+from kshare_cli.admin.models import GroupDescription, MemberDescription, TopicPartition
+from kshare_cli.admin.plans import PlanEntry, read_plan, write_plan
 from kshare_cli.admin.reset import ResetPlan, Scenario, Selection, ShareGroupResetter
-from kshare_cli.cli.inflight_service import STATE_SHARE_OF_TIMEOUT
-from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.services.session import Session
+
+__all__ = [
+    "GroupDescription",
+    "MemberDescription",
+    "PlanEntry",
+    "ResetPlan",
+    "Scenario",
+    "Selection",
+    "TopicPartition",
+    "execute_reset",
+    "plan_reset",
+    "read_plan",
+    "write_plan",
+]
 
 
 async def plan_reset(
@@ -28,32 +43,29 @@ async def plan_reset(
     allow_new_group: bool,
     timeout_s: float,
 ) -> ResetPlan:
-    source = PlacedStateSource(settings.confluent_config(), group_ids=[group_id])
-    try:
+    with Session(settings, timeout_s) as session:
+        source = session.placed_state([group_id])
 
         async def work() -> ResetPlan:
-            async with open_admin(settings, timeout_s) as admin:
+            async with session.admin() as admin:
                 resetter = ShareGroupResetter(
-                    admin, source, state_timeout_s=timeout_s * STATE_SHARE_OF_TIMEOUT
+                    admin, source, state_timeout_s=session.state_timeout_s
                 )
                 return await resetter.plan(
                     group_id, selection, scenario, allow_new_group=allow_new_group
                 )
 
-        return await _bounded(
-            work(), timeout_s, f"planning the reset of share group '{group_id}'"
-        )
-    finally:
-        source.close()
+        return await session.bounded(work(), f"planning the reset of share group '{group_id}'")
 
 
 async def execute_reset(
     settings: ConnectionSettings, plan: ResetPlan, *, timeout_s: float
 ) -> tuple[ResetPlan, GroupDescription | None]:
     """The executed plan, and when the broker refused a non-empty group, who is in it."""
+    session = Session(settings, timeout_s)
 
     async def work() -> tuple[ResetPlan, GroupDescription | None]:
-        async with open_admin(settings, timeout_s) as admin:
+        async with session.admin() as admin:
             done = await ShareGroupResetter(admin).execute(plan)
             members = None
             if done.group_error is not None and done.group_error.name == "NON_EMPTY_GROUP":
@@ -62,4 +74,4 @@ async def execute_reset(
                     members = described
             return done, members
 
-    return await _bounded(work(), timeout_s, f"resetting share group '{plan.group_id}'")
+    return await session.bounded(work(), f"resetting share group '{plan.group_id}'")

@@ -1,8 +1,8 @@
-"""The calls ``kshare health`` makes: one sample of every group, or two ``--stall-after`` apart.
+"""What ``kshare health`` asks: one sample of every group, or two ``--stall-after`` apart.
 
-Imported only once the command runs (asyncio, kio, the client, confluent-kafka).
 Each sample is bounded by ``--timeout`` on its own: the wait between them is the
-operator's choice, not the cluster's slowness.
+operator's choice, not the cluster's slowness. The evaluation of the samples is
+``services.health``'s; this module only reads them through a ``Session``.
 """
 
 from __future__ import annotations
@@ -10,9 +10,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from kshare_cli.admin.inflight import InflightService, TailingStateSource
-from kshare_cli.cli.inflight_service import STATE_SHARE_OF_TIMEOUT
-from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.services.health import (
     GroupHealth,
@@ -22,6 +19,9 @@ from kshare_cli.services.health import (
     evaluate_samples,
 )
 from kshare_cli.services.sampling import sample_groups
+from kshare_cli.services.session import Session
+
+__all__ = ["health"]
 
 
 async def health(
@@ -32,24 +32,18 @@ async def health(
     two_samples: bool,
     timeout_s: float,
 ) -> HealthReport:
-    source = TailingStateSource(
-        settings.confluent_config(), group_ids=None if all_groups else group_ids
-    )
-    try:
+    with Session(settings, timeout_s) as session:
+        source = session.tailing_state(None if all_groups else group_ids)
 
         async def read() -> tuple[Sample | GroupHealth, ...]:
-            async with open_admin(settings, timeout_s) as admin:
-                service = InflightService(
-                    admin, source, state_timeout_s=timeout_s * STATE_SHARE_OF_TIMEOUT
-                )
+            async with session.admin() as admin:
+                service = session.inflight(admin, source)
                 ids = await admin.all_group_ids() if all_groups else tuple(group_ids)
                 return await sample_groups(service, ids)
 
-        first = await _bounded(read(), timeout_s, "reading the groups' health")
+        first = await session.bounded(read(), "reading the groups' health")
         if not two_samples:
             return evaluate_samples(first, (), thresholds)
         await asyncio.sleep(thresholds.stall_after_s)
-        second = await _bounded(read(), timeout_s, "reading the groups' health again")
+        second = await session.bounded(read(), "reading the groups' health again")
         return evaluate_samples(second, first, thresholds)
-    finally:
-        source.close()

@@ -1,9 +1,11 @@
-"""``kshare exporter`` at run time: the HTTP endpoints and the refresh loop.
+"""``kshare exporter`` at run time: the HTTP endpoints and the refresh loop, over one ``Session``.
 
-Imported only once the command runs. The HTTP server answers from its own
-threads, from the current snapshot only; the refresh loop runs on the main
-thread's event loop, where SIGTERM and SIGINT set the stop event: the server
-shuts down, the state-topic reader closes, and the command exits 0.
+Imported only once the command runs. The command hands in the page renderers
+(``render/metrics.py``): this layer serves bytes, it does not draw them. The
+HTTP server answers from its own threads, from the current snapshot only; the
+refresh loop runs on the main thread's event loop, where SIGTERM and SIGINT set
+the stop event: the server shuts down, the state-topic reader closes, and the
+command exits 0.
 
 A state-topic read is blocking and runs in a worker thread that cannot be
 cancelled; against a hung broker it lasts its whole share of ``--timeout``.
@@ -24,19 +26,24 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final, ParamSpec, TypeVar
+from typing import Final, ParamSpec, Protocol, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from kshare_cli.admin.inflight import InflightService, TailingStateSource
-from kshare_cli.cli.inflight_service import STATE_SHARE_OF_TIMEOUT
-from kshare_cli.cli.service import open_admin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ConnectionFailed
-from kshare_cli.render.metrics import MetricsPage, index_page
-from kshare_cli.services.exporter import OneStateReadPerRefresh, Refresher, TimeLagLookup
+from kshare_cli.services.exporter import (
+    ExporterSnapshot,
+    OneStateReadPerRefresh,
+    Refresher,
+    TimeLagLookup,
+)
 from kshare_cli.services.health import Thresholds
+from kshare_cli.services.session import Session
 from kshare_cli.services.time_lag import health_time_lags
+
+__all__ = ["MetricsBody", "build_refresher", "make_server", "serve"]
 
 #: Worker threads for the blocking calls of a refresh (its groups' state reads).
 DAEMON_WORKERS: Final = 8
@@ -50,6 +57,15 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+class MetricsBody(Protocol):
+    """The ``/metrics`` page (``render.metrics.MetricsPage``): published in the refresh,
+    copied by each scrape."""
+
+    def publish(self, snapshot: ExporterSnapshot | None = None) -> None: ...
+
+    def body(self, *, gzipped: bool = False) -> bytes: ...
+
+
 def serve(
     settings: ConnectionSettings,
     group_ids: Sequence[str] | None,
@@ -57,20 +73,22 @@ def serve(
     interval_s: float,
     timeout_s: float,
     listen: tuple[str, int],
-    cluster_name: str,
+    metrics_page: Callable[[Callable[[], ExporterSnapshot]], MetricsBody],
+    index_html: str,
     say: Callable[[str], None],
     *,
     time_lag: bool = False,
 ) -> None:
     """Serve until SIGTERM or SIGINT; ``say`` writes one stderr line (the bound address,
-    each failed refresh)."""
+    each failed refresh). ``metrics_page`` makes the ``/metrics`` page over the current
+    snapshot; ``index_html`` is ``/``."""
     refresher, source = build_refresher(
         settings, group_ids, thresholds, interval_s, timeout_s, say, time_lag=time_lag
     )
-    page = MetricsPage(lambda: refresher.snapshot, cluster_name)
+    page = metrics_page(lambda: refresher.snapshot)
     refresher.on_snapshot = page.publish  # rendered in the refresh, not in a scrape
     try:
-        server = make_server(listen, page, refresher, interval_s, index_page(cluster_name))
+        server = make_server(listen, page, refresher, interval_s, index_html)
     except OSError as error:
         source.close()
         raise ConnectionFailed(
@@ -105,16 +123,15 @@ def build_refresher(
     closes it); ``benchmarks/exporter.py`` measures this same pair. ``time_lag``: each
     refresh also reads the oldest unacknowledged record of every share-partition with
     lag (one fetch each, within ``timeout_s``) for ``kshare_share_partition_lag_seconds``."""
-    source = TailingStateSource(settings.confluent_config(), group_ids=group_ids)
+    # The session's client is opened per refresh and outside any command deadline: a
+    # refresh is bounded by the refresher itself. The caller closes the reader.
+    session = Session(settings, timeout_s)
+    source = session.tailing_state(group_ids)
 
     @asynccontextmanager
     async def open_service() -> AsyncIterator[InflightService]:
-        async with open_admin(settings, timeout_s) as admin:
-            yield InflightService(
-                admin,
-                OneStateReadPerRefresh(source),
-                state_timeout_s=timeout_s * STATE_SHARE_OF_TIMEOUT,
-            )
+        async with session.admin() as admin:
+            yield session.inflight(admin, OneStateReadPerRefresh(source))
 
     refresher = Refresher(
         open_service,
@@ -136,7 +153,7 @@ def _time_lag_lookup(settings: ConnectionSettings, timeout_s: float) -> TimeLagL
 
 def make_server(
     listen: tuple[str, int],
-    metrics: MetricsPage,
+    metrics: MetricsBody,
     refresher: Refresher,
     interval_s: float,
     page: str,

@@ -1,6 +1,7 @@
-"""The calls ``kshare delete`` and ``kshare delete-offsets`` make, bounded by ``--timeout``.
+"""What ``kshare delete`` and ``kshare delete-offsets`` ask: one ``Session`` each, bounded.
 
-Imported only once a command runs (it pulls in asyncio, kio and the client).
+``Deletions`` (the per-group, per-topic outcome) is re-exported for the commands,
+which reach the admin layer only through services.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from kshare_cli.admin.deletion import (
     delete_groups,
     delete_share_group_offsets,
 )
-from kshare_cli.cli.service import _bounded, open_admin
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.services.session import Session
+
+__all__ = ["Deletions", "delete", "delete_offsets"]
 
 
 async def delete(
@@ -24,14 +27,16 @@ async def delete(
     dry_run: bool,
     timeout_s: float,
 ) -> Deletions:
+    session = Session(settings, timeout_s)
+
     async def work() -> Deletions:
-        async with open_admin(settings, timeout_s) as admin:
+        async with session.admin() as admin:
             if all_empty_groups:
                 return await delete_empty_groups(admin, dry_run=dry_run)
             return await delete_groups(admin, group_ids, dry_run=dry_run)
 
     what = "checking share groups" if dry_run else "deleting share groups"
-    return await _bounded(work(), timeout_s, what)
+    return await session.bounded(work(), what)
 
 
 async def delete_offsets(
@@ -41,9 +46,11 @@ async def delete_offsets(
     dry_run: bool,
     timeout_s: float,
 ) -> Deletions:
+    session = Session(settings, timeout_s)
+
     async def work() -> Deletions:
-        async with open_admin(settings, timeout_s) as admin:
+        async with session.admin() as admin:
             return await delete_share_group_offsets(admin, group_id, topics, dry_run=dry_run)
 
     what = "checking share-group offsets" if dry_run else "deleting share-group offsets"
-    return await _bounded(work(), timeout_s, what)
+    return await session.bounded(work(), what)

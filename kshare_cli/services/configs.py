@@ -1,0 +1,82 @@
+"""What ``kshare config`` asks: a group's ``share.*`` configs, read or changed in one ``Session``.
+
+Each call is bounded as a whole by ``--timeout``. The session refuses a broker
+without share-group APIs (exit 3): share-group configs mean nothing there. The
+key table and the checks made before anything is sent (``check_assignments``,
+``check_names``) and the result types are re-exported, so the command reaches
+the admin layer only through this service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kshare_cli.admin.group_configs import (
+    SHARE_CONFIG_KEYS,
+    ConfigUpdate,
+    GroupConfigAdmin,
+    GroupConfigs,
+    check_assignments,
+    check_names,
+)
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.services.session import Session
+
+__all__ = [
+    "SHARE_CONFIG_KEYS",
+    "ConfigUpdate",
+    "GroupConfigs",
+    "check_assignments",
+    "check_names",
+    "get_configs",
+    "set_configs",
+    "unset_configs",
+]
+
+
+async def get_configs(
+    settings: ConnectionSettings, group_id: str, show_all: bool, timeout_s: float
+) -> GroupConfigs:
+    """The group's configs; without ``show_all``, whether it exists when it has none of its own."""
+    session = Session(settings, timeout_s)
+
+    async def work() -> GroupConfigs:
+        async with session.admin() as admin:
+            configs = GroupConfigAdmin(admin.client)
+            return await configs.describe(group_id, check_exists=not show_all)
+
+    return await session.bounded(work(), f"describing the configs of group {group_id!r}")
+
+
+async def set_configs(
+    settings: ConnectionSettings,
+    group_id: str,
+    assignments: Sequence[str],
+    dry_run: bool,
+    timeout_s: float,
+) -> ConfigUpdate:
+    session = Session(settings, timeout_s)
+
+    async def work() -> ConfigUpdate:
+        async with session.admin() as admin:
+            configs = GroupConfigAdmin(admin.client)
+            return await configs.set_configs(group_id, assignments, validate_only=dry_run)
+
+    return await session.bounded(work(), f"updating the configs of group {group_id!r}")
+
+
+async def unset_configs(
+    settings: ConnectionSettings,
+    group_id: str,
+    names: Sequence[str],
+    dry_run: bool,
+    timeout_s: float,
+) -> ConfigUpdate:
+    session = Session(settings, timeout_s)
+
+    async def work() -> ConfigUpdate:
+        async with session.admin() as admin:
+            configs = GroupConfigAdmin(admin.client)
+            return await configs.unset_configs(group_id, names, validate_only=dry_run)
+
+    return await session.bounded(work(), f"updating the configs of group {group_id!r}")
