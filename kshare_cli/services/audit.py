@@ -385,7 +385,12 @@ def run_audit(
     emit: Emit | None = None,
 ) -> tuple[AuditResult, AuditFollow | None]:
     """The batch part of the job -- rows, files or dead letters, the report's data -- and,
-    with --follow, the follow, primed with what the batch knew, not yet started."""
+    with --follow, the follow, primed with what the batch knew, not yet started.
+
+    The result's notes are what the job found wrong in the records (some did not
+    decode); which share-partitions' history was pruned is its ``history``, which the
+    command words (it dates with ``render``).
+    """
     from pyspark import StorageLevel
 
     from kshare_cli.pipeline import jobs
