@@ -49,8 +49,12 @@ METRICS: Final = {
     "kshare_share_group_members": "Members of the share group.",
     "kshare_share_group_state": "The share group's state (Stable, Empty, ...), info-style.",
     "kshare_share_group_status": "kshare health's status of the group: 1 for the current one.",
+    "kshare_share_group_last_read_timestamp_seconds": (
+        "When the group's figures were read; before the last refresh: kept, as it failed since."
+    ),
     "kshare_exporter_refresh_seconds": "How long the last successful refresh took.",
     "kshare_exporter_refresh_errors": "Refreshes that failed as a whole.",
+    "kshare_exporter_group_errors": "Refreshes that could not read the group (whole ones too).",
     "kshare_exporter_last_refresh_timestamp_seconds": "When the last refresh succeeded.",
     "kshare_exporter_last_refresh_age_seconds": (
         "Seconds since the last successful refresh, at scrape time: how old the figures are."
@@ -121,13 +125,16 @@ class SnapshotCollector(Collector):
                 state.add_metric(labels, {"state": health.state})
             for each in Status:
                 status.add_metric([*labels, each.value], 1 if health.status is each else 0)
+        read_at = _gauge("kshare_share_group_last_read_timestamp_seconds", _GROUP)
+        for group_id, stamp in sorted(snapshot.group_read_at.items()):
+            read_at.add_metric([cluster, group_id], stamp)
         yield lag
         if snapshot.time_lags:  # only with --time-lag: the page is unchanged without it
             seconds = _gauge("kshare_share_partition_lag_seconds", _PARTITION)
             for (group_id, topic, number), age in sorted(snapshot.time_lags.items()):
                 seconds.add_metric([cluster, group_id, topic, str(number)], age)
             yield seconds
-        yield from (start, end, records, deliveries, group_lag, members, state, status)
+        yield from (start, end, records, deliveries, group_lag, members, state, status, read_at)
         if snapshot.refresh_seconds is not None:
             refresh = _gauge("kshare_exporter_refresh_seconds", ("cluster_name",))
             refresh.add_metric([cluster], snapshot.refresh_seconds)
@@ -139,6 +146,15 @@ class SnapshotCollector(Collector):
         )
         errors.add_metric([cluster], snapshot.refresh_errors)
         yield errors
+        if snapshot.group_errors:
+            group_errors = CounterMetricFamily(
+                "kshare_exporter_group_errors",
+                METRICS["kshare_exporter_group_errors"],
+                labels=_GROUP,
+            )
+            for group_id, count in sorted(snapshot.group_errors.items()):
+                group_errors.add_metric([cluster, group_id], count)
+            yield group_errors
         if snapshot.refreshed_at is not None:
             last = _gauge("kshare_exporter_last_refresh_timestamp_seconds", ("cluster_name",))
             last.add_metric([cluster], snapshot.refreshed_at)

@@ -10,8 +10,11 @@ keeps the previous figures, counts the error and leaves ``/healthz`` to turn
 group failed to be read (their coordinator hung or gone) is such a failure too:
 figures of a moment ago are worth more to a dashboard than no figures, and the
 scrape-time age (``kshare_exporter_last_refresh_age_seconds``) says how old they
-are. When only some groups fail, their last share-partition figures are kept and
-their status is ERR.
+are. When only some groups fail, their last figures (share-partitions, summed
+lag, members, state, time lag) are kept and their status is ERR; each group's
+own error count and the time its figures were last read say which figures are
+old and since when, and ``/healthz`` (still 200: the exporter works) names the
+groups the last refresh could not read, and why.
 
 A state topic that cannot be read (no READ on ``__share_group_state``) is no
 failure: the in-flight figures are left out and the reason is said once, not
@@ -41,6 +44,7 @@ from kshare_cli.services.health import (
     GroupHealth,
     HealthReport,
     Sample,
+    Status,
     Thresholds,
     evaluate_samples,
 )
@@ -64,6 +68,10 @@ HEALTHY_INTERVALS: Final = 3
 BACKSTOP_S: Final = 1.0
 
 
+#: How many groups the last refresh could not read ``/healthz`` names (then "and N more").
+UNREAD_NAMED: Final = 5
+
+
 #: The ages of the oldest unacknowledged records of a refresh's report (blocking, run in a
 #: worker thread): ``services.time_lag.health_time_lags`` bound to a client's settings.
 TimeLagLookup = Callable[[HealthReport], Mapping[TimeLagKey, float | None]]
@@ -75,7 +83,11 @@ class ExporterSnapshot:
     refresher's own figures. ``refreshed_at`` is wall-clock seconds (for the timestamp
     metric), ``refreshed_monotonic`` the same moment on the monotonic clock (for age).
     ``time_lags`` holds the known ages, in seconds at that refresh, of each
-    share-partition's oldest unacknowledged record (only with a ``TimeLagLookup``)."""
+    share-partition's oldest unacknowledged record (only with a ``TimeLagLookup``).
+    Per group: ``group_errors`` counts the refreshes that could not read it (whole
+    failures included), ``group_read_at`` is when its figures were read (wall clock;
+    older than ``refreshed_at`` for a group the last refreshes missed), and
+    ``unread`` names the groups the last refresh could not read, with why."""
 
     samples: tuple[Sample, ...] = ()
     report: HealthReport = field(default_factory=lambda: HealthReport(()))
@@ -85,6 +97,9 @@ class ExporterSnapshot:
     refresh_errors: int = 0
     last_error: str | None = None
     time_lags: Mapping[TimeLagKey, float] = field(default_factory=dict)
+    group_errors: Mapping[str, int] = field(default_factory=dict)
+    group_read_at: Mapping[str, float] = field(default_factory=dict)
+    unread: Mapping[str, str] = field(default_factory=dict)
 
     def healthy(self, interval_s: float, now_monotonic: float) -> tuple[bool, str]:
         """Whether the figures are fresh, and the sentence ``/healthz`` answers with."""
@@ -100,7 +115,20 @@ class ExporterSnapshot:
             if self.last_error is not None:
                 reason += f"; last error: {self.last_error}"
             return False, reason
-        return True, f"ok: refreshed {age:.1f} s ago"
+        reason = f"ok: refreshed {age:.1f} s ago"
+        if self.unread:
+            named = sorted(self.unread)[:UNREAD_NAMED]
+            count = len(self.unread)
+            listed = "; ".join(_named(group_id, self.unread[group_id]) for group_id in named)
+            more = f"; and {count - len(named)} more" if count > len(named) else ""
+            noun = "group" if count == 1 else "groups"
+            reason += f"; {count} {noun} not read, last figures kept: {listed}{more}"
+        return True, reason
+
+
+def _named(group_id: str, reason: str) -> str:
+    """A group's failure, its name said once (kshare's messages usually name it)."""
+    return reason if group_id in reason else f"{group_id}: {reason}"
 
 
 class OneStateReadPerRefresh:
@@ -192,39 +220,74 @@ class Refresher:
             return
         failed = [each for each in latest if isinstance(each, GroupHealth) and not each.not_found]
         if failed and len(failed) == len(latest):
-            self._failed("; ".join(sorted({reason for each in failed for reason in each.reasons})))
+            self._failed(
+                "; ".join(sorted({reason for each in failed for reason in each.reasons})),
+                [each.group_id for each in failed],
+            )
             return
         finished = time.monotonic()
+        read_at = time.time()
+        previous = self.snapshot
+        unread = {each.group_id: "; ".join(each.reasons) for each in failed}
         kept_at = self.history_clock()
         report = evaluate_samples(latest, self._earlier(kept_at), self._thresholds)
         self._history.append((kept_at, latest))
-        kept = {sample.group.group_id: sample for sample in self.snapshot.samples}
+        kept = {sample.group.group_id: sample for sample in previous.samples}
         samples = tuple(
             each if isinstance(each, Sample) else kept[each.group_id]
             for each in latest
             if isinstance(each, Sample) or (not each.not_found and each.group_id in kept)
         )
         self._note_windows(latest)
-        time_lags: Mapping[TimeLagKey, float] = {}
+        time_lags: dict[TimeLagKey, float] = {}
         if self._time_lag is not None:
-            ages = await asyncio.to_thread(self._time_lag, report)
+            read = HealthReport(tuple(g for g in report.groups if g.group_id not in unread))
+            ages = await asyncio.to_thread(self._time_lag, read)
             time_lags = {key: age for key, age in ages.items() if age is not None}
+            time_lags.update((k, v) for k, v in previous.time_lags.items() if k[0] in unread)
+        # Only the groups of this refresh are remembered: a deleted group's entries go.
+        listed = [
+            each.group.group_id if isinstance(each, Sample) else each.group_id
+            for each in latest
+            if isinstance(each, Sample) or not each.not_found
+        ]
         self._swap(
             replace(
-                self.snapshot,
+                previous,
                 samples=samples,
-                report=report,
-                refreshed_at=time.time(),
+                report=_keep_unread(report, previous.report, unread),
+                refreshed_at=read_at,
                 refreshed_monotonic=finished,
                 refresh_seconds=time.monotonic() - started,
                 time_lags=time_lags,
+                group_errors={
+                    group_id: previous.group_errors.get(group_id, 0) + (group_id in unread)
+                    for group_id in listed
+                },
+                group_read_at={
+                    group_id: previous.group_read_at[group_id] if group_id in unread else read_at
+                    for group_id in listed
+                    if group_id not in unread or group_id in previous.group_read_at
+                },
+                unread=unread,
             )
         )
 
-    def _failed(self, message: str) -> None:
+    def _failed(self, message: str, group_ids: Collection[str] | None = None) -> None:
+        """A refresh that read nothing: every group of ``group_ids`` (None: every group
+        known so far) missed it."""
         previous = self.snapshot
+        missed = set(previous.group_errors if group_ids is None else group_ids)
+        errors = dict(previous.group_errors)
+        for group_id in missed:
+            errors[group_id] = errors.get(group_id, 0) + 1
         self._swap(
-            replace(previous, refresh_errors=previous.refresh_errors + 1, last_error=message)
+            replace(
+                previous,
+                refresh_errors=previous.refresh_errors + 1,
+                last_error=message,
+                group_errors=errors,
+            )
         )
         if self._on_error is not None:
             self._on_error(message)
@@ -281,3 +344,21 @@ class Refresher:
         newest = old_enough[-1]
         del self._history[:newest]
         return self._history[0][1]
+
+
+def _keep_unread(
+    report: HealthReport, previous: HealthReport, unread: Mapping[str, str]
+) -> HealthReport:
+    """The report, with each unread group's figures (lag, members, state) as last read:
+    its status ERR, for the reason it could not be read this time."""
+    if not unread:
+        return report
+    before = {each.group_id: each for each in previous.groups}
+    return HealthReport(
+        tuple(
+            replace(before[each.group_id], status=Status.ERR, reasons=each.reasons, notes=())
+            if each.group_id in unread and each.group_id in before
+            else each
+            for each in report.groups
+        )
+    )

@@ -73,6 +73,8 @@ def _snapshot() -> ExporterSnapshot:
         refresh_seconds=0.25,
         refresh_errors=1,
         time_lags={("orders-consumers", "orders", 0): 42.5},
+        group_errors={"orders-consumers": 0},
+        group_read_at={"orders-consumers": 1767225600.0},
     )
 
 
@@ -98,7 +100,11 @@ ALL_LABELS = frozenset(label for labels in EXPORTED.values() for label in labels
 
 def test_the_snapshot_exercises_every_metric_the_exporter_declares() -> None:
     """Guards the fixture: a metric left out of it would escape the checks below."""
-    suffix = {"kshare_share_group_state": "_info", "kshare_exporter_refresh_errors": "_total"}
+    suffix = {
+        "kshare_share_group_state": "_info",
+        "kshare_exporter_refresh_errors": "_total",
+        "kshare_exporter_group_errors": "_total",
+    }
     assert set(EXPORTED) == {name + suffix.get(name, "") for name in METRICS}
 
 
