@@ -37,9 +37,9 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Footer, Header, Input, Static
 
-from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
 from kshare_cli.render.inflight import LEGEND, strip_text
 from kshare_cli.render.offsets import lag_text, total_lag_text
+from kshare_cli.services.dashboard import GroupInflight, PartitionInflight
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.history import (

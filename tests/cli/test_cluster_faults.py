@@ -156,10 +156,11 @@ def broken(request: pytest.FixtureRequest, bed: FaultBed) -> Iterator[FaultBed]:
 
 
 #: The commands that read ``__share_group_state`` (inflight, a reset's plan) give the
-#: state read 80% of --timeout, and librdkafka waits it out for the partitions the
-#: victim leads: they are bounded by --timeout (and a shorter one keeps the module fast).
+#: state read 75% of --timeout (STATE_SHARE_OF_TIMEOUT), and librdkafka waits it out for the
+#: partitions the victim leads: they are bounded by --timeout (a shorter one keeps the module
+#: fast).
 STATE_READER_TIMEOUT_S = 6.0
-#: The client's backstop fires this long after --timeout (cli/service.py).
+#: The client's backstop fires this long after --timeout (services/session.py BACKSTOP_S).
 BACKSTOP_S = 1.0
 
 

@@ -24,10 +24,10 @@ from confluent_kafka.admin import (
 )
 
 from kshare_cli.admin.models import GroupOffsets
-from kshare_cli.cli.service import open_admin
-from kshare_cli.connect.settings import resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.consumer.peek import peek_records
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
+from kshare_cli.services.session import Session
 from tests.support.golden import wait_for
 from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
 
@@ -67,7 +67,7 @@ def _offsets(
     )
 
     async def describe() -> GroupOffsets:
-        async with open_admin(settings, 15) as admin:
+        async with Session(settings, 15).admin() as admin:
             result = (await admin.list_share_partition_offsets([group])).get(group)
             assert isinstance(result, GroupOffsets), result
             return result
