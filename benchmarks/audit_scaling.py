@@ -58,6 +58,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, state_partition_for
 from kshare_cli.state.records import (
     DeliveryState,
@@ -66,7 +67,7 @@ from kshare_cli.state.records import (
     decode_record,
     encode_record,
 )
-from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, ShareStateReplayer
+from kshare_cli.state.replay import SharePartitionKey, ShareStateReplayer
 
 GROUP = "orders-workers"
 BASE_MS = 1_767_225_600_000

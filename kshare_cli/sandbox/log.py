@@ -27,7 +27,8 @@ from pathlib import Path
 
 from kio.records.readers import read_batch
 
-from kshare_cli.wire.records import BatchHeader, RecordBatchError, read_batch_headers, rebase
+from kshare_cli.sandbox.record_batches import rebase
+from kshare_cli.wire.records import BatchHeader, RecordBatchError, read_batch_headers
 
 
 @dataclass(slots=True)

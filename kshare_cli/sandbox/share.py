@@ -55,8 +55,10 @@ from kshare_cli.sandbox.group_configs import (
 )
 from kshare_cli.sandbox.group_coordinator import ShareGroupCoordinator, ShareInitialization
 from kshare_cli.sandbox.log import Topic
+from kshare_cli.sandbox.record_batches import encode_batch
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.sandbox.share_coordinator import SnapshotOffsets, cold_snapshots
+from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.sandbox.share_partition import (
     AcknowledgementBatch,
     SharePartition,
@@ -66,9 +68,8 @@ from kshare_cli.sandbox.share_partition import (
 from kshare_cli.state.lag import share_partition_lag
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.records import StateRecord, decode_record, encode_record
-from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, SharePartitionState
+from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.wire.build import build
-from kshare_cli.wire.records import encode_batch
 
 log = logging.getLogger("kshare.sandbox")
 

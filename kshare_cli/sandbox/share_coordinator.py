@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.state.records import ShareSnapshotValue, StateRecord, StateRecordKind
-from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey
+from kshare_cli.state.replay import SharePartitionKey
 
 __all__ = ["SnapshotOffsets", "cold_snapshots"]
 

@@ -1,10 +1,10 @@
-"""Record batches (magic v2) at the byte level: split, inspect, re-base.
+"""Record batches (magic v2) at the byte level: split and inspect.
 
-A broker keeps a producer's batch bytes as they came and only writes the base
-offset, which lies outside the CRC; compressed batches therefore pass through
-untouched. Reading individual records (keys, values, headers) is kio's job
+Reading individual records (keys, values, headers) is kio's job
 (``kio.records.readers.read_batch``); this module only reads the fixed batch
-header, which is all that offsets, timestamps and sizes need.
+header, which is all that offsets, timestamps and sizes need. Writing batches
+as a broker does (re-basing a producer's batch, encoding its own records) is
+the sandbox's (``sandbox/record_batches.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ BATCH_HEADER_BYTES: Final = 61
 LOG_OVERHEAD: Final = 12
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_OFFSET = struct.Struct(">q")
-_LEADER_EPOCH = struct.Struct(">i")
 _CRC_START: Final = 21
 COMPRESSION_MASK: Final = 0x07
 TIMESTAMP_TYPE_LOG_APPEND: Final = 0x08
@@ -93,52 +91,3 @@ def read_batch_headers(data: bytes | memoryview, *, verify_crc: bool = False) ->
         headers.append(BatchHeader(position, size, *fields))
         position += size
     return headers
-
-
-def rebase(batch: bytes | memoryview, base_offset: int, leader_epoch: int = 0) -> bytes:
-    """A copy of one batch with the broker-assigned base offset and leader epoch.
-
-    Both fields lie before the CRC's range, so the producer's CRC stays valid.
-    """
-    data = bytearray(batch)
-    _BASE_OFFSET.pack_into(data, 0, base_offset)
-    _LEADER_EPOCH.pack_into(data, LOG_OVERHEAD, leader_epoch)
-    return bytes(data)
-
-
-def encode_batch(
-    records: list[tuple[bytes | None, bytes | None]], timestamp_ms: int, base_offset: int = 0
-) -> bytes:
-    """An uncompressed v2 batch of (key, value) records, all with one CreateTime.
-
-    Brokers write their own internal records (``__share_group_state``) this way;
-    producers' batches never pass through here.
-    """
-    import datetime
-    import io
-
-    from kio.records.schema import NewRecordBatch, Record
-    from kio.records.writers import write_new_batch
-    from kio.static.primitive import i8, i16, i32, i64
-
-    moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
-    batch = NewRecordBatch(
-        producer_id=i64(-1),
-        producer_epoch=i16(-1),
-        base_sequence=i32(-1),
-        attributes=i16(0),
-        records=tuple(
-            Record(
-                attributes=i8(0),
-                timestamp=moment,  # type: ignore[arg-type]
-                offset=i64(base_offset + index),
-                key=key,
-                value=value,
-                headers=(),
-            )
-            for index, (key, value) in enumerate(records)
-        ),
-    )
-    buffer = io.BytesIO()
-    write_new_batch(buffer, batch)
-    return buffer.getvalue()

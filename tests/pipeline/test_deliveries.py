@@ -8,8 +8,9 @@ import random
 from pyspark.sql import DataFrame, SparkSession
 
 from kshare_cli.pipeline.deliveries import DELIVERIES_SCHEMA, deliveries
+from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.state.records import DeliveryState, StateBatch, StateRecord
-from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey
+from kshare_cli.state.replay import SharePartitionKey
 from tests.pipeline.story import (
     ACKNOWLEDGED,
     ARCHIVED,

@@ -16,9 +16,10 @@ from kshare_cli.pipeline.timeline import (
     replay_states,
     timeline,
 )
+from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.state.partitioning import kafka_uuid
 from kshare_cli.state.records import StateBatch, StateRecord
-from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, ShareStateReplayer
+from kshare_cli.state.replay import SharePartitionKey, ShareStateReplayer
 from tests.pipeline.story import (
     ACKNOWLEDGED,
     ARCHIVED,

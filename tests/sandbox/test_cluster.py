@@ -43,10 +43,10 @@ from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 
 from kshare_cli.sandbox import scenarios
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
+from kshare_cli.sandbox.record_batches import encode_batch
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, java_string_hash, kafka_uuid
 from kshare_cli.wire.framing import encode_request
-from kshare_cli.wire.records import encode_batch
 from tests.support.raw import call
 from tests.support.sandbox import StartCluster
 

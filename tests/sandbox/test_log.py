@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kshare_cli.sandbox.log import PartitionLog
-from kshare_cli.wire.records import encode_batch
+from kshare_cli.sandbox.record_batches import encode_batch
 
 
 def _log(path: Path | None) -> PartitionLog:

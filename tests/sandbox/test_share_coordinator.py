@@ -37,6 +37,7 @@ from kshare_cli.cli.app import app
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.share_coordinator import SnapshotOffsets, cold_snapshots
+from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, SHARE_STATE_TOPIC
 from kshare_cli.state.records import (
     ShareSnapshotValue,
@@ -45,7 +46,7 @@ from kshare_cli.state.records import (
     StateRecordKind,
     decode_record,
 )
-from kshare_cli.state.replay import ShareCoordinatorState, SharePartitionKey, SharePartitionState
+from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from tests.support.golden import wait_for
 from tests.support.raw import call
 

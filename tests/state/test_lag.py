@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.state.lag import share_partition_lag
 from kshare_cli.state.records import ShareSnapshotValue, StateBatch, StateRecord, decode_record
 from kshare_cli.state.replay import (
-    ShareCoordinatorState,
     SharePartitionKey,
     SharePartitionState,
     ShareStateReplayer,
