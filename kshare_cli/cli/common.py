@@ -153,7 +153,7 @@ def resolve(
     typo in ``--command-config`` is named before it surfaces as an unrelated
     connection error. ``quiet`` is for shell completion, which must never print.
     """
-    from kshare_cli.connect.settings import resolve_settings
+    from kshare_cli.connect.resolve import resolve_settings
 
     settings = resolve_settings(
         bootstrap=bootstrap_server, command_config=command_config, profile=profile
@@ -174,7 +174,7 @@ class Invocation:
 
 def secrets_of(settings: object) -> tuple[str, ...]:
     """Every secret value reachable from a settings object, to scrub from tracebacks."""
-    from kshare_cli.connect.settings import Secret
+    from kshare_cli.connect.secret import Secret
 
     found: list[str] = []
 

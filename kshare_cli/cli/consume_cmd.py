@@ -243,7 +243,7 @@ def build_formatter(
     schema_registry: str | None,
 ) -> FormatterChoice:
     """Deserializers and formatter from the options; UsageError before anything connects."""
-    from kshare_cli.connect.properties import is_secret_name
+    from kshare_cli.connect.secret import is_secret_name
     from kshare_cli.services.consume import make_deserializer, make_formatter
 
     registry = {
@@ -668,8 +668,8 @@ def consume(
         invocation,
     )
 
-    from kshare_cli.connect.properties import is_secret_name
-    from kshare_cli.connect.settings import resolve_settings
+    from kshare_cli.connect.resolve import resolve_settings
+    from kshare_cli.connect.secret import is_secret_name
 
     settings = common.usage_guard(
         lambda: resolve_settings(
@@ -739,7 +739,7 @@ def _file_group_id(command_config: Path | None) -> str | None:
     """``group.id`` from the --command-config file: Kafka's tool reads its group there too."""
     if command_config is None:
         return None
-    from kshare_cli.connect.properties import load_properties
+    from kshare_cli.connect.java_properties import load_properties
 
     return load_properties(command_config).get("group.id")
 
@@ -754,7 +754,7 @@ def _without_group_id(warning: str) -> str:
 
 
 def _formatter_properties(path: Path | None, pairs: list[str]) -> dict[str, str]:
-    from kshare_cli.connect.properties import load_properties
+    from kshare_cli.connect.java_properties import load_properties
 
     merged = dict(load_properties(path, label="--formatter-config")) if path is not None else {}
     merged.update(parse_pairs(pairs, "--property"))

@@ -236,8 +236,8 @@ def produce(
         lambda: parse_command_properties(command_property or []), invocation
     )
 
-    from kshare_cli.connect.properties import is_secret_name
-    from kshare_cli.connect.settings import resolve_settings
+    from kshare_cli.connect.resolve import resolve_settings
+    from kshare_cli.connect.secret import is_secret_name
 
     settings = common.usage_guard(
         lambda: resolve_settings(

@@ -115,9 +115,9 @@ def add(
     fails here, not at 3 a.m.); certificate and token files are read when a
     command connects.
     """
+    from kshare_cli.connect.bootstrap import parse_bootstrap
     from kshare_cli.connect.profiles import Profile, check_profile_name
-    from kshare_cli.connect.properties import PropertySources, settings_from_properties
-    from kshare_cli.connect.settings import parse_bootstrap
+    from kshare_cli.connect.property_mapping import PropertySources, settings_from_properties
 
     try:
         check_profile_name(name)
@@ -222,8 +222,8 @@ def show(
     output: Output = ProfileOutput.table,
 ) -> None:
     """Show a profile and the connection settings it resolves to, secrets as ***."""
-    from kshare_cli.connect.properties import redact_property
-    from kshare_cli.connect.settings import resolve_settings
+    from kshare_cli.connect.resolve import resolve_settings
+    from kshare_cli.connect.secret import redact_property
 
     try:
         store = _store()

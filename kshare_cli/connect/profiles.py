@@ -32,7 +32,7 @@ from typing import Any
 
 import tomli_w
 
-from kshare_cli.connect.properties import redact_property
+from kshare_cli.connect.secret import redact_property
 from kshare_cli.errors import UsageError
 
 CONFIG_ENV = "KSHARE_CONFIG"

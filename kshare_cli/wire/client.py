@@ -44,7 +44,8 @@ from typing import Any, Final, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.connect.settings import ConnectionSettings, split_host_port
+from kshare_cli.connect.bootstrap import split_host_port
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import (
     AuthenticationFailed,
     ConnectionFailed,

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kshare_cli import __version__
-from kshare_cli.connect.settings import SaslSettings
+from kshare_cli.connect.sasl_settings import SaslSettings
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker
 from kshare_cli.kafka.api_keys import API_VERSIONS
 from kshare_cli.wire.build import build

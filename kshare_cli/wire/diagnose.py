@@ -22,7 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from kshare_cli.connect.settings import ConnectionSettings, parse_bootstrap
+from kshare_cli.connect.bootstrap import parse_bootstrap
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ConnectionFailed, KshareError, UsageError
 
 #: What one check may take: a Kafka broker answers a handshake in milliseconds, and

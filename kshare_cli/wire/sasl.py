@@ -15,7 +15,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
-from kshare_cli.connect.settings import SaslSettings, token_claims_problem
+from kshare_cli.connect.bearer_tokens import token_claims_problem
+from kshare_cli.connect.sasl_settings import SaslSettings
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, UsageError
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import BrokerApiVersions

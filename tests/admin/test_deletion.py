@@ -44,7 +44,8 @@ from kshare_cli.admin.models import (
     MemberDescription,
 )
 from kshare_cli.admin.share_groups import ShareGroupAdmin
-from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.wire.build import build
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode, ClusterMetadata

@@ -39,7 +39,7 @@ from kshare_cli.admin.group_configs import (
     parse_assignment,
     share_config_key,
 )
-from kshare_cli.connect.settings import resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.errors import Refused, UsageError
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.errors import KafkaError

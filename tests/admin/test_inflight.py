@@ -38,7 +38,8 @@ from kshare_cli.admin.inflight import (
 )
 from kshare_cli.admin.models import GroupFailure, GroupOffsets
 from kshare_cli.admin.share_groups import ShareGroupAdmin
-from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.window import WindowState

@@ -92,7 +92,7 @@ def _read_properties(path: str) -> dict[str, str]:
 def bed() -> Iterator[Bed]:
     real = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if real:
-        from kshare_cli.connect.settings import resolve_settings
+        from kshare_cli.connect.resolve import resolve_settings
 
         config = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
         settings = resolve_settings(

@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from referencing import Registry, Resource
 
-from kshare_cli.connect.settings import resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings, GroupConfigStore
 from kshare_cli.sandbox.runner import SandboxThread

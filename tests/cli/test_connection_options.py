@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from kshare_cli.connect import settings as settings_module
+from kshare_cli.connect import bearer_tokens
 from kshare_cli.sandbox import security as security_module
 from tests.cli.conftest import Kshare, assert_one_error_line, write_properties
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial
@@ -43,7 +43,7 @@ def test_an_unsecured_oauthbearer_token_is_never_issued_in_the_future(
     ``iat`` claim put it 0.4 ms ahead of Kafka's clock, and the broker refused the login."""
     sandbox = secure_sandbox("SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",))
     clock = _FrozenClock(math.floor(time.time()) + 0.0006)
-    monkeypatch.setattr(settings_module, "time", clock)
+    monkeypatch.setattr(bearer_tokens, "time", clock)
     monkeypatch.setattr(security_module, "time", clock)
     config = write_properties(
         tmp_path / "client.properties",

@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 from kshare_cli.cli import delete_cmd
 from kshare_cli.cli.app import app
-from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate

@@ -24,7 +24,8 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 
-from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import (

@@ -13,17 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kshare_cli.connect.properties import (
-    JaasSyntaxError,
-    PropertySources,
-    load_properties,
-    parse_jaas,
-    parse_jaas_entries,
-    parse_oauthbearer_config,
-    parse_properties,
-    redact_jaas,
-    redact_property,
-)
+from kshare_cli.connect.jaas import JaasSyntaxError, parse_jaas, parse_jaas_entries, redact_jaas
+from kshare_cli.connect.java_properties import load_properties, parse_properties
+from kshare_cli.connect.property_mapping import PropertySources, parse_oauthbearer_config
+from kshare_cli.connect.secret import redact_property
 from kshare_cli.errors import UsageError
 
 # (file bytes, what Java's Properties.load(InputStream) gives)

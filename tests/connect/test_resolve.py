@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from kshare_cli.connect.profiles import Profile, ProfileStore
-from kshare_cli.connect.settings import NO_BOOTSTRAP, ConnectionSettings, resolve_settings
+from kshare_cli.connect.resolve import NO_BOOTSTRAP, resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import UsageError
 
 PROD_PASSWORD = "pr0d-SECRET"

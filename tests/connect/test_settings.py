@@ -15,16 +15,14 @@ import pytest
 import trustme
 from confluent_kafka import Producer
 
-from kshare_cli.connect.properties import load_properties, settings_from_properties
-from kshare_cli.connect.settings import (
-    ConnectionSettings,
-    SaslSettings,
-    Secret,
-    TlsSettings,
-    UnsecuredJwt,
-    parse_bootstrap,
-    split_host_port,
-)
+from kshare_cli.connect.bearer_tokens import UnsecuredJwt
+from kshare_cli.connect.bootstrap import parse_bootstrap, split_host_port
+from kshare_cli.connect.java_properties import load_properties
+from kshare_cli.connect.property_mapping import settings_from_properties
+from kshare_cli.connect.sasl_settings import SaslSettings
+from kshare_cli.connect.secret import Secret
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.connect.tls_settings import TlsSettings
 from kshare_cli.errors import UsageError
 
 PASSWORD = "pa55-W0rd-SECRET"

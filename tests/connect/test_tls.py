@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from kshare_cli.connect.properties import parse_properties, settings_from_properties
-from kshare_cli.connect.settings import ConnectionSettings, Secret, TlsSettings
+from kshare_cli.connect.java_properties import parse_properties
+from kshare_cli.connect.property_mapping import settings_from_properties
+from kshare_cli.connect.secret import Secret
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.connect.tls_settings import TlsSettings
 from kshare_cli.errors import UsageError
 from tests.connect.conftest import (
     CLIENT_CN,

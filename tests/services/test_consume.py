@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.consumer.share_consume import consume as run_consumer
 from kshare_cli.errors import UsageError
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings

@@ -51,7 +51,8 @@ from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatReque
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, TailingStateSource
-from kshare_cli.connect.settings import ConnectionSettings, resolve_settings
+from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.runner import SandboxThread

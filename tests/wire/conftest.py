@@ -44,7 +44,7 @@ def cluster_settings(cluster: Cluster) -> ConnectionSettings:
     """Settings for the test cluster: the sandbox, or KSHARE_TEST_BOOTSTRAP (+ its config)."""
     config = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
     if cluster.sandbox is None and config:
-        from kshare_cli.connect.settings import resolve_settings
+        from kshare_cli.connect.resolve import resolve_settings
 
         return resolve_settings(
             bootstrap=cluster.bootstrap, command_config=Path(config), profile=None, environ={}

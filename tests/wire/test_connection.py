@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from kio.index import load_response_schema
 
-from kshare_cli.connect.settings import ConnectionSettings, TlsSettings
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.connect.tls_settings import TlsSettings
 from kshare_cli.errors import (
     AuthenticationFailed,
     ConnectionFailed,

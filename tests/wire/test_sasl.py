@@ -18,7 +18,10 @@ from typing import Any
 import pytest
 from scramp import ScramMechanism  # type: ignore[import-untyped, unused-ignore]
 
-from kshare_cli.connect.settings import ConnectionSettings, SaslSettings, Secret, TlsSettings
+from kshare_cli.connect.sasl_settings import SaslSettings
+from kshare_cli.connect.secret import Secret
+from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.connect.tls_settings import TlsSettings
 from kshare_cli.errors import (
     AuthenticationFailed,
     ConnectionFailed,
