@@ -30,7 +30,14 @@ from kshare_cli.errors import UsageError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "JAVA_MINIMUM", "JavaMissing", "check_java", "spark_session"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "JAVA_MINIMUM",
+    "JavaMissing",
+    "check_java",
+    "spark_running",
+    "spark_session",
+]
 
 DEFAULT_MASTER: Final = "local[*]"
 #: Spark 4's JVM is built for Java 17.
@@ -103,6 +110,19 @@ def java_major_version(text: str) -> int | None:
     if major == 1 and found.group(2) is not None:
         return int(found.group(2))
     return major
+
+
+def spark_running() -> bool:
+    """Whether this process already has a SparkContext (a test's, a notebook's), any thread.
+
+    The one read of PySpark's private ``SparkContext._active_spark_context``: the public
+    ``SparkSession.getActiveSession()`` sees only the calling thread's session, and
+    ``SparkContext.getOrCreate()`` would start one. Bounded by the spark extra's
+    ``pyspark<5`` and checked by tests/test_third_party_bounds.py.
+    """
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 def spark_session(
