@@ -19,25 +19,23 @@ from typing import Annotated, Final
 
 import typer
 
-from kshare_cli.cli import common
+from kshare_cli.cli import common, durations
 from kshare_cli.errors import UsageError
 
 MIN_REFRESH_S: Final = 0.5
 MAX_REFRESH_S: Final = 3600.0
-DEFAULT_REFRESH: Final = "2"
-DEFAULT_STALL_AFTER: Final = "60"
+DEFAULT_REFRESH: Final = "2s"
+DEFAULT_STALL_AFTER: Final = "60s"
 
 
 def parse_seconds(option: str, text: str, minimum: float, maximum: float) -> float:
-    """A number of seconds within bounds; anything else is a usage error naming the option."""
-    try:
-        seconds = float(text.strip().removesuffix("s"))
-    except ValueError:
-        raise UsageError(f"{option}: {text!r} is not a number of seconds") from None
+    """A duration in seconds within bounds; anything else is a usage error naming the option."""
+    seconds = durations.seconds(option, text, bare="s")
     if not math.isfinite(seconds) or not minimum <= seconds <= maximum:
         raise UsageError(
             f"{option} must be between {minimum:g} and {maximum:g} seconds, not {text}"
         )
+    durations.warn_if_bare(option, text)
     return seconds
 
 
@@ -55,18 +53,24 @@ def dashboard(
         str,
         typer.Option(
             "--refresh",
-            metavar="SECONDS",
-            help=f"Seconds between refreshes, {MIN_REFRESH_S:g} to {MAX_REFRESH_S:g} "
-            "(+ and - change it while running).",
+            metavar="DURATION",
+            help=durations.duration_help(
+                f"Time between refreshes, {MIN_REFRESH_S:g}s to {MAX_REFRESH_S:g}s; + and - "
+                "change it while running",
+                bare="s",
+            ),
         ),
     ] = DEFAULT_REFRESH,
     stall_after: Annotated[
         str,
         typer.Option(
             "--stall-after",
-            metavar="SECONDS",
-            help="Flag a share-partition as stalled when its lag is above 0 and its start "
-            "offset has not moved for this long.",
+            metavar="DURATION",
+            help=durations.duration_help(
+                "Flag a share-partition as stalled when its lag is above 0 and its start "
+                "offset has not moved for this long",
+                bare="s",
+            ),
         ),
     ] = DEFAULT_STALL_AFTER,
     bootstrap_server: common.BootstrapServer = None,

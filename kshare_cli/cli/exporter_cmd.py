@@ -17,11 +17,12 @@ from typing import Annotated, Final
 
 import typer
 
-from kshare_cli.cli import common
+from kshare_cli.cli import common, durations
 from kshare_cli.errors import UsageError
 
 DEFAULT_LISTEN: Final = "0.0.0.0:9932"
 DEFAULT_INTERVAL_S: Final = 15.0
+DEFAULT_STALL_AFTER_S: Final = 60.0
 
 _LISTEN = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]*)):(?P<port>\d{1,5})$")
 
@@ -77,17 +78,23 @@ def exporter(
         typer.Option("--all-groups", help="Every share group, listed again at each refresh."),
     ] = False,
     interval: Annotated[
-        float,
-        typer.Option("--interval", metavar="SECONDS", help="Seconds between refreshes."),
-    ] = DEFAULT_INTERVAL_S,
+        str,
+        typer.Option(
+            "--interval",
+            metavar="DURATION",
+            help=durations.duration_help("Time between refreshes", bare="s"),
+        ),
+    ] = f"{DEFAULT_INTERVAL_S:g}s",
     stall_after: Annotated[
-        float,
+        str,
         typer.Option(
             "--stall-after",
-            metavar="SECONDS",
-            help="STALL: lag above 0 while the start offset has not moved this long.",
+            metavar="DURATION",
+            help=durations.duration_help(
+                "STALL: lag above 0 while the start offset has not moved this long", bare="s"
+            ),
         ),
-    ] = 60.0,
+    ] = f"{DEFAULT_STALL_AFTER_S:g}s",
     lag_above: Annotated[
         int | None,
         typer.Option(
@@ -139,18 +146,26 @@ def exporter(
     """
     invocation = common.Invocation(debug=debug)
     group_ids = group or []
+    interval_s = common.usage_guard(
+        lambda: durations.seconds("--interval", interval, bare="s"), invocation
+    )
+    stall_after_s = common.usage_guard(
+        lambda: durations.seconds("--stall-after", stall_after, bare="s"), invocation
+    )
     common.usage_guard(
         lambda: check_args(
             group_ids,
             all_groups,
-            interval,
-            stall_after,
+            interval_s,
+            stall_after_s,
             {"--lag-above": lag_above, "--archived-above": archived_above},
         ),
         invocation,
     )
     address = common.usage_guard(lambda: parse_listen(listen), invocation)
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    durations.warn_if_bare("--interval", interval)
+    durations.warn_if_bare("--stall-after", stall_after)
     settings = common.usage_guard(
         lambda: common.resolve(bootstrap_server, command_config, profile), invocation
     )
@@ -160,14 +175,14 @@ def exporter(
     from kshare_cli.services import exporter_server
     from kshare_cli.services.health import Thresholds
 
-    thresholds = Thresholds(lag_above, archived_above, stall_after)
+    thresholds = Thresholds(lag_above, archived_above, stall_after_s)
     name = cluster_name or ",".join(settings.bootstrap_servers)
     common.edge(
         lambda: exporter_server.serve(
             settings,
             group_ids or None,
             thresholds,
-            interval,
+            interval_s,
             timeout_s,
             address,
             lambda current: MetricsPage(current, name),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kshare_cli.cli import common
+from kshare_cli.cli import common, durations
 from kshare_cli.cli.describe_cmd import check_groups
 from kshare_cli.cli.inflight_cmd import Output
 from kshare_cli.errors import ExitCode, UsageError
@@ -92,12 +92,15 @@ def health(
         ),
     ] = None,
     stall_after: Annotated[
-        float | None,
+        str | None,
         typer.Option(
             "--stall-after",
-            metavar="SECONDS",
-            help="Take a second sample SECONDS later: lag above 0 while the start offset "
-            "did not move is STALL (default: one sample, stalls not evaluated).",
+            metavar="DURATION",
+            help=durations.duration_help(
+                "Take a second sample this long after the first: lag above 0 while the start "
+                "offset did not move is STALL (default: one sample, stalls not evaluated)",
+                bare="s",
+            ),
             show_default=False,
         ),
     ] = None,
@@ -135,11 +138,15 @@ def health(
     """
     invocation = common.Invocation(debug=debug)
     group_ids = groups or []
+    stall_after_s = common.usage_guard(
+        lambda: durations.optional_seconds("--stall-after", stall_after, bare="s"), invocation
+    )
     common.usage_guard(
-        lambda: check_args(group_ids, all_groups, lag_above, archived_above, stall_after, output),
+        lambda: check_args(group_ids, all_groups, lag_above, archived_above, stall_after_s, output),
         invocation,
     )
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    durations.warn_if_bare("--stall-after", stall_after)
     settings = common.usage_guard(
         lambda: common.resolve(bootstrap_server, command_config, profile), invocation
     )
@@ -151,7 +158,7 @@ def health(
     thresholds = Thresholds(
         lag_above=lag_above,
         archived_above=archived_above,
-        stall_after_s=DEFAULT_STALL_AFTER_S if stall_after is None else stall_after,
+        stall_after_s=DEFAULT_STALL_AFTER_S if stall_after_s is None else stall_after_s,
     )
     report = common.run(
         lambda: health_service.health(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kshare_cli.cli import common
+from kshare_cli.cli import common, durations
 from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
@@ -375,8 +375,8 @@ def reset_offsets(
         str | None,
         typer.Option(
             "--by-duration",
-            metavar="D",
-            help="The first record at or after now minus D: PT2H, 2h, 1d12h.",
+            metavar="DURATION",
+            help=durations.duration_help("The first record at or after now minus DURATION"),
             rich_help_panel="Scenario",
         ),
     ] = None,

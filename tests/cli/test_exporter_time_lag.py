@@ -98,7 +98,7 @@ def test_the_command_line_option_turns_it_on(
             "--group",
             group,
             "--interval",
-            "0.5",
+            "500ms",
             "--time-lag",
             *kshare.connection_args(),
         ],
