@@ -549,11 +549,9 @@ def start_spark(master: str) -> tuple[SparkSession, str | None]:
     file (SPARK_LOG), so that stderr carries kshare's lines only; the caller
     names the file if the job fails and removes it if it succeeds.
     """
-    from pyspark import SparkContext
+    from kshare_cli.pipeline.session import spark_running, spark_session
 
-    from kshare_cli.pipeline.session import spark_session
-
-    if SparkContext._active_spark_context is not None:
+    if spark_running():
         return spark_session(master, log_level="ERROR"), None
     config: dict[str, str] = {}
     if master.startswith("local"):
