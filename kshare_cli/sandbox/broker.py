@@ -34,15 +34,29 @@ from pathlib import Path
 from typing import Any, Final
 
 from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.api_keys import (
+    API_VERSIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    DESCRIBE_CLUSTER,
+    FETCH,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    LIST_OFFSETS,
+    METADATA,
+    PRODUCE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
 from kshare_cli.sandbox.cluster import (
-    LEADER_NOT_AVAILABLE,
     ClusterState,
     NodeState,
 )
 from kshare_cli.sandbox.framing import Request, encode_response
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
-from kshare_cli.sandbox.security import ILLEGAL_SASL_STATE, PLAINTEXT, ListenerSecurity
+from kshare_cli.sandbox.security import PLAINTEXT, ListenerSecurity
 from kshare_cli.sandbox.server import Connection, FrameServer
 from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, SHARE_STATE_TOPIC
 from kshare_cli.wire.build import build, has_field
@@ -54,17 +68,6 @@ NODE_ID: Final = 1
 SHARE_STATE_PARTITIONS: Final = DEFAULT_STATE_PARTITIONS
 
 # Error codes, named as Kafka names them.
-NONE: Final = 0
-CORRUPT_MESSAGE: Final = 2
-UNKNOWN_TOPIC_OR_PARTITION: Final = 3
-INVALID_TOPIC_EXCEPTION: Final = 17
-INVALID_REQUIRED_ACKS: Final = 21
-UNSUPPORTED_VERSION: Final = 35
-TOPIC_ALREADY_EXISTS: Final = 36
-INVALID_PARTITIONS: Final = 37
-INVALID_REPLICATION_FACTOR: Final = 38
-INVALID_REQUEST: Final = 42
-UNKNOWN_TOPIC_ID: Final = 100
 
 Handler = Callable[["Broker", Request, Connection], Awaitable[Any | None]]
 
@@ -363,8 +366,8 @@ class Broker:
         ``ApiVersionsRequest.getErrorResponse``, called by ``KafkaApis.handleApiVersionsRequest``):
         the client retries with a version from it and gets the table then.
         """
-        body = self.api_versions_body(UNSUPPORTED_VERSION)
-        body["api_keys"] = [key for key in body["api_keys"] if key["api_key"] == 18]
+        body = self.api_versions_body(ErrorCode.unsupported_version)
+        body["api_keys"] = [key for key in body["api_keys"] if key["api_key"] == API_VERSIONS]
         return encode_response(build(load_response_schema(18, 0), body), correlation_id)
 
     # -- topics ----------------------------------------------------------------
@@ -411,7 +414,7 @@ class Broker:
 
     def metadata_topic(self, topic: Topic) -> dict[str, Any]:
         return {
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "name": topic.name,
             "topic_id": topic.topic_id,
             "is_internal": topic.internal,
@@ -433,7 +436,7 @@ class Broker:
         fenced = self.cluster.fenced
         leader = NODE_ID if found is None else found.leader
         return {
-            "error_code": NONE if leader != -1 else LEADER_NOT_AVAILABLE,
+            "error_code": ErrorCode.none if leader != -1 else ErrorCode.leader_not_available,
             "partition_index": partition,
             "leader_id": leader,
             "leader_epoch": 0 if found is None else found.epoch,
@@ -508,9 +511,9 @@ class BrokerExtension:
 # -- ApiVersions -------------------------------------------------------------
 
 
-@handles(18)
+@handles(API_VERSIONS)
 async def api_versions(broker: Broker, request: Request, connection: Connection) -> Any:
-    return build(response_type(request), broker.api_versions_body(NONE))
+    return build(response_type(request), broker.api_versions_body(ErrorCode.none))
 
 
 # -- SaslHandshake / SaslAuthenticate -------------------------------------------
@@ -519,17 +522,19 @@ async def api_versions(broker: Broker, request: Request, connection: Connection)
 # SASL, and gets what KafkaApis gives it.
 
 
-@handles(17)
+@handles(SASL_HANDSHAKE)
 async def sasl_handshake(broker: Broker, request: Request, connection: Connection) -> Any:
-    return build(response_type(request), {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []})
+    return build(
+        response_type(request), {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
+    )
 
 
-@handles(36)
+@handles(SASL_AUTHENTICATE)
 async def sasl_authenticate(broker: Broker, request: Request, connection: Connection) -> Any:
     return build(
         response_type(request),
         {
-            "error_code": ILLEGAL_SASL_STATE,
+            "error_code": ErrorCode.illegal_sasl_state,
             "error_message": "SaslAuthenticate request received after successful authentication",
             "auth_bytes": b"",
             "session_lifetime": 0,
@@ -545,23 +550,29 @@ async def sasl_authenticate(broker: Broker, request: Request, connection: Connec
 # Transactions have no coordinator here: a transactional id gets Kafka's
 # COORDINATOR_NOT_AVAILABLE.
 
-COORDINATOR_NOT_AVAILABLE: Final = 15
 
-
-@handles(22)
+@handles(INIT_PRODUCER_ID)
 async def init_producer_id(broker: Broker, request: Request, connection: Connection) -> Any:
     if getattr(request.payload, "transactional_id", None):
-        body = {"error_code": COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+        body = {
+            "error_code": ErrorCode.coordinator_not_available,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
     else:
         broker.last_producer_id += 1
-        body = {"error_code": NONE, "producer_id": broker.last_producer_id, "producer_epoch": 0}
+        body = {
+            "error_code": ErrorCode.none,
+            "producer_id": broker.last_producer_id,
+            "producer_epoch": 0,
+        }
     return build(response_type(request), {"throttle_time": 0, **body})
 
 
 # -- Metadata ----------------------------------------------------------------
 
 
-@handles(3)
+@handles(METADATA)
 async def metadata(broker: Broker, request: Request, connection: Connection) -> Any:
     payload = request.payload
     topics: list[dict[str, Any]] = []
@@ -575,7 +586,7 @@ async def metadata(broker: Broker, request: Request, connection: Connection) -> 
             if name is None and topic_id is not None and topic_id.int != 0:
                 found = broker.logs.by_id.get(topic_id)
                 if found is None:
-                    topics.append(_unknown_topic(None, topic_id, UNKNOWN_TOPIC_ID))
+                    topics.append(_unknown_topic(None, topic_id, ErrorCode.unknown_topic_id))
                     continue
                 topics.append(broker.metadata_topic(found))
                 continue
@@ -585,7 +596,7 @@ async def metadata(broker: Broker, request: Request, connection: Connection) -> 
             if found is not None:
                 topics.append(broker.metadata_topic(found))
             elif not is_valid_topic_name(name):
-                topics.append(_unknown_topic(name, None, INVALID_TOPIC_EXCEPTION))
+                topics.append(_unknown_topic(name, None, ErrorCode.invalid_topic_exception))
             else:
                 if allow_create and broker.auto_create_topics:
                     # auto.create.topics.enable: Kafka 4.2 hands the creation to its
@@ -593,7 +604,7 @@ async def metadata(broker: Broker, request: Request, connection: Connection) -> 
                     # (AutoTopicCreationManager.sendCreateTopicRequest), so the client
                     # asks again; here the topic is there by its next Metadata request.
                     broker.create_topic(name, broker.default_partitions)
-                topics.append(_unknown_topic(name, None, UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(_unknown_topic(name, None, ErrorCode.unknown_topic_or_partition))
     return build(
         response_type(request),
         {
@@ -603,7 +614,7 @@ async def metadata(broker: Broker, request: Request, connection: Connection) -> 
             "controller_id": broker.cluster.controller_id(),
             "topics": topics,
             "cluster_authorized_operations": -2147483648,
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
         },
     )
 
@@ -626,13 +637,13 @@ def _unknown_topic(name: str | None, topic_id: uuid.UUID | None, code: int) -> d
 # -- DescribeCluster -------------------------------------------------------
 
 
-@handles(60)
+@handles(DESCRIBE_CLUSTER)
 async def describe_cluster(broker: Broker, request: Request, connection: Connection) -> Any:
     return build(
         response_type(request),
         {
             "throttle_time": 0,
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "error_message": None,
             "endpoint_type": 1,
             "cluster_id": broker.cluster_id,
@@ -646,7 +657,7 @@ async def describe_cluster(broker: Broker, request: Request, connection: Connect
 # -- CreateTopics / DeleteTopics --------------------------------------------
 
 
-@handles(19)
+@handles(CREATE_TOPICS)
 async def create_topics(broker: Broker, request: Request, connection: Connection) -> Any:
     payload = request.payload
     results: list[dict[str, Any]] = []
@@ -661,7 +672,7 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
         result: dict[str, Any] = {
             "name": name,
             "topic_id": uuid.UUID(int=0),
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "error_message": None,
             "num_partitions": partitions,
             "replication_factor": (
@@ -671,21 +682,23 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
         }
         if not is_valid_topic_name(name):
             result.update(
-                error_code=INVALID_TOPIC_EXCEPTION, error_message=f"Topic name {name!r} is illegal."
+                error_code=ErrorCode.invalid_topic_exception,
+                error_message=f"Topic name {name!r} is illegal.",
             )
         elif broker.topic(name) is not None:
             result.update(
-                error_code=TOPIC_ALREADY_EXISTS, error_message=f"Topic '{name}' already exists."
+                error_code=ErrorCode.topic_already_exists,
+                error_message=f"Topic '{name}' already exists.",
             )
         elif partitions <= 0:
             result.update(
-                error_code=INVALID_PARTITIONS,
+                error_code=ErrorCode.invalid_partitions,
                 error_message="Number of partitions was set to an invalid non-positive value.",
             )
         elif replication != -1 and not 1 <= replication <= len(broker.cluster.registered):
             registered = len(broker.cluster.registered)
             result.update(
-                error_code=INVALID_REPLICATION_FACTOR,
+                error_code=ErrorCode.invalid_replication_factor,
                 error_message=f"Unable to replicate the partition {replication} time(s): "
                 "The target replication factor of "
                 f"{replication} cannot be reached because only {registered} broker(s) "
@@ -701,7 +714,7 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
     return build(response_type(request), {"throttle_time": 0, "topics": results})
 
 
-@handles(20)
+@handles(DELETE_TOPICS)
 async def delete_topics(broker: Broker, request: Request, connection: Connection) -> Any:
     payload = request.payload
     results: list[dict[str, Any]] = []
@@ -715,7 +728,9 @@ async def delete_topics(broker: Broker, request: Request, connection: Connection
         if topic is None and topic_id is not None and topic_id.int != 0:
             topic = broker.logs.by_id.get(topic_id)
         if topic is None or topic.internal:
-            code = UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
+            code = (
+                ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
+            )
             results.append(
                 {"name": name, "topic_id": topic_id or uuid.UUID(int=0), "error_code": code,
                  "error_message": None}
@@ -723,7 +738,7 @@ async def delete_topics(broker: Broker, request: Request, connection: Connection
             continue
         broker.delete_topic(topic.name)
         results.append(
-            {"name": topic.name, "topic_id": topic.topic_id, "error_code": NONE,
+            {"name": topic.name, "topic_id": topic.topic_id, "error_code": ErrorCode.none,
              "error_message": None}
         )  # fmt: skip
     return build(response_type(request), {"throttle_time": 0, "responses": results})
@@ -732,7 +747,7 @@ async def delete_topics(broker: Broker, request: Request, connection: Connection
 # -- Produce -----------------------------------------------------------------
 
 
-@handles(0)
+@handles(PRODUCE)
 async def produce(broker: Broker, request: Request, connection: Connection) -> Any | None:
     payload = request.payload
     acks = int(payload.acks)
@@ -747,7 +762,7 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
         for data in topic_data.partition_data:
             entry: dict[str, Any] = {
                 "index": data.index,
-                "error_code": NONE,
+                "error_code": ErrorCode.none,
                 "base_offset": -1,
                 "log_append_time": None,
                 "log_start_offset": -1,
@@ -756,10 +771,12 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
             }
             partition = None if topic is None else broker.partition_log(topic.name, data.index)
             if acks not in (-1, 0, 1):
-                entry["error_code"] = INVALID_REQUIRED_ACKS
+                entry["error_code"] = ErrorCode.invalid_required_acks
             elif partition is None or topic is None or topic.internal:
                 entry["error_code"] = (
-                    UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
+                    ErrorCode.unknown_topic_id
+                    if name is None
+                    else ErrorCode.unknown_topic_or_partition
                 )
             elif code := broker.leader_error(connection, topic.name, data.index):
                 entry["error_code"] = code
@@ -770,7 +787,7 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
                     entry["base_offset"] = partition.append(bytes(data.records), now)
                     entry["log_start_offset"] = partition.log_start_offset
                 except RecordBatchError as error:
-                    entry["error_code"] = CORRUPT_MESSAGE
+                    entry["error_code"] = ErrorCode.corrupt_message
                     entry["error_message"] = str(error)
             partitions.append(entry)
         responses.append({"name": name, "topic_id": topic_id, "partition_responses": partitions})
@@ -790,7 +807,7 @@ async def produce(broker: Broker, request: Request, connection: Connection) -> A
 # -- Fetch -------------------------------------------------------------------
 
 
-@handles(1)
+@handles(FETCH)
 async def fetch(broker: Broker, request: Request, connection: Connection) -> Any:
     payload = request.payload
     max_wait_s = payload.max_wait.total_seconds()
@@ -806,7 +823,7 @@ async def fetch(broker: Broker, request: Request, connection: Connection) -> Any
         response_type(request),
         {
             "throttle_time": 0,
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "session_id": 0,
             "responses": responses,
             "node_endpoints": broker.node_endpoints(leaders),
@@ -829,7 +846,7 @@ def _fetch_once(
         for part in wanted.partitions:
             entry: dict[str, Any] = {
                 "partition_index": part.partition,
-                "error_code": NONE,
+                "error_code": ErrorCode.none,
                 "high_watermark": -1,
                 "last_stable_offset": -1,
                 "log_start_offset": -1,
@@ -842,7 +859,9 @@ def _fetch_once(
                 # Empty records, as Kafka's MemoryRecords.EMPTY: librdkafka cannot parse a
                 # null record set ("invalid MessageSetSize -1") and would log it in a loop.
                 entry["error_code"] = (
-                    UNKNOWN_TOPIC_ID if name is None else UNKNOWN_TOPIC_OR_PARTITION
+                    ErrorCode.unknown_topic_id
+                    if name is None
+                    else ErrorCode.unknown_topic_or_partition
                 )
             elif code := broker.leader_error(
                 connection,
@@ -873,7 +892,7 @@ def _fetch_once(
 # -- ListOffsets -------------------------------------------------------------
 
 
-@handles(2)
+@handles(LIST_OFFSETS)
 async def list_offsets(broker: Broker, request: Request, connection: Connection) -> Any:
     payload = request.payload
     topics: list[dict[str, Any]] = []
@@ -882,14 +901,14 @@ async def list_offsets(broker: Broker, request: Request, connection: Connection)
         for part in wanted.partitions:
             entry: dict[str, Any] = {
                 "partition_index": part.partition_index,
-                "error_code": NONE,
+                "error_code": ErrorCode.none,
                 "timestamp": -1,
                 "offset": -1,
                 "leader_epoch": 0,
             }
             log_ = broker.partition_log(wanted.name, part.partition_index)
             if log_ is None:
-                entry["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+                entry["error_code"] = ErrorCode.unknown_topic_or_partition
                 entry["leader_epoch"] = -1
             elif code := broker.leader_error(
                 connection,
@@ -925,7 +944,7 @@ async def list_offsets(broker: Broker, request: Request, connection: Connection)
 # -- FindCoordinator -------------------------------------------------------
 
 
-@handles(10)
+@handles(FIND_COORDINATOR)
 async def find_coordinator(broker: Broker, request: Request, connection: Connection) -> Any:
     payload = request.payload
     keys = list(getattr(payload, "coordinator_keys", ()) or ())
@@ -939,7 +958,9 @@ async def find_coordinator(broker: Broker, request: Request, connection: Connect
         body = {
             "throttle_time": 0,
             "error_code": found["error_code"],
-            "error_message": "NONE" if found["error_code"] == NONE else found["error_message"],
+            "error_message": "NONE"
+            if found["error_code"] == ErrorCode.none
+            else found["error_message"],
             "node_id": found["node_id"],
             "host": found["host"],
             "port": found["port"],
@@ -964,11 +985,11 @@ def _coordinator(broker: Broker, key: str, share_key: bool) -> dict[str, Any]:
     if leader == -1:
         return {
             "key": key, "node_id": -1, "host": "", "port": -1,
-            "error_code": COORDINATOR_NOT_AVAILABLE,
+            "error_code": ErrorCode.coordinator_not_available,
             "error_message": "The coordinator is not available.",
         }  # fmt: skip
     node = broker.broker_entry(leader)
     return {
         "key": key, "node_id": node["node_id"], "host": node["host"], "port": node["port"],
-        "error_code": NONE, "error_message": "",
+        "error_code": ErrorCode.none, "error_message": "",
     }  # fmt: skip

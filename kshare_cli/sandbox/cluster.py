@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.state.partitioning import (
     DEFAULT_STATE_PARTITIONS,
     SHARE_STATE_TOPIC,
@@ -44,12 +46,8 @@ from kshare_cli.state.partitioning import (
 )
 
 __all__ = [
-    "COORDINATOR_LOAD_IN_PROGRESS",
-    "FENCED_LEADER_EPOCH",
     "GROUP_METADATA_PARTITIONS",
     "GROUP_METADATA_TOPIC",
-    "NOT_COORDINATOR",
-    "NOT_LEADER_OR_FOLLOWER",
     "ClusterState",
     "Leadership",
     "NodeState",
@@ -62,14 +60,6 @@ GROUP_METADATA_PARTITIONS: Final = 50
 #: ``offsets.topic.replication.factor`` and ``share.coordinator.state.topic.replication.factor``.
 INTERNAL_REPLICATION_FACTOR: Final = 3
 
-NONE: Final = 0
-LEADER_NOT_AVAILABLE: Final = 5
-NOT_LEADER_OR_FOLLOWER: Final = 6
-COORDINATOR_LOAD_IN_PROGRESS: Final = 14
-COORDINATOR_NOT_AVAILABLE: Final = 15
-NOT_COORDINATOR: Final = 16
-FENCED_LEADER_EPOCH: Final = 74
-UNKNOWN_LEADER_EPOCH: Final = 75
 
 _INT_MIN: Final = -(1 << 31)
 
@@ -239,22 +229,22 @@ class ClusterState:
         """
         found = self._leaderships.get((topic, partition))
         if found is None:
-            return NONE
+            return ErrorCode.none
         if current_leader_epoch >= 0:
             if current_leader_epoch < found.epoch:
-                return FENCED_LEADER_EPOCH
+                return ErrorCode.fenced_leader_epoch
             if current_leader_epoch > found.epoch:
-                return UNKNOWN_LEADER_EPOCH
-        return NONE if found.leader == node_id else NOT_LEADER_OR_FOLLOWER
+                return ErrorCode.unknown_leader_epoch
+        return ErrorCode.none if found.leader == node_id else ErrorCode.not_leader_or_follower
 
     def coordinator_error(self, node_id: int, topic: str, partition: int) -> int:
         """What ``node_id`` answers for an RPC of a group kept in this coordinator partition."""
         found = self._leaderships.get((topic, partition))
         if found is None or found.leader != node_id:
-            return NOT_COORDINATOR
+            return ErrorCode.not_coordinator
         if self.loading(topic, partition):
-            return COORDINATOR_LOAD_IN_PROGRESS
-        return NONE
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.none
 
     def loading(self, topic: str, partition: int) -> bool:
         """Whether a coordinator partition's new leader is still loading it."""

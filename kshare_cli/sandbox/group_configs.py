@@ -47,12 +47,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.state.partitioning import java_string_hash
 
 KafkaVersion = Literal["4.2", "4.3"]
 
-INVALID_CONFIG = 40
-INVALID_REQUEST = 42
 
 #: Kafka's cap on a stored config value (KRaft ConfigRecord), in characters.
 _MAX_VALUE_SIZE = 32767
@@ -681,7 +681,7 @@ class GroupConfigStore:
         (INVALID_REQUEST, ``Group name must not be empty``).
         """
         if not group:
-            raise GroupConfigError(INVALID_REQUEST, "Group name must not be empty")
+            raise GroupConfigError(ErrorCode.invalid_request, "Group name must not be empty")
         overrides = self._overrides.get(group, {})
         wanted = set(keys) if keys else None
         entries: list[ConfigEntry] = []
@@ -769,12 +769,14 @@ class GroupConfigStore:
         """
         names = [name for name, _, _ in ops]
         if len(set(names)) != len(names):
-            return INVALID_REQUEST, "Error due to duplicate config keys"
+            return ErrorCode.invalid_request, "Error due to duplicate config keys"
         null_updates = [
             name for name, op, value in ops if op != AlterConfigOpType.DELETE and value is None
         ]
         if null_updates:
-            return INVALID_REQUEST, "Null value not supported for : " + ", ".join(null_updates)
+            return ErrorCode.invalid_request, "Null value not supported for : " + ", ".join(
+                null_updates
+            )
 
         current = self._overrides.get(group, {})
         merged = dict(current)
@@ -786,24 +788,24 @@ class GroupConfigStore:
             elif op in (AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT):
                 op_name = AlterConfigOpType(op).name
                 return (
-                    INVALID_CONFIG,
+                    ErrorCode.invalid_config,
                     f"Can't {op_name} to key {name} because its type is not LIST.",
                 )
             else:
-                return INVALID_REQUEST, f"Unknown operations type {op}"
+                return ErrorCode.invalid_request, f"Unknown operations type {op}"
         for name, value in merged.items():
             if current.get(name) != value and len(value) > _MAX_VALUE_SIZE:
                 return (
-                    INVALID_CONFIG,
+                    ErrorCode.invalid_config,
                     "The configuration value cannot be added because it exceeds the maximum "
                     f"value size of {_MAX_VALUE_SIZE} bytes.",
                 )
         if not group:
-            return INVALID_REQUEST, "Default group resources are not allowed."
+            return ErrorCode.invalid_request, "Default group resources are not allowed."
         try:
             self._validate(merged)
         except _ConfigException as error:
-            return INVALID_CONFIG, error.message
+            return ErrorCode.invalid_config, error.message
         if not validate_only:
             if merged:
                 self._overrides[group] = merged

@@ -47,15 +47,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kshare_cli.sandbox.group_configs import GroupConfigStore
+from kio.schema.errors import ErrorCode
 
-NONE = 0
-UNKNOWN_MEMBER_ID = 25
-INVALID_REQUEST = 42
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_MEMBER_EPOCH = 110
+from kshare_cli.sandbox.group_configs import GroupConfigStore
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 ASSIGNOR_NAME = "simple"
@@ -139,7 +133,7 @@ class GroupDescription:
     assignment_epoch: int
     assignor_name: str
     members: tuple[MemberDescription, ...]
-    error_code: int = NONE
+    error_code: int = ErrorCode.none
     error_message: str | None = None
 
 
@@ -252,7 +246,7 @@ class ShareGroupCoordinator:
             group_id, member_id, member_epoch, rack_id, subscribed_topic_names
         )
         if invalid is not None:
-            return _error(INVALID_REQUEST, invalid)
+            return _error(ErrorCode.invalid_request, invalid)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             return self._leave(group_id, member_id)
 
@@ -260,26 +254,26 @@ class ShareGroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             if not joining:
-                return _error(GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+                return _error(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
             group = _Group(group_id)
         max_size = self.configs.broker.share_max_size
         if len(group.members) >= max_size and member_id not in group.members:
             return _error(
-                GROUP_MAX_SIZE_REACHED,
+                ErrorCode.group_max_size_reached,
                 f"The share group has reached its maximum capacity of {max_size} members.",
             )
         member = group.members.get(member_id)
         if member is None:
             if not joining:
                 return _error(
-                    UNKNOWN_MEMBER_ID,
+                    ErrorCode.unknown_member_id,
                     f"Member {member_id} is not a member of group {group_id}.",
                 )
             member = _Member(member_id)
         else:
             fenced = _epoch_error(member, member_epoch)
             if fenced is not None:
-                return _error(FENCED_MEMBER_EPOCH, fenced)
+                return _error(ErrorCode.fenced_member_epoch, fenced)
 
         self._groups.setdefault(group_id, group)
         # Kafka adds a joining member (with no subscription yet) before deciding.
@@ -327,7 +321,7 @@ class ShareGroupCoordinator:
         if initialization is not None and self.auto_initialize:
             self.mark_initialized(group_id, initialization.partitions)
         return HeartbeatResult(
-            error_code=NONE,
+            error_code=ErrorCode.none,
             error_message=None,
             member_id=member_id,
             member_epoch=member.member_epoch,
@@ -406,9 +400,9 @@ class ShareGroupCoordinator:
         """A simple consumer's OffsetCommit (generation -1): 0, or GROUP_ID_NOT_FOUND when
         ``group_id`` is a share group (Kafka: "Group X is not a consumer group")."""
         if group_id in self._groups:
-            return GROUP_ID_NOT_FOUND
+            return ErrorCode.group_id_not_found
         self.classic_offsets.setdefault(group_id, {}).update(offsets)
-        return NONE
+        return ErrorCode.none
 
     def describe(self, group_id: str) -> GroupDescription:
         """ShareGroupDescribe for one group.
@@ -426,7 +420,7 @@ class ShareGroupCoordinator:
                 assignment_epoch=0,
                 assignor_name="",
                 members=(),
-                error_code=GROUP_ID_NOT_FOUND,
+                error_code=ErrorCode.group_id_not_found,
                 error_message=(
                     f"Group {group_id} is not a share group."
                     if other_type
@@ -478,11 +472,11 @@ class ShareGroupCoordinator:
         """DeleteGroups for one group: 0, GROUP_ID_NOT_FOUND (69) or NON_EMPTY_GROUP (68)."""
         group = self._groups.get(group_id)
         if group is None:
-            return GROUP_ID_NOT_FOUND
+            return ErrorCode.group_id_not_found
         if group.members:
-            return NON_EMPTY_GROUP
+            return ErrorCode.non_empty_group
         del self._groups[group_id]
-        return NONE
+        return ErrorCode.none
 
     # -- internals
 
@@ -511,15 +505,16 @@ class ShareGroupCoordinator:
     def _leave(self, group_id: str, member_id: str) -> HeartbeatResult:
         group = self._groups.get(group_id)
         if group is None:
-            return _error(GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            return _error(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         member = group.members.get(member_id)
         if member is None:
             return _error(
-                UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}."
+                ErrorCode.unknown_member_id,
+                f"Member {member_id} is not a member of group {group_id}.",
             )
         removed = self._fence(group, member, "left")
         return HeartbeatResult(
-            error_code=NONE,
+            error_code=ErrorCode.none,
             error_message=None,
             member_id=member_id,
             member_epoch=LEAVE_GROUP_MEMBER_EPOCH,

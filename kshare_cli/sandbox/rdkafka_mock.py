@@ -52,19 +52,12 @@ from typing import Final, Literal, Self
 import confluent_kafka
 
 __all__ = [
-    "API_KEY_SHARE_ACKNOWLEDGE",
-    "API_KEY_SHARE_FETCH",
-    "API_KEY_SHARE_GROUP_HEARTBEAT",
     "MockClusterError",
     "MockRequest",
     "RdkafkaMockCluster",
     "librdkafka_path",
     "librdkafka_version",
 ]
-
-API_KEY_SHARE_GROUP_HEARTBEAT: Final = 76
-API_KEY_SHARE_FETCH: Final = 78
-API_KEY_SHARE_ACKNOWLEDGE: Final = 79
 
 _RD_KAFKA_PRODUCER: Final = 0
 _RD_KAFKA_CONF_OK: Final = 0
@@ -492,7 +485,6 @@ class RdkafkaMockCluster:
             f"set broker {broker_id} up",
             self._library.rd_kafka_mock_broker_set_up(self._mock, broker_id),
         )
-
 
     def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
         """Move a partition's leadership; the old leader answers NOT_LEADER_OR_FOLLOWER."""

@@ -35,11 +35,13 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
 from scramp import (  # type: ignore[import-untyped, unused-ignore]
     ScramException,
     ScramMechanism,
 )
 
+from kshare_cli.kafka.api_keys import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kshare_cli.sandbox.framing import Request, decode_request, encode_response, peek_request_prefix
 from kshare_cli.wire.build import build
 
@@ -48,14 +50,6 @@ log = logging.getLogger("kshare.sandbox")
 PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
-API_VERSIONS: Final = 18
-SASL_HANDSHAKE: Final = 17
-SASL_AUTHENTICATE: Final = 36
-
-NONE: Final = 0
-UNSUPPORTED_SASL_MECHANISM: Final = 33
-ILLEGAL_SASL_STATE: Final = 34
-SASL_AUTHENTICATION_FAILED: Final = 58
 
 #: Kafka's ``sasl.server.max.receive.size``: larger frames before authentication are refused.
 SASL_MAX_RECEIVE_BYTES: Final = 524288
@@ -464,12 +458,14 @@ class SaslGate:
         enabled = list(self._security.mechanisms)
         schema = load_response_schema(SASL_HANDSHAKE, request.api_version)
         if wanted not in enabled:
-            body = build(schema, {"error_code": UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled})
+            body = build(
+                schema, {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": enabled}
+            )
             return GateStep(reply=encode_response(body, request.correlation_id), close=True)
         self._mechanism = self._new_mechanism(wanted)
         self._legacy_tokens = request.api_version == 0
         self._state = "authenticate"
-        body = build(schema, {"error_code": NONE, "mechanisms": enabled})
+        body = build(schema, {"error_code": ErrorCode.none, "mechanisms": enabled})
         return GateStep(reply=encode_response(body, request.correlation_id))
 
     def _new_mechanism(self, name: str) -> MechanismServer:
@@ -504,7 +500,7 @@ class SaslGate:
             body = build(
                 schema,
                 {
-                    "error_code": SASL_AUTHENTICATION_FAILED,
+                    "error_code": ErrorCode.sasl_authentication_failed,
                     "error_message": failure.message,
                     "auth_bytes": b"",
                     "session_lifetime": 0,
@@ -514,7 +510,7 @@ class SaslGate:
         body = build(
             schema,
             {
-                "error_code": NONE,
+                "error_code": ErrorCode.none,
                 "error_message": None,
                 "auth_bytes": challenge,
                 "session_lifetime": 0,

@@ -28,11 +28,24 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kio.schema.errors import ErrorCode
+
+from kshare_cli.kafka.api_keys import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_GROUPS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_CONFIGS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    INCREMENTAL_ALTER_CONFIGS,
+    LIST_GROUPS,
+    OFFSET_COMMIT,
+    SHARE_ACKNOWLEDGE,
+    SHARE_FETCH,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_HEARTBEAT,
+)
 from kshare_cli.sandbox.broker import (
-    COORDINATOR_NOT_AVAILABLE,
-    NONE,
     SHARE_STATE_PARTITIONS,
-    UNKNOWN_TOPIC_OR_PARTITION,
     Broker,
     BrokerExtension,
     handles,
@@ -40,11 +53,6 @@ from kshare_cli.sandbox.broker import (
     response_type,
 )
 from kshare_cli.sandbox.broker_config import ShareCoordinatorConfig
-from kshare_cli.sandbox.cluster import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    NOT_COORDINATOR,
-    NOT_LEADER_OR_FOLLOWER,
-)
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.group_config_file import load_group_configs, save_group_configs
 from kshare_cli.sandbox.group_configs import (
@@ -73,15 +81,6 @@ from kshare_cli.wire.build import build
 
 log = logging.getLogger("kshare.sandbox")
 
-GROUP_ID_NOT_FOUND: Final = 69
-NON_EMPTY_GROUP: Final = 68
-INVALID_REQUEST: Final = 42
-UNKNOWN_MEMBER_ID: Final = 25
-SHARE_SESSION_NOT_FOUND: Final = 122
-INVALID_SHARE_SESSION_EPOCH: Final = 123
-INVALID_GROUP_ID: Final = 24
-UNKNOWN_TOPIC_ID: Final = 100
-INVALID_CONFIG: Final = 40
 GROUP_RESOURCE: Final = 32
 TOPIC_RESOURCE: Final = 2
 BROKER_RESOURCE: Final = 4
@@ -405,16 +404,18 @@ def _bytes(value: Any) -> bytes | None:
 
 
 #: Kafka's ``Errors.message()`` of the errors a group RPC gets from the wrong node.
-COORDINATOR_MESSAGES: Final = {
-    NOT_COORDINATOR: "This is not the correct coordinator.",
-    COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
+COORDINATOR_MESSAGES: Final[dict[int, str]] = {
+    ErrorCode.not_coordinator: "This is not the correct coordinator.",
+    ErrorCode.coordinator_load_in_progress: (
+        "The coordinator is loading and hence can't process requests."
+    ),
 }
 
 
 # -- ShareGroupHeartbeat ------------------------------------------------------
 
 
-@handles(76)
+@handles(SHARE_GROUP_HEARTBEAT)
 async def share_group_heartbeat(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = share_groups(broker)
     payload = request.payload
@@ -491,16 +492,16 @@ def _session_for(
     if epoch == 0:
         opened = ShareSession(group_id, member_id, 1)
         shares.sessions[key] = opened
-        return opened, NONE
+        return opened, ErrorCode.none
     session = shares.sessions.get(key)
     if session is None:
-        return None, SHARE_SESSION_NOT_FOUND
+        return None, ErrorCode.share_session_not_found
     if epoch == -1:
-        return session, NONE
+        return session, ErrorCode.none
     if epoch != session.next_epoch:
-        return None, INVALID_SHARE_SESSION_EPOCH
+        return None, ErrorCode.invalid_share_session_epoch
     session.next_epoch = epoch + 1 if epoch < 2**31 - 1 else 1
-    return session, NONE
+    return session, ErrorCode.none
 
 
 def _acknowledge(
@@ -530,7 +531,7 @@ def _acknowledge(
                 continue
             share_partition = shares.share_partition(key)
             if share_partition is None:
-                results[(topic.topic_id, key.partition)] = UNKNOWN_TOPIC_OR_PARTITION
+                results[(topic.topic_id, key.partition)] = ErrorCode.unknown_topic_or_partition
                 continue
             batches = [
                 AcknowledgementBatch(
@@ -557,7 +558,7 @@ def _leader_error(
     """NOT_LEADER_OR_FOLLOWER for a share-partition this node does not lead (else NONE)."""
     topic = broker.logs.by_id.get(topic_id)
     if topic is None:
-        return NONE
+        return ErrorCode.none
     return broker.leader_error(connection, topic.name, partition)
 
 
@@ -652,7 +653,7 @@ def _commit(deferred: list[SharePartition]) -> None:
     deferred.clear()
 
 
-@handles(78)
+@handles(SHARE_FETCH)
 async def share_fetch(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = share_groups(broker)
     payload = request.payload
@@ -665,10 +666,10 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
         return _top_level_error(request, error_code, acquisition_lock_timeout=lock_ms)
 
     if not group_id or not member_id:
-        return top_level(INVALID_REQUEST)
+        return top_level(ErrorCode.invalid_request)
     has_acks = any(p.acknowledgement_batches for t in payload.topics for p in t.partitions)
     if epoch == 0 and has_acks:
-        return top_level(INVALID_REQUEST)
+        return top_level(ErrorCode.invalid_request)
     session, error = _session_for(shares, connection.node_id, group_id, member_id, epoch)
     if session is None:
         return top_level(error)
@@ -693,9 +694,9 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
                 errors[(topic.topic_id, key.partition)] = refused
             elif shares.share_partition(key) is None:
                 errors[(topic.topic_id, key.partition)] = (
-                    UNKNOWN_TOPIC_ID
+                    ErrorCode.unknown_topic_id
                     if topic.topic_id not in broker.logs.by_id
-                    else UNKNOWN_TOPIC_OR_PARTITION
+                    else ErrorCode.unknown_topic_or_partition
                 )
             elif epoch != -1:
                 session.partitions.add((topic.topic_id, key.partition))
@@ -731,10 +732,10 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
     leaders: set[int] = set()
     for topic_id, partition in sorted(touched, key=lambda p: (str(p[0]), p[1])):
         records, acquired = fetched.get((topic_id, partition), (b"", []))
-        error_code = errors.get((topic_id, partition), NONE)
-        ack_error_code = ack_results.get((topic_id, partition), NONE)
+        error_code = errors.get((topic_id, partition), ErrorCode.none)
+        ack_error_code = ack_results.get((topic_id, partition), ErrorCode.none)
         current_leader = _LEADER
-        if NOT_LEADER_OR_FOLLOWER in (error_code, ack_error_code):
+        if ErrorCode.not_leader_or_follower in (error_code, ack_error_code):
             current_leader = _current_leader(broker, topic_id, partition)
             leaders.add(current_leader["leader_id"])
         by_topic.setdefault(topic_id, []).append(
@@ -753,7 +754,7 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
         response_type(request),
         {
             "throttle_time": 0,
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "error_message": None,
             "acquisition_lock_timeout": lock_ms,
             "responses": [
@@ -765,7 +766,7 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
     )
 
 
-@handles(79)
+@handles(SHARE_ACKNOWLEDGE)
 async def share_acknowledge(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = share_groups(broker)
     payload = request.payload
@@ -777,9 +778,9 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
         return _top_level_error(request, error_code)
 
     if not group_id or not member_id:
-        return top_level(INVALID_REQUEST)
+        return top_level(ErrorCode.invalid_request)
     if epoch == 0:
-        return top_level(INVALID_SHARE_SESSION_EPOCH)
+        return top_level(ErrorCode.invalid_share_session_epoch)
     session, error = _session_for(shares, connection.node_id, group_id, member_id, epoch)
     if session is None:
         return top_level(error)
@@ -796,7 +797,7 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
         results.items(), key=lambda r: (str(r[0][0]), r[0][1])
     ):
         current_leader = _LEADER
-        if code == NOT_LEADER_OR_FOLLOWER:
+        if code == ErrorCode.not_leader_or_follower:
             current_leader = _current_leader(broker, topic_id, partition)
             leaders.add(current_leader["leader_id"])
         by_topic.setdefault(topic_id, []).append(
@@ -811,7 +812,7 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
         response_type(request),
         {
             "throttle_time": 0,
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "error_message": None,
             "responses": [{"topic_id": t, "partitions": p} for t, p in by_topic.items()],
             "node_endpoints": broker.node_endpoints(leaders),
@@ -822,7 +823,7 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
 # -- admin RPCs ----------------------------------------------------------------
 
 
-@handles(16)
+@handles(LIST_GROUPS)
 async def list_groups(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = installed_share_groups(broker)
     payload = request.payload
@@ -851,10 +852,12 @@ async def list_groups(broker: Broker, request: Request, connection: Connection) 
                     "group_type": listing.group_type,
                 }
             )
-    return build(response_type(request), {"throttle_time": 0, "error_code": NONE, "groups": groups})
+    return build(
+        response_type(request), {"throttle_time": 0, "error_code": ErrorCode.none, "groups": groups}
+    )
 
 
-@handles(8)
+@handles(OFFSET_COMMIT)
 async def offset_commit(broker: Broker, request: Request, connection: Connection) -> Any:
     """A simple consumer's commit (no JoinGroup): it makes a classic group of that id.
 
@@ -878,8 +881,9 @@ async def offset_commit(broker: Broker, request: Request, connection: Connection
         for partition in topic.partitions
     }
     refused = broker.group_coordinator_error(connection, str(payload.group_id))
+    code: int
     if shares is None:
-        code = COORDINATOR_NOT_AVAILABLE  # a 3.x-like broker here hosts no groups at all
+        code = ErrorCode.coordinator_not_available  # a 3.x-like broker here hosts no groups at all
     elif refused:
         code = refused
     else:
@@ -898,7 +902,7 @@ async def offset_commit(broker: Broker, request: Request, connection: Connection
     return build(response_type(request), {"throttle_time": 0, "topics": topics})
 
 
-@handles(77)
+@handles(SHARE_GROUP_DESCRIBE)
 async def share_group_describe(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = share_groups(broker)
     groups = []
@@ -919,7 +923,7 @@ async def share_group_describe(broker: Broker, request: Request, connection: Con
             )
             continue
         description = shares.groups.describe(group_id)
-        if description.error_code != NONE:
+        if description.error_code != ErrorCode.none:
             groups.append(
                 {
                     "error_code": description.error_code,
@@ -962,7 +966,7 @@ async def share_group_describe(broker: Broker, request: Request, connection: Con
             )
         groups.append(
             {
-                "error_code": NONE,
+                "error_code": ErrorCode.none,
                 "error_message": None,
                 "group_id": group_id,
                 "group_state": description.state,
@@ -978,14 +982,14 @@ async def share_group_describe(broker: Broker, request: Request, connection: Con
 
 def _group_error(shares: ShareGroups, group_id: str, *, must_be_empty: bool) -> int:
     description = shares.groups.describe(group_id)
-    if description.error_code != NONE:
+    if description.error_code != ErrorCode.none:
         return description.error_code
     if must_be_empty and description.members:
-        return NON_EMPTY_GROUP
-    return NONE
+        return ErrorCode.non_empty_group
+    return ErrorCode.none
 
 
-@handles(90)
+@handles(DESCRIBE_SHARE_GROUP_OFFSETS)
 async def describe_share_group_offsets(
     broker: Broker, request: Request, connection: Connection
 ) -> Any:
@@ -1048,7 +1052,7 @@ async def describe_share_group_offsets(
                         "topic_id": uuid.UUID(int=0),
                         # Kafka: an unknown topic is absence of data (offset -1), not an error.
                         "partitions": [
-                            _offset_entry(p, -1, -1, -1, NONE) for p in partitions or []
+                            _offset_entry(p, -1, -1, -1, ErrorCode.none) for p in partitions or []
                         ],
                     }
                 )
@@ -1062,15 +1066,19 @@ async def describe_share_group_offsets(
                 key = SharePartitionKey(group_id, topic.topic_id, partition)
                 persisted = states.get(key)
                 if not 0 <= partition < len(topic.partitions):
-                    entries.append(_offset_entry(partition, -1, -1, -1, UNKNOWN_TOPIC_OR_PARTITION))
+                    entries.append(
+                        _offset_entry(partition, -1, -1, -1, ErrorCode.unknown_topic_or_partition)
+                    )
                 elif persisted is None:
-                    entries.append(_offset_entry(partition, -1, -1, -1, NONE))
+                    entries.append(_offset_entry(partition, -1, -1, -1, ErrorCode.none))
                 elif broker.cluster.loading(
                     SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)
                 ):
                     # Its share coordinator moved a moment ago: Kafka 4.2 answered this
                     # share-partition NOT_LEADER_OR_FOLLOWER until the move settled.
-                    entries.append(_offset_entry(partition, -1, -1, -1, NOT_LEADER_OR_FOLLOWER))
+                    entries.append(
+                        _offset_entry(partition, -1, -1, -1, ErrorCode.not_leader_or_follower)
+                    )
                 else:
                     end = topic.partitions[partition].log_end_offset
                     lag = share_partition_lag(
@@ -1082,12 +1090,17 @@ async def describe_share_group_offsets(
                             persisted.start_offset,
                             persisted.leader_epoch,
                             -1 if lag is None else lag,
-                            NONE,
+                            ErrorCode.none,
                         )
                     )
             topics.append({"topic_name": name, "topic_id": topic.topic_id, "partitions": entries})
         groups.append(
-            {"group_id": group_id, "topics": topics, "error_code": NONE, "error_message": None}
+            {
+                "group_id": group_id,
+                "topics": topics,
+                "error_code": ErrorCode.none,
+                "error_message": None,
+            }
         )
     return build(response_type(request), {"throttle_time": 0, "groups": groups})
 
@@ -1121,11 +1134,12 @@ def _offset_entry(
 
 def _group_refused(request: Request, group_id: str, error: int) -> Any:
     """Alter/DeleteShareGroupOffsets refused for the whole group, with Kafka's message."""
-    message = {
-        NON_EMPTY_GROUP: "The group is not empty.",
-        GROUP_ID_NOT_FOUND: f"Group {group_id} not found.",
+    messages: dict[int, str] = {
+        ErrorCode.non_empty_group: "The group is not empty.",
+        ErrorCode.group_id_not_found: f"Group {group_id} not found.",
         **COORDINATOR_MESSAGES,
-    }.get(error)
+    }
+    message = messages.get(error)
     body: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": error,
@@ -1135,7 +1149,7 @@ def _group_refused(request: Request, group_id: str, error: int) -> Any:
     return build(response_type(request), body)
 
 
-@handles(91)
+@handles(ALTER_SHARE_GROUP_OFFSETS)
 async def alter_share_group_offsets(
     broker: Broker, request: Request, connection: Connection
 ) -> Any:
@@ -1145,7 +1159,7 @@ async def alter_share_group_offsets(
     if refused := broker.group_coordinator_error(connection, group_id):
         return _group_refused(request, group_id, refused)
     error = _group_error(shares, group_id, must_be_empty=True)
-    if error == GROUP_ID_NOT_FOUND:
+    if error == ErrorCode.group_id_not_found:
         # Kafka 4.2 (GroupMetadataManager.alterShareGroupOffsets) makes a new ShareGroup but
         # persists it only through the ShareGroupStatePartitionMetadata record, written when
         # at least one requested topic is in its metadata image; replaying that record adds
@@ -1153,10 +1167,10 @@ async def alter_share_group_offsets(
         # partition answers UNKNOWN_TOPIC_OR_PARTITION and no group exists afterwards.
         if any(broker.topic(wanted.topic_name) is not None for wanted in payload.topics):
             shares.groups.ensure_group(group_id)
-        error = NONE
-    if error != NONE:
+        error = ErrorCode.none
+    if error != ErrorCode.none:
         return _group_refused(request, group_id, error)
-    body: dict[str, Any] = {"throttle_time": 0, "error_code": NONE, "error_message": None}
+    body: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None}
     group_epoch = shares.groups.describe(group_id).group_epoch
     responses = []
     for wanted in payload.topics:
@@ -1165,10 +1179,10 @@ async def alter_share_group_offsets(
         for partition in wanted.partitions:
             index = int(partition.partition_index)
             start = int(partition.start_offset)
-            code = NONE
+            code = ErrorCode.none
             message = None
             if topic is None or not 0 <= index < len(topic.partitions):
-                code = UNKNOWN_TOPIC_OR_PARTITION
+                code = ErrorCode.unknown_topic_or_partition
                 message = "This server does not host this topic-partition."
             else:
                 key = SharePartitionKey(group_id, topic.topic_id, index)
@@ -1191,7 +1205,7 @@ async def alter_share_group_offsets(
     return build(response_type(request), body)
 
 
-@handles(92)
+@handles(DELETE_SHARE_GROUP_OFFSETS)
 async def delete_share_group_offsets(
     broker: Broker, request: Request, connection: Connection
 ) -> Any:
@@ -1201,9 +1215,9 @@ async def delete_share_group_offsets(
     if refused := broker.group_coordinator_error(connection, group_id):
         return _group_refused(request, group_id, refused)
     error = _group_error(shares, group_id, must_be_empty=True)
-    if error != NONE:
+    if error != ErrorCode.none:
         return _group_refused(request, group_id, error)
-    body: dict[str, Any] = {"throttle_time": 0, "error_code": NONE, "error_message": None}
+    body: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None}
     states = shares.group_topic_states(group_id)
     responses = []
     for wanted in payload.topics:
@@ -1213,7 +1227,7 @@ async def delete_share_group_offsets(
                 {
                     "topic_name": wanted.topic_name,
                     "topic_id": uuid.UUID(int=0),
-                    "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                    "error_code": ErrorCode.unknown_topic_or_partition,
                     "error_message": "This server does not host this topic-partition.",
                 }
             )
@@ -1226,7 +1240,7 @@ async def delete_share_group_offsets(
                 {
                     "topic_name": wanted.topic_name,
                     "topic_id": uuid.UUID(int=0),
-                    "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                    "error_code": ErrorCode.unknown_topic_or_partition,
                     "error_message": "There is no offset information to delete.",
                 }
             )
@@ -1241,7 +1255,7 @@ async def delete_share_group_offsets(
             {
                 "topic_name": wanted.topic_name,
                 "topic_id": topic.topic_id,
-                "error_code": NONE,
+                "error_code": ErrorCode.none,
                 "error_message": None,
             }
         )
@@ -1249,19 +1263,19 @@ async def delete_share_group_offsets(
     return build(response_type(request), body)
 
 
-@handles(42)
+@handles(DELETE_GROUPS)
 async def delete_groups(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = installed_share_groups(broker)
     results = []
     for group_id in request.payload.groups_names:
         if shares is None:
-            results.append({"group_id": group_id, "error_code": GROUP_ID_NOT_FOUND})
+            results.append({"group_id": group_id, "error_code": ErrorCode.group_id_not_found})
             continue
         if refused := broker.group_coordinator_error(connection, group_id):
             results.append({"group_id": group_id, "error_code": refused})
             continue
         error = _group_error(shares, group_id, must_be_empty=True)
-        if error == NONE:
+        if error == ErrorCode.none:
             states = shares.group_topic_states(group_id)
             for key in sorted(states, key=lambda k: (str(k.topic_id), k.partition)):
                 record = shares.state.delete(key)
@@ -1276,7 +1290,7 @@ async def delete_groups(broker: Broker, request: Request, connection: Connection
 # -- group configs ---------------------------------------------------------------
 
 
-@handles(32)
+@handles(DESCRIBE_CONFIGS)
 async def describe_configs(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = installed_share_groups(broker)
     payload = request.payload
@@ -1287,7 +1301,7 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
         kind = int(resource.resource_type)
         name = resource.resource_name
         entry: dict[str, Any] = {
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             # Kafka leaves the schema default, "", on a successful result (golden line 396).
             "error_message": "",
             "resource_type": kind,
@@ -1295,7 +1309,9 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
             "configs": [],
         }
         if kind == GROUP_RESOURCE and shares is None:
-            entry.update(error_code=INVALID_REQUEST, error_message="Unsupported resource type")
+            entry.update(
+                error_code=ErrorCode.invalid_request, error_message="Unsupported resource type"
+            )
         elif kind == GROUP_RESOURCE and shares is not None:
             try:
                 configs = shares.configs.describe(
@@ -1314,7 +1330,7 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
             topic = broker.topic(name)
             if topic is None:
                 entry.update(
-                    error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                    error_code=ErrorCode.unknown_topic_or_partition,
                     error_message=f"Topic {name} does not exist.",
                 )
         elif kind == BROKER_RESOURCE and name:
@@ -1327,12 +1343,12 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
                 broker_id = None
             if broker_id is None:
                 entry.update(
-                    error_code=INVALID_REQUEST,
+                    error_code=ErrorCode.invalid_request,
                     error_message=f"Broker id must be an integer, but it is: {name}",
                 )
             elif broker_id != connection.node_id:
                 entry.update(
-                    error_code=INVALID_REQUEST,
+                    error_code=ErrorCode.invalid_request,
                     error_message=(
                         f"Unexpected broker id, expected {connection.node_id} or empty string, "
                         f"but received {name}"
@@ -1349,7 +1365,9 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
                     )
                 ]
         elif kind != BROKER_RESOURCE:
-            entry.update(error_code=INVALID_REQUEST, error_message="Unsupported resource type")
+            entry.update(
+                error_code=ErrorCode.invalid_request, error_message="Unsupported resource type"
+            )
         results.append(entry)
     return build(response_type(request), {"throttle_time": 0, "results": results})
 
@@ -1370,7 +1388,7 @@ def _config_entry(config: ConfigEntry) -> dict[str, Any]:
     }
 
 
-@handles(44)
+@handles(INCREMENTAL_ALTER_CONFIGS)
 async def incremental_alter_configs(
     broker: Broker, request: Request, connection: Connection
 ) -> Any:
@@ -1383,7 +1401,7 @@ async def incremental_alter_configs(
         if kind != GROUP_RESOURCE or shares is None:
             responses.append(
                 {
-                    "error_code": INVALID_REQUEST,
+                    "error_code": ErrorCode.invalid_request,
                     "error_message": "The sandbox only alters GROUP configs."
                     if shares is not None
                     else "Unsupported resource type",

@@ -17,14 +17,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from kshare_cli.sandbox.runner import SandboxThread
 from tests.support.raw import call
 from tests.support.sandbox import Cluster
-
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_TOPIC_EXCEPTION = 17
 
 
 def _metadata(bootstrap: str, name: str, *, allow: bool) -> Any:
@@ -56,7 +54,7 @@ def test_first_answer_is_unknown_topic_and_the_next_finds_one_partition(
     name = f"auto-{unique}"
     first = _metadata(sandbox.bootstrap, name, allow=True)
     assert (first.error_code, first.name, first.partitions) == (
-        UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.unknown_topic_or_partition,
         name,
         (),
     )
@@ -75,13 +73,13 @@ def test_a_request_that_does_not_allow_creation_creates_nothing(
     name = f"not-auto-{unique}"
     for _ in range(2):
         answer = _metadata(cluster.bootstrap, name, allow=False)
-        assert (answer.error_code, answer.partitions) == (UNKNOWN_TOPIC_OR_PARTITION, ())
+        assert (answer.error_code, answer.partitions) == (ErrorCode.unknown_topic_or_partition, ())
 
 
 def test_an_invalid_name_is_invalid_topic_and_not_created(cluster: Cluster) -> None:
     sandbox = _sandbox_only(cluster)
     answer = _metadata(sandbox.bootstrap, "bad name!", allow=True)
-    assert answer.error_code == INVALID_TOPIC_EXCEPTION
+    assert answer.error_code == ErrorCode.invalid_topic_exception
     assert sandbox.call(lambda broker: broker.topic("bad name!")) is None
 
 
@@ -122,7 +120,7 @@ def test_auto_create_topics_false_leaves_an_unknown_topic_unknown(
 ) -> None:
     for _ in range(2):
         answer = _metadata(no_auto_create.bootstrap, "never-made", allow=True)
-        assert (answer.error_code, answer.partitions) == (UNKNOWN_TOPIC_OR_PARTITION, ())
+        assert (answer.error_code, answer.partitions) == (ErrorCode.unknown_topic_or_partition, ())
     producer = Producer({"bootstrap.servers": no_auto_create.bootstrap, "message.timeout.ms": 1000})
     failures: list[str] = []
     producer.produce(

@@ -30,6 +30,7 @@ from kio.schema.describe_share_group_offsets.v1.request import (
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequestGroup,
 )
+from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.list_offsets.v9.request import (
@@ -50,12 +51,6 @@ from kshare_cli.wire.framing import encode_request
 from tests.support.raw import call
 from tests.support.sandbox import StartCluster
 
-NONE = 0
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-COORDINATOR_LOAD_IN_PROGRESS = 14
-NOT_COORDINATOR = 16
-FENCED_LEADER_EPOCH = 74
 SESSION_TIMEOUT_MS = 1_500
 
 
@@ -274,28 +269,28 @@ def test_a_request_to_a_node_that_does_not_lead_the_partition_gets_not_leader_or
     at_leader, at_follower = sandbox.addresses[leader], sandbox.addresses[follower]
 
     refused = _produce(at_follower, topic, 0)
-    assert refused.error_code == NOT_LEADER_OR_FOLLOWER
+    assert refused.error_code == ErrorCode.not_leader_or_follower
     assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (
         leader,
         epoch,
     )
-    assert _produce(at_leader, topic, 0).error_code == NONE
-    assert _fetch(at_follower, topic, 0).error_code == NOT_LEADER_OR_FOLLOWER
+    assert _produce(at_leader, topic, 0).error_code == ErrorCode.none
+    assert _fetch(at_follower, topic, 0).error_code == ErrorCode.not_leader_or_follower
     fetched = _fetch(at_leader, topic, 0, epoch)
-    assert (fetched.error_code, fetched.high_watermark) == (NONE, 1)
-    assert _list_offsets(at_follower, topic, 0).error_code == NOT_LEADER_OR_FOLLOWER
+    assert (fetched.error_code, fetched.high_watermark) == (ErrorCode.none, 1)
+    assert _list_offsets(at_follower, topic, 0).error_code == ErrorCode.not_leader_or_follower
     listed = _list_offsets(at_leader, topic, 0, epoch)
-    assert (listed.error_code, listed.offset, listed.leader_epoch) == (NONE, 1, epoch)
+    assert (listed.error_code, listed.offset, listed.leader_epoch) == (ErrorCode.none, 1, epoch)
 
     # Leadership moves: the old leader refuses, a stale epoch is fenced everywhere.
     new_epoch = sandbox.move_leader(topic, 0, follower)
     assert new_epoch == epoch + 1
     assert _leaders(at_leader, topic) == {0: (follower, new_epoch)}
-    assert _produce(at_leader, topic, 0).error_code == NOT_LEADER_OR_FOLLOWER
-    assert _fetch(at_follower, topic, 0, epoch).error_code == FENCED_LEADER_EPOCH
-    assert _list_offsets(at_follower, topic, 0, epoch).error_code == FENCED_LEADER_EPOCH
+    assert _produce(at_leader, topic, 0).error_code == ErrorCode.not_leader_or_follower
+    assert _fetch(at_follower, topic, 0, epoch).error_code == ErrorCode.fenced_leader_epoch
+    assert _list_offsets(at_follower, topic, 0, epoch).error_code == ErrorCode.fenced_leader_epoch
     moved = _list_offsets(at_follower, topic, 0, new_epoch)
-    assert (moved.error_code, moved.offset) == (NONE, 1)
+    assert (moved.error_code, moved.offset) == (ErrorCode.none, 1)
 
 
 def test_a_group_rpc_to_a_node_that_does_not_coordinate_the_group_gets_not_coordinator(
@@ -303,7 +298,7 @@ def test_a_group_rpc_to_a_node_that_does_not_coordinate_the_group_gets_not_coord
 ) -> None:
     group = f"coordinated-{uuid.uuid4().hex[:8]}"
     coordinator = _find_coordinator(sandbox.bootstrap, group)
-    assert coordinator.error_code == NONE
+    assert coordinator.error_code == ErrorCode.none
     # Every node names the same coordinator, at its own address.
     for address in sandbox.addresses.values():
         again = _find_coordinator(address, group)
@@ -312,25 +307,29 @@ def test_a_group_rpc_to_a_node_that_does_not_coordinate_the_group_gets_not_coord
     other = next(node for node in sandbox.addresses if node != coordinator.node_id)
     # A group nobody has seen: the coordinator says so, the other node is not the one to ask.
     assert _describe_error(sandbox.addresses[coordinator.node_id], group) == 69
-    assert _describe_error(sandbox.addresses[other], group) == NOT_COORDINATOR
+    assert _describe_error(sandbox.addresses[other], group) == ErrorCode.not_coordinator
     offsets = call(
         sandbox.addresses[other],
         DescribeShareGroupOffsetsRequest(
             groups=(DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),)
         ),
     )
-    assert offsets.groups[0].error_code == NOT_COORDINATOR
+    assert offsets.groups[0].error_code == ErrorCode.not_coordinator
 
     # The coordinator moves: the new node loads for a moment, the old one refuses.
     sandbox.move_group_coordinator(group, other)
     assert _find_coordinator(sandbox.bootstrap, group).node_id == other
-    assert _describe_error(sandbox.addresses[other], group) == COORDINATOR_LOAD_IN_PROGRESS
+    assert (
+        _describe_error(sandbox.addresses[other], group) == ErrorCode.coordinator_load_in_progress
+    )
     _wait_for(
         lambda: _describe_error(sandbox.addresses[other], group) == 69,
         5,
         "the new coordinator to finish loading",
     )
-    assert _describe_error(sandbox.addresses[coordinator.node_id], group) == NOT_COORDINATOR
+    assert (
+        _describe_error(sandbox.addresses[coordinator.node_id], group) == ErrorCode.not_coordinator
+    )
 
 
 def test_a_share_partition_s_share_coordinator_is_the_leader_of_its_state_partition(
@@ -438,7 +437,7 @@ def test_a_stopped_node_refuses_and_stays_in_metadata_until_it_is_fenced(
     assert all(leader != victim for leader, _ in _leaders(survivor, topic).values())
     partition = min(led)
     sandbox.move_leader(topic, partition, victim)
-    assert _produce(sandbox.addresses[victim], topic, partition).error_code == NONE
+    assert _produce(sandbox.addresses[victim], topic, partition).error_code == ErrorCode.none
 
 
 def test_a_partition_whose_only_replica_is_fenced_has_no_leader_until_it_returns(
@@ -452,7 +451,7 @@ def test_a_partition_whose_only_replica_is_fenced_has_no_leader_until_it_returns
     _wait_for(lambda: _nodes(sandbox.bootstrap) == [1, 2], 10, "node 3 to be fenced")
     (found,) = _metadata(sandbox.bootstrap, topic).topics
     offline = found.partitions[partition]
-    assert (offline.error_code, offline.leader_id) == (LEADER_NOT_AVAILABLE, -1)
+    assert (offline.error_code, offline.leader_id) == (ErrorCode.leader_not_available, -1)
     sandbox.restart_node(3)
     assert _leaders(sandbox.bootstrap, topic)[partition] == (3, before[partition][1] + 2)
 
@@ -549,7 +548,7 @@ def test_describe_offsets_says_not_leader_or_follower_while_a_share_coordinator_
             ),
         ),
     )
-    assert altered.error_code == NONE
+    assert altered.error_code == ErrorCode.none
 
     def partition_error() -> tuple[int, int]:
         response = call(
@@ -561,9 +560,11 @@ def test_describe_offsets_says_not_leader_or_follower_while_a_share_coordinator_
         (entry,) = response.groups[0].topics[0].partitions
         return int(entry.error_code), int(entry.start_offset)
 
-    assert partition_error() == (NONE, 0)
+    assert partition_error() == (ErrorCode.none, 0)
     key = f"{group}:{kafka_uuid(described.topic_id)}:0"
     share_coordinator = _find_coordinator(sandbox.bootstrap, key, key_type=2).node_id
     sandbox.move_share_coordinator(key, next(n for n in (1, 2, 3) if n != share_coordinator))
-    assert partition_error() == (NOT_LEADER_OR_FOLLOWER, -1)
-    _wait_for(lambda: partition_error() == (NONE, 0), 5, "the share coordinator to settle")
+    assert partition_error() == (ErrorCode.not_leader_or_follower, -1)
+    _wait_for(
+        lambda: partition_error() == (ErrorCode.none, 0), 5, "the share coordinator to settle"
+    )

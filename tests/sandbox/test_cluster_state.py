@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.sandbox.broker_config import BrokerConfigError, broker_config
 from kshare_cli.sandbox.cluster import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    FENCED_LEADER_EPOCH,
     GROUP_METADATA_TOPIC,
-    NOT_COORDINATOR,
-    NOT_LEADER_OR_FOLLOWER,
-    UNKNOWN_LEADER_EPOCH,
     ClusterState,
     NodeState,
     coordinator_partition,
@@ -73,11 +69,14 @@ def test_fencing_moves_leaderships_to_the_next_unfenced_replica_with_a_higher_ep
     new_leader = cluster.leader(GROUP_METADATA_TOPIC, group_partition)
     assert (
         cluster.coordinator_error(new_leader, GROUP_METADATA_TOPIC, group_partition)
-        == COORDINATOR_LOAD_IN_PROGRESS
+        == ErrorCode.coordinator_load_in_progress
     )
     clock.now += 0.5
     assert cluster.coordinator_error(new_leader, GROUP_METADATA_TOPIC, group_partition) == 0
-    assert cluster.coordinator_error(2, GROUP_METADATA_TOPIC, group_partition) == NOT_COORDINATOR
+    assert (
+        cluster.coordinator_error(2, GROUP_METADATA_TOPIC, group_partition)
+        == ErrorCode.not_coordinator
+    )
 
 
 def test_a_partition_without_an_unfenced_replica_has_no_leader_until_one_returns() -> None:
@@ -98,13 +97,22 @@ def test_a_node_answers_epoch_errors_before_leadership_errors() -> None:
     leader = cluster.leader("orders", 0)
     other = 3 - leader
     assert cluster.leader_error(leader, "orders", 0) == 0
-    assert cluster.leader_error(other, "orders", 0) == NOT_LEADER_OR_FOLLOWER
+    assert cluster.leader_error(other, "orders", 0) == ErrorCode.not_leader_or_follower
     cluster.move_leader("orders", 0, other)
-    assert cluster.leader_error(other, "orders", 0, current_leader_epoch=0) == FENCED_LEADER_EPOCH
-    assert cluster.leader_error(leader, "orders", 0, current_leader_epoch=0) == FENCED_LEADER_EPOCH
-    assert cluster.leader_error(other, "orders", 0, current_leader_epoch=2) == UNKNOWN_LEADER_EPOCH
+    assert (
+        cluster.leader_error(other, "orders", 0, current_leader_epoch=0)
+        == ErrorCode.fenced_leader_epoch
+    )
+    assert (
+        cluster.leader_error(leader, "orders", 0, current_leader_epoch=0)
+        == ErrorCode.fenced_leader_epoch
+    )
+    assert (
+        cluster.leader_error(other, "orders", 0, current_leader_epoch=2)
+        == ErrorCode.unknown_leader_epoch
+    )
     assert cluster.leader_error(leader, "orders", 0, current_leader_epoch=1) == (
-        NOT_LEADER_OR_FOLLOWER
+        ErrorCode.not_leader_or_follower
     )
     assert cluster.leader_error(other, "orders", 0, current_leader_epoch=1) == 0
 

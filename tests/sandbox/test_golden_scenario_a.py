@@ -34,6 +34,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
     ResourceType,
 )
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.state.records import (
     DELIVERY_COMPLETE_COUNT_UNKNOWN,
@@ -63,7 +64,6 @@ CONFIG_GROUP = "golden-h"
 SCENARIO_GROUPS = frozenset({GROUP, CONFIG_GROUP, "no-such-group"})
 ADMIN_CLIENT = "adminclient-1"
 ADMIN_APIS = frozenset({16, 77, 90, 91, 92, 42, 32, 44})
-NON_EMPTY_GROUP = 68
 STATE_TOPIC = "__share_group_state"
 STATE_PARTITIONS = 50
 DELIVERY_LIMIT = 5
@@ -491,7 +491,7 @@ def test_golden_scenario_a(cluster: Cluster) -> None:
         # dry run; the broker itself refuses an alter of a group with members too.
         (first_alter,) = [line for line in closed_lines if line.api_key == 91][:1]
         refused = plain(replay.send(first_alter))
-        assert (refused["error_code"], refused["responses"]) == (NON_EMPTY_GROUP, [])
+        assert (refused["error_code"], refused["responses"]) == (ErrorCode.non_empty_group, [])
         for line in member_lines:
             replay.replay(line)
     finally:

@@ -13,10 +13,9 @@ import re
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.sandbox.group_configs import (
-    INVALID_CONFIG,
-    INVALID_REQUEST,
     AlterConfigOpType,
     AutoOffsetReset,
     BrokerGroupSettings,
@@ -108,7 +107,7 @@ def test_out_of_bounds_lock_duration_is_refused_with_kafkas_code_and_message() -
     store.incremental_alter("golden-h", _alter_ops(_line(397)), False)
     refused = _line(409)
     recorded = refused["response"]["responses"][0]
-    assert recorded["errorCode"] == INVALID_CONFIG
+    assert recorded["errorCode"] == ErrorCode.invalid_config
     assert store.incremental_alter("golden-h", _alter_ops(refused), False) == (
         recorded["errorCode"],
         recorded["errorMessage"],
@@ -166,7 +165,7 @@ def test_documentation_only_when_asked() -> None:
 def test_describe_of_empty_group_name_is_invalid_request() -> None:
     with pytest.raises(GroupConfigError) as caught:
         GroupConfigStore().describe("", None, False)
-    assert caught.value.error_code == INVALID_REQUEST
+    assert caught.value.error_code == ErrorCode.invalid_request
     assert caught.value.message == "Group name must not be empty"
 
 
@@ -253,7 +252,10 @@ def test_describe_of_empty_group_name_is_invalid_request() -> None:
 )
 def test_invalid_values_are_refused_with_kafka_messages(key: str, value: str, message: str) -> None:
     store = GroupConfigStore()
-    assert store.incremental_alter("g", [(key, SET, value)], False) == (INVALID_CONFIG, message)
+    assert store.incremental_alter("g", [(key, SET, value)], False) == (
+        ErrorCode.invalid_config,
+        message,
+    )
     assert store.overrides("g") == {}
 
 
@@ -274,7 +276,7 @@ def test_auto_offset_reset_spellings_kafka_refuses(value: str) -> None:
     code, _ = GroupConfigStore().incremental_alter(
         "g", [("share.auto.offset.reset", SET, value)], False
     )
-    assert code == INVALID_CONFIG
+    assert code == ErrorCode.invalid_config
 
 
 def test_auto_offset_reset_by_duration_is_parsed_like_java() -> None:
@@ -316,7 +318,7 @@ def test_alter_is_all_or_nothing_and_validate_only_stores_nothing() -> None:
         ],
         False,
     )
-    assert code == INVALID_CONFIG
+    assert code == ErrorCode.invalid_config
     assert message is not None and message.startswith("share.record.lock.duration.ms")
     assert store.auto_offset_reset("g") == "latest"
     assert store.incremental_alter("g", [("share.auto.offset.reset", SET, "earliest")], True) == (
@@ -345,17 +347,17 @@ def test_request_level_errors() -> None:
     key = "share.isolation.level"
     assert store.incremental_alter(
         "g", [(key, SET, "read_committed"), (key, DELETE, None)], False
-    ) == (INVALID_REQUEST, "Error due to duplicate config keys")
+    ) == (ErrorCode.invalid_request, "Error due to duplicate config keys")
     assert store.incremental_alter("g", [(key, SET, None)], False) == (
-        INVALID_REQUEST,
+        ErrorCode.invalid_request,
         "Null value not supported for : share.isolation.level",
     )
     assert store.incremental_alter("g", [(key, AlterConfigOpType.APPEND, "x")], False) == (
-        INVALID_CONFIG,
+        ErrorCode.invalid_config,
         "Can't APPEND to key share.isolation.level because its type is not LIST.",
     )
     assert store.incremental_alter("", [(key, SET, "read_committed")], False) == (
-        INVALID_REQUEST,
+        ErrorCode.invalid_request,
         "Default group resources are not allowed.",
     )
 
@@ -371,7 +373,7 @@ def test_session_must_exceed_heartbeat() -> None:
         [("share.session.timeout.ms", SET, "10000"), ("share.heartbeat.interval.ms", SET, "10000")],
         False,
     ) == (
-        INVALID_CONFIG,
+        ErrorCode.invalid_config,
         "share.session.timeout.ms must be greater than share.heartbeat.interval.ms",
     )
 
@@ -408,7 +410,7 @@ def test_42_validates_unset_keys_against_static_defaults_but_43_uses_broker_valu
     )
     op = [("share.auto.offset.reset", SET, "earliest")]
     assert GroupConfigStore(broker).incremental_alter("g", op, False) == (
-        INVALID_CONFIG,
+        ErrorCode.invalid_config,
         "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms",
     )
     assert GroupConfigStore(broker, kafka_version="4.3").incremental_alter("g", op, False) == (
@@ -437,18 +439,18 @@ def test_43_group_level_delivery_limit_and_record_locks() -> None:
     assert store.max_record_locks("g") == 500
     assert store.delivery_count_limit("other") == 5
     assert store.incremental_alter("g", [("share.delivery.count.limit", SET, "11")], False) == (
-        INVALID_CONFIG,
+        ErrorCode.invalid_config,
         "share.delivery.count.limit must be less than or equal to "
         "group.share.max.delivery.count.limit",
     )
     assert store.incremental_alter("g", [("share.delivery.count.limit", SET, "1")], False) == (
-        INVALID_CONFIG,
+        ErrorCode.invalid_config,
         "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2",
     )
     assert store.incremental_alter(
         "g", [("share.renew.acknowledge.enable", SET, "maybe")], False
     ) == (
-        INVALID_CONFIG,
+        ErrorCode.invalid_config,
         "Invalid value maybe for configuration share.renew.acknowledge.enable: "
         "Expected value to be either true or false",
     )
@@ -471,7 +473,7 @@ def test_only_applied_changes_reach_on_change_and_restore_gives_them_back() -> N
     )
     store.incremental_alter("g", [("share.isolation.level", SET, "read_committed")], True)
     code, _ = store.incremental_alter("g", [("share.record.lock.duration.ms", SET, "5")])
-    assert code == INVALID_CONFIG
+    assert code == ErrorCode.invalid_config
     assert saved == [{"g": {"share.record.lock.duration.ms": "20000"}}]
 
     restored = GroupConfigStore()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.sandbox.group_configs import (
     AlterConfigOpType,
@@ -21,12 +22,6 @@ from kshare_cli.sandbox.group_configs import (
     GroupConfigStore,
 )
 from kshare_cli.sandbox.group_coordinator import (
-    FENCED_MEMBER_EPOCH,
-    GROUP_ID_NOT_FOUND,
-    GROUP_MAX_SIZE_REACHED,
-    INVALID_REQUEST,
-    NON_EMPTY_GROUP,
-    UNKNOWN_MEMBER_ID,
     GroupDescription,
     HeartbeatResult,
     RemovedMember,
@@ -428,7 +423,7 @@ def test_session_expiry_fences_silent_members() -> None:
     assert len(expired[0].assignment["t"]) == 1
     survivor = clock.beat("a")
     assert survivor.assignment == {"t": [0, 1]}
-    assert clock.beat("b").error_code == UNKNOWN_MEMBER_ID
+    assert clock.beat("b").error_code == ErrorCode.unknown_member_id
 
 
 def test_fenced_member_epoch() -> None:
@@ -438,7 +433,7 @@ def test_fenced_member_epoch() -> None:
     assert clock.epochs["a"] == 2
     ahead = clock.coordinator.heartbeat("g", "a", 3, None, "c", "/h", None, clock.now, clock.topics)
     assert (ahead.error_code, ahead.error_message, ahead.member_id, ahead.member_epoch) == (
-        FENCED_MEMBER_EPOCH,
+        ErrorCode.fenced_member_epoch,
         "The share group member has a greater member epoch (3) than the one known by the group "
         "coordinator (2). The member must abandon all its partitions and rejoin.",
         None,
@@ -455,7 +450,7 @@ def test_fenced_member_epoch() -> None:
         "g", "a", 1, None, "c", "/h", None, clock.now, clock.topics
     )
     assert (behind.error_code, behind.error_message) == (
-        FENCED_MEMBER_EPOCH,
+        ErrorCode.fenced_member_epoch,
         "The share group member has a smaller member epoch (1) than the one known by the group "
         "coordinator (3), and it does not match the previous member epoch (2). The member must "
         "abandon all its partitions and rejoin.",
@@ -480,34 +475,37 @@ def test_invalid_requests(
     result = ShareGroupCoordinator().heartbeat(
         group, member, epoch, None, "c", "/h", subscription, 0, {"t": 1}
     )
-    assert (result.error_code, result.error_message) == (INVALID_REQUEST, message)
+    assert (result.error_code, result.error_message) == (ErrorCode.invalid_request, message)
 
 
 def test_empty_rack_is_invalid() -> None:
     result = ShareGroupCoordinator().heartbeat("g", "a", 0, "", "c", "/h", ["t"], 0, {"t": 1})
-    assert (result.error_code, result.error_message) == (INVALID_REQUEST, "RackId can't be empty.")
+    assert (result.error_code, result.error_message) == (
+        ErrorCode.invalid_request,
+        "RackId can't be empty.",
+    )
 
 
 def test_unknown_group_and_member() -> None:
     coordinator = ShareGroupCoordinator()
     unknown_group = coordinator.heartbeat("g", "a", 5, None, "c", "/h", None, 0, {"t": 1})
     assert (unknown_group.error_code, unknown_group.error_message) == (
-        GROUP_ID_NOT_FOUND,
+        ErrorCode.group_id_not_found,
         "Share group g not found.",
     )
     leave_unknown = coordinator.heartbeat("g", "a", -1, None, "c", "/h", None, 0, {"t": 1})
     assert (leave_unknown.error_code, leave_unknown.error_message) == (
-        GROUP_ID_NOT_FOUND,
+        ErrorCode.group_id_not_found,
         "Group g not found.",
     )
     coordinator.heartbeat("g", "a", 0, None, "c", "/h", ["t"], 0, {"t": 1})
     stranger = coordinator.heartbeat("g", "z", 1, None, "c", "/h", None, 0, {"t": 1})
     assert (stranger.error_code, stranger.error_message) == (
-        UNKNOWN_MEMBER_ID,
+        ErrorCode.unknown_member_id,
         "Member z is not a member of group g.",
     )
     assert coordinator.list_groups() != []
-    assert coordinator.describe("nope").error_code == GROUP_ID_NOT_FOUND
+    assert coordinator.describe("nope").error_code == ErrorCode.group_id_not_found
 
 
 def test_group_max_size() -> None:
@@ -515,7 +513,7 @@ def test_group_max_size() -> None:
     assert coordinator.heartbeat("g", "a", 0, None, "c", "/h", ["t"], 0, {"t": 1}).error_code == 0
     full = coordinator.heartbeat("g", "b", 0, None, "c", "/h", ["t"], 0, {"t": 1})
     assert (full.error_code, full.error_message) == (
-        GROUP_MAX_SIZE_REACHED,
+        ErrorCode.group_max_size_reached,
         "The share group has reached its maximum capacity of 1 members.",
     )
     assert coordinator.heartbeat("g", "a", 0, None, "c", "/h", ["t"], 0, {"t": 1}).error_code == 0
@@ -523,13 +521,13 @@ def test_group_max_size() -> None:
 
 def test_delete_group() -> None:
     clock = _Clock(ShareGroupCoordinator(), {"t": 1})
-    assert clock.coordinator.delete_group("g") == GROUP_ID_NOT_FOUND
+    assert clock.coordinator.delete_group("g") == ErrorCode.group_id_not_found
     clock.join("a", ["t"])
-    assert clock.coordinator.delete_group("g") == NON_EMPTY_GROUP
+    assert clock.coordinator.delete_group("g") == ErrorCode.non_empty_group
     clock.coordinator.heartbeat("g", "a", -1, None, "c", "/h", None, clock.now, clock.topics)
     assert clock.coordinator.initialized_partitions("g") == {"t": [0]}
     assert clock.coordinator.delete_group("g") == 0
-    assert clock.coordinator.describe("g").error_code == GROUP_ID_NOT_FOUND
+    assert clock.coordinator.describe("g").error_code == ErrorCode.group_id_not_found
     assert clock.coordinator.list_groups() == []
 
 
@@ -618,7 +616,7 @@ def test_a_classic_group_is_not_a_share_group_as_kafka_says() -> None:
     assert coordinator.commit_classic("orders-app", {("orders", 0): 5}) == 0
     described = coordinator.describe("orders-app")
     assert (described.error_code, described.error_message) == (
-        GROUP_ID_NOT_FOUND,
+        ErrorCode.group_id_not_found,
         "Group orders-app is not a share group.",
     )
     assert coordinator.describe("nobody").error_message == "Group nobody not found."

@@ -14,9 +14,9 @@ import confluent_kafka
 import pytest
 from confluent_kafka import Producer
 
+from kshare_cli.kafka.api_keys import SHARE_FETCH
 from kshare_cli.sandbox import scenarios
 from kshare_cli.sandbox.rdkafka_mock import (
-    API_KEY_SHARE_FETCH,
     MockClusterError,
     RdkafkaMockCluster,
     librdkafka_path,
@@ -154,11 +154,11 @@ def test_share_fetch_errors_are_retried(rdkafka_mock: RdkafkaMockCluster) -> Non
     topic, group = names(rdkafka_mock)
     injected = [ERR_REQUEST_TIMED_OUT] * 3
     rdkafka_mock.start_request_tracking()
-    rdkafka_mock.push_request_errors(API_KEY_SHARE_FETCH, injected)
+    rdkafka_mock.push_request_errors(SHARE_FETCH, injected)
     result = scenarios.all_delivered(rdkafka_mock.bootstrap_servers, topic, group, records=10)
     assert_clean(result)
     assert result.delivery_counts() == {position: (1,) for position in result.produced}
-    share_fetches = [r for r in rdkafka_mock.requests() if r.api_key == API_KEY_SHARE_FETCH]
+    share_fetches = [r for r in rdkafka_mock.requests() if r.api_key == SHARE_FETCH]
     assert len(share_fetches) > len(injected), "the injected errors were never hit"
 
 

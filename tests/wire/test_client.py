@@ -30,6 +30,7 @@ from kshare_cli.errors import (
     TimedOut,
     exit_code_for,
 )
+from kshare_cli.kafka.api_keys import FIND_COORDINATOR, SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
@@ -41,12 +42,7 @@ from tests.support.raw import call
 from tests.support.sandbox import Cluster
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
 
-SHARE_GROUP_DESCRIBE = 77
 METADATA = 3
-FIND_COORDINATOR = 10
-NOT_COORDINATOR = 16
-COORDINATOR_LOAD_IN_PROGRESS = 14
-GROUP_ID_NOT_FOUND = 69
 
 
 def describe_body(version: int, group_ids: Sequence[str]) -> dict[str, Any]:
@@ -366,7 +362,7 @@ def test_fan_out_returns_each_groups_result_or_error(
             assert [m.client_id for m in results[live].members] == [cluster_settings.client_id]
             error = results[absent]
             assert isinstance(error, KafkaError)
-            assert (error.code, error.name) == (GROUP_ID_NOT_FOUND, "GROUP_ID_NOT_FOUND")
+            assert (error.code, error.name) == (ErrorCode.group_id_not_found, "GROUP_ID_NOT_FOUND")
 
     run(scenario())
 
@@ -384,7 +380,7 @@ def test_fan_out_refinds_a_moved_coordinator_and_retries_only_that_group(
             if len(seen) > 1:
                 return response
             groups = tuple(
-                dataclasses.replace(g, error_code=ErrorCode(NOT_COORDINATOR))
+                dataclasses.replace(g, error_code=ErrorCode(ErrorCode.not_coordinator))
                 if g.group_id == moved
                 else g
                 for g in response.groups
@@ -427,7 +423,7 @@ def test_a_loading_coordinator_is_asked_again_with_growing_backoff(
             if len(calls) > 3:
                 return response
             groups = tuple(
-                dataclasses.replace(g, error_code=ErrorCode(COORDINATOR_LOAD_IN_PROGRESS))
+                dataclasses.replace(g, error_code=ErrorCode(ErrorCode.coordinator_load_in_progress))
                 for g in response.groups
             )
             return dataclasses.replace(response, groups=groups)
@@ -443,7 +439,7 @@ def test_a_loading_coordinator_is_asked_again_with_growing_backoff(
                     SHARE_GROUP_DESCRIBE, [group], describe_body, describe_split
                 )
             assert isinstance(results[group], KafkaError)
-            assert results[group].code == GROUP_ID_NOT_FOUND
+            assert results[group].code == ErrorCode.group_id_not_found
             gaps = [later - earlier for earlier, later in zip(calls, calls[1:], strict=False)]
             assert len(gaps) == 3
             assert gaps[0] >= 0.045 and gaps[2] > gaps[0]  # 50 ms, then doubling
@@ -458,7 +454,7 @@ def test_a_coordinator_that_keeps_moving_fails_its_group_naming_the_error(
         async def handler(broker: Broker, request: Request, connection: Connection) -> Any:
             response = await original(broker, request, connection)
             groups = tuple(
-                dataclasses.replace(g, error_code=ErrorCode(NOT_COORDINATOR))
+                dataclasses.replace(g, error_code=ErrorCode(ErrorCode.not_coordinator))
                 for g in response.groups
             )
             return dataclasses.replace(response, groups=groups)
@@ -532,7 +528,7 @@ def test_a_coordinator_connection_dropped_mid_fan_out_is_retried(
                     SHARE_GROUP_DESCRIBE, [f"g-{unique}"], describe_body, describe_split
                 )
             assert dropped
-            assert results[f"g-{unique}"].code == GROUP_ID_NOT_FOUND
+            assert results[f"g-{unique}"].code == ErrorCode.group_id_not_found
 
     run(scenario())
 

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.api_keys import FIND_COORDINATOR, SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
@@ -26,9 +28,6 @@ from kshare_cli.wire.connection import BrokerConnection
 from kshare_cli.wire.errors import KafkaError
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
 
-SHARE_GROUP_DESCRIBE = 77
-FIND_COORDINATOR = 10
-GROUP_ID_NOT_FOUND = 69
 GROUPS = 20
 
 
@@ -121,7 +120,7 @@ def test_batches_reach_the_broker_as_asked_and_in_flight_stays_bounded(
     assert outstanding.peak == expected_peak
     assert list(results) == groups
     for answer in results.values():
-        assert isinstance(answer, KafkaError) and answer.code == GROUP_ID_NOT_FOUND
+        assert isinstance(answer, KafkaError) and answer.code == ErrorCode.group_id_not_found
 
 
 @pytest.mark.parametrize("bad", [{"batch_size": 0}, {"max_in_flight": 0}])

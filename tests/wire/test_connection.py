@@ -29,6 +29,7 @@ from kshare_cli.errors import (
     IncompatibleBroker,
     exit_code_for,
 )
+from kshare_cli.kafka.api_keys import API_VERSIONS, FIND_COORDINATOR
 from kshare_cli.sandbox.framing import Request, decode_request, encode_response
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.build import build
@@ -39,9 +40,6 @@ from kshare_cli.wire.framing import read_frame
 from kshare_cli.wire.framing import request_schema as request_type
 from tests.support.tls import SecureSandbox, TlsMaterial
 from tests.wire.conftest import run
-
-API_VERSIONS = 18
-FIND_COORDINATOR = 10
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

@@ -26,20 +26,18 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.admin.models import TopicPartition
 from kshare_cli.admin.share_groups import ShareGroupAdmin
+from kshare_cli.kafka.api_keys import FIND_COORDINATOR, LIST_OFFSETS
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from kshare_cli.wire.client import BOOTSTRAP_STAGGER_S, KafkaClient
 from kshare_cli.wire.errors import KafkaError
 from tests.wire.conftest import plaintext_settings, run
 
 METADATA = 3
-LIST_OFFSETS = 2
 OFFSET_FETCH = 9
-FIND_COORDINATOR = 10
-NOT_LEADER_OR_FOLLOWER = 6
-NOT_COORDINATOR = 16
 DEADLINE_S = 30.0
 #: "Within a few seconds": well under the deadline, above UNREACHABLE_AFTER_S and the
 #: metadata round trips of a loaded two-core machine.
@@ -237,7 +235,7 @@ def test_not_leader_answers_are_retried_after_a_metadata_refresh(
             admin = ShareGroupAdmin(client)
             await client.metadata([TOPIC])
             # The next two ListOffsets, whichever leaders get them, fail every partition.
-            mock3.push_request_errors(LIST_OFFSETS, [NOT_LEADER_OR_FOLLOWER] * 2)
+            mock3.push_request_errors(LIST_OFFSETS, [ErrorCode.not_leader_or_follower] * 2)
             mock3.start_request_tracking()
             ends = await admin.log_end_offsets(partitions)
             assert ends.ok(), dict(ends.errors())
@@ -258,7 +256,9 @@ def test_not_coordinator_answers_are_retried_with_the_coordinator_found_again(
         async with await connect(address_of(mock3, 1)) as client:
             # (Not pushed on FindCoordinator: the mock's error answer has a null host,
             # which Kafka's schema forbids.)
-            mock3.push_request_errors(OFFSET_FETCH, [NOT_COORDINATOR, NOT_COORDINATOR])
+            mock3.push_request_errors(
+                OFFSET_FETCH, [ErrorCode.not_coordinator, ErrorCode.not_coordinator]
+            )
             mock3.start_request_tracking()
             results = await client.fan_out_to_coordinators(
                 OFFSET_FETCH,
