@@ -78,8 +78,8 @@ class Scram:
     """SCRAM-SHA-256/512 through scramp: client-first, client-final, then check the server."""
 
     def __init__(self, mechanism: str, username: str, password: str) -> None:
-        # scramp (with importlib.metadata and asn1crypto under it) is a tenth of a
-        # second of CPU that only a SCRAM login needs: imported here, not by every command.
+        # scramp (with importlib.metadata and asn1crypto under it) costs some 20-30 ms of
+        # CPU that only a SCRAM login needs: imported here, not by every command.
         from scramp import ScramClient  # type: ignore[import-untyped]
 
         self.name = mechanism
