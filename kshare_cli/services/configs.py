@@ -38,14 +38,10 @@ async def get_configs(
     settings: ConnectionSettings, group_id: str, show_all: bool, timeout_s: float
 ) -> GroupConfigs:
     """The group's configs; without ``show_all``, whether it exists when it has none of its own."""
-    session = Session(settings, timeout_s)
-
-    async def work() -> GroupConfigs:
-        async with session.admin() as admin:
-            configs = GroupConfigAdmin(admin.client)
-            return await configs.describe(group_id, check_exists=not show_all)
-
-    return await session.bounded(work(), f"describing the configs of group {group_id!r}")
+    return await Session(settings, timeout_s).ask(
+        f"describing the configs of group {group_id!r}",
+        lambda admin: GroupConfigAdmin(admin.client).describe(group_id, check_exists=not show_all),
+    )
 
 
 async def set_configs(
@@ -55,14 +51,12 @@ async def set_configs(
     dry_run: bool,
     timeout_s: float,
 ) -> ConfigUpdate:
-    session = Session(settings, timeout_s)
-
-    async def work() -> ConfigUpdate:
-        async with session.admin() as admin:
-            configs = GroupConfigAdmin(admin.client)
-            return await configs.set_configs(group_id, assignments, validate_only=dry_run)
-
-    return await session.bounded(work(), f"updating the configs of group {group_id!r}")
+    return await Session(settings, timeout_s).ask(
+        f"updating the configs of group {group_id!r}",
+        lambda admin: GroupConfigAdmin(admin.client).set_configs(
+            group_id, assignments, validate_only=dry_run
+        ),
+    )
 
 
 async def unset_configs(
@@ -72,11 +66,9 @@ async def unset_configs(
     dry_run: bool,
     timeout_s: float,
 ) -> ConfigUpdate:
-    session = Session(settings, timeout_s)
-
-    async def work() -> ConfigUpdate:
-        async with session.admin() as admin:
-            configs = GroupConfigAdmin(admin.client)
-            return await configs.unset_configs(group_id, names, validate_only=dry_run)
-
-    return await session.bounded(work(), f"updating the configs of group {group_id!r}")
+    return await Session(settings, timeout_s).ask(
+        f"updating the configs of group {group_id!r}",
+        lambda admin: GroupConfigAdmin(admin.client).unset_configs(
+            group_id, names, validate_only=dry_run
+        ),
+    )

@@ -14,6 +14,7 @@ from kshare_cli.admin.deletion import (
     delete_groups,
     delete_share_group_offsets,
 )
+from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.services.session import Session
 
@@ -27,16 +28,14 @@ async def delete(
     dry_run: bool,
     timeout_s: float,
 ) -> Deletions:
-    session = Session(settings, timeout_s)
 
-    async def work() -> Deletions:
-        async with session.admin() as admin:
-            if all_empty_groups:
-                return await delete_empty_groups(admin, dry_run=dry_run)
-            return await delete_groups(admin, group_ids, dry_run=dry_run)
+    async def question(admin: ShareGroupAdmin) -> Deletions:
+        if all_empty_groups:
+            return await delete_empty_groups(admin, dry_run=dry_run)
+        return await delete_groups(admin, group_ids, dry_run=dry_run)
 
     what = "checking share groups" if dry_run else "deleting share groups"
-    return await session.bounded(work(), what)
+    return await Session(settings, timeout_s).ask(what, question)
 
 
 async def delete_offsets(
@@ -46,11 +45,8 @@ async def delete_offsets(
     dry_run: bool,
     timeout_s: float,
 ) -> Deletions:
-    session = Session(settings, timeout_s)
-
-    async def work() -> Deletions:
-        async with session.admin() as admin:
-            return await delete_share_group_offsets(admin, group_id, topics, dry_run=dry_run)
-
     what = "checking share-group offsets" if dry_run else "deleting share-group offsets"
-    return await session.bounded(work(), what)
+    return await Session(settings, timeout_s).ask(
+        what,
+        lambda admin: delete_share_group_offsets(admin, group_id, topics, dry_run=dry_run),
+    )

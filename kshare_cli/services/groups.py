@@ -12,7 +12,6 @@ import asyncio
 import dataclasses
 from collections.abc import Sequence
 
-from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable
 from kshare_cli.admin.models import (
     BrokerFailure,
     GroupDescription,
@@ -22,6 +21,7 @@ from kshare_cli.admin.models import (
     ShareGroupOffsets,
     parse_state_filter,
 )
+from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.services.session import Session
 
@@ -31,8 +31,6 @@ __all__ = [
     "GroupDescriptions",
     "GroupFailure",
     "GroupListing",
-    "GroupNotFound",
-    "GroupUnavailable",
     "ShareGroupOffsets",
     "check_group",
     "describe",
@@ -45,13 +43,9 @@ __all__ = [
 async def list_groups(
     settings: ConnectionSettings, states: Sequence[str], timeout_s: float
 ) -> GroupListing:
-    session = Session(settings, timeout_s)
-
-    async def work() -> GroupListing:
-        async with session.admin() as admin:
-            return await admin.list_groups(states)
-
-    return await session.bounded(work(), "listing share groups")
+    return await Session(settings, timeout_s).ask(
+        "listing share groups", lambda admin: admin.list_groups(states)
+    )
 
 
 async def describe(
@@ -61,48 +55,45 @@ async def describe(
     view: str,
     timeout_s: float,
 ) -> GroupDescriptions | ShareGroupOffsets:
-    session = Session(settings, timeout_s)
 
-    async def work() -> GroupDescriptions | ShareGroupOffsets:
-        async with session.admin() as admin:
-            ids: Sequence[str] = group_ids
-            unlisted: tuple[BrokerFailure, ...] = ()
-            if all_groups:
-                # A broker that did not list is news: the groups it coordinates are missing.
-                listing = await admin.list_groups()
-                ids, unlisted = listing.group_ids(), listing.failures
-            result: GroupDescriptions | ShareGroupOffsets
-            if view == "offsets":
-                result = await admin.list_share_partition_offsets(ids)
-            else:
-                result = await admin.describe_groups(ids)
-            return dataclasses.replace(result, broker_failures=unlisted)
+    async def question(admin: ShareGroupAdmin) -> GroupDescriptions | ShareGroupOffsets:
+        ids: Sequence[str] = group_ids
+        unlisted: tuple[BrokerFailure, ...] = ()
+        if all_groups:
+            # A broker that did not list is news: the groups it coordinates are missing.
+            listing = await admin.list_groups()
+            ids, unlisted = listing.group_ids(), listing.failures
+        result: GroupDescriptions | ShareGroupOffsets
+        if view == "offsets":
+            result = await admin.list_share_partition_offsets(ids)
+        else:
+            result = await admin.describe_groups(ids)
+        return dataclasses.replace(result, broker_failures=unlisted)
 
-    return await session.bounded(work(), "describing share groups")
+    return await Session(settings, timeout_s).ask("describing share groups", question)
 
 
 def list_group_ids(settings: ConnectionSettings, timeout_s: float) -> list[str]:
     """Group ids for shell completion (synchronous: completion is not a command)."""
-    session = Session(settings, timeout_s)
 
-    async def work() -> list[str]:
-        async with session.admin() as admin:
-            return list(await admin.all_group_ids())
+    async def question(admin: ShareGroupAdmin) -> list[str]:
+        return list(await admin.all_group_ids())
 
-    return asyncio.run(session.bounded(work(), "listing share groups"))
+    return asyncio.run(Session(settings, timeout_s).ask("listing share groups", question))
 
 
 async def check_group(settings: ConnectionSettings, group: str | None, timeout_s: float) -> None:
     """Connect once (and find ``group``, when given), so that the usual exit codes
     come before a screen takes the terminal: 3 unreachable, 4 no answer, 5 no group."""
-    session = Session(settings, timeout_s)
 
-    async def work() -> None:
-        async with session.admin() as admin:
-            if group is None:
-                return
-            result = (await admin.describe_groups([group])).get(group)
-            if isinstance(result, GroupFailure):
-                raise GroupNotFound(result) if result.not_found else GroupUnavailable(result)
+    # The in-flight layer's errors, loaded only here: a listing does not need them.
+    from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable
 
-    await session.bounded(work(), "connecting to the cluster")
+    async def question(admin: ShareGroupAdmin) -> None:
+        if group is None:
+            return
+        result = (await admin.describe_groups([group])).get(group)
+        if isinstance(result, GroupFailure):
+            raise GroupNotFound(result) if result.not_found else GroupUnavailable(result)
+
+    await Session(settings, timeout_s).ask("connecting to the cluster", question)

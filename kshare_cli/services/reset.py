@@ -16,6 +16,7 @@ from __future__ import annotations
 from kshare_cli.admin.models import GroupDescription, MemberDescription, TopicPartition
 from kshare_cli.admin.plans import PlanEntry, read_plan, write_plan
 from kshare_cli.admin.reset import ResetPlan, Scenario, Selection, ShareGroupResetter
+from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.services.session import Session
 
@@ -62,16 +63,16 @@ async def execute_reset(
     settings: ConnectionSettings, plan: ResetPlan, *, timeout_s: float
 ) -> tuple[ResetPlan, GroupDescription | None]:
     """The executed plan, and when the broker refused a non-empty group, who is in it."""
-    session = Session(settings, timeout_s)
 
-    async def work() -> tuple[ResetPlan, GroupDescription | None]:
-        async with session.admin() as admin:
-            done = await ShareGroupResetter(admin).execute(plan)
-            members = None
-            if done.group_error is not None and done.group_error.name == "NON_EMPTY_GROUP":
-                described = (await admin.describe_groups([plan.group_id])).get(plan.group_id)
-                if isinstance(described, GroupDescription):
-                    members = described
-            return done, members
+    async def question(admin: ShareGroupAdmin) -> tuple[ResetPlan, GroupDescription | None]:
+        done = await ShareGroupResetter(admin).execute(plan)
+        members = None
+        if done.group_error is not None and done.group_error.name == "NON_EMPTY_GROUP":
+            described = (await admin.describe_groups([plan.group_id])).get(plan.group_id)
+            if isinstance(described, GroupDescription):
+                members = described
+        return done, members
 
-    return await session.bounded(work(), f"resetting share group '{plan.group_id}'")
+    return await Session(settings, timeout_s).ask(
+        f"resetting share group '{plan.group_id}'", question
+    )

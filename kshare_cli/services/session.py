@@ -23,20 +23,24 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import AsyncIterator, Collection, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from kshare_cli.admin.inflight import (
-    InflightService,
-    PlacedStateSource,
-    StateSource,
-    TailingStateSource,
-)
 from kshare_cli.admin.share_groups import SHARE_GROUP_DESCRIBE, ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import TimedOut
 from kshare_cli.wire.client import KafkaClient
+
+if TYPE_CHECKING:
+    # Loaded by the methods that need them: a command that reads no state topic
+    # (``kshare list``) does not pay for the state layer.
+    from kshare_cli.admin.inflight import (
+        InflightService,
+        PlacedStateSource,
+        StateSource,
+        TailingStateSource,
+    )
 
 __all__ = ["BACKSTOP_S", "STATE_SHARE_OF_TIMEOUT", "Session"]
 
@@ -98,6 +102,16 @@ class Session:
         """
         return await _run_bounded(work, self._timeout_s, what)
 
+    async def ask(self, what: str, question: Callable[[ShareGroupAdmin], Awaitable[T]]) -> T:
+        """A command that is one question to the admin layer: a client opened under the
+        deadline, asked, closed (``bounded`` around ``admin``)."""
+
+        async def work() -> T:
+            async with self.admin() as admin:
+                return await question(admin)
+
+        return await self.bounded(work(), what)
+
     @asynccontextmanager
     async def admin(self) -> AsyncIterator[ShareGroupAdmin]:
         """A client for this block, under the running ``bounded`` deadline if any, then closed.
@@ -140,18 +154,24 @@ class Session:
 
     def placed_state(self, group_ids: Collection[str]) -> PlacedStateSource:
         """A reader of only the state partitions these groups' share-partitions live in."""
+        from kshare_cli.admin.inflight import PlacedStateSource
+
         reader = PlacedStateSource(self._settings.confluent_config(), group_ids=group_ids)
         self._readers.append(reader)
         return reader
 
     def tailing_state(self, group_ids: Collection[str] | None = None) -> TailingStateSource:
         """A reader that follows the whole state topic (``group_ids`` None: every group)."""
+        from kshare_cli.admin.inflight import TailingStateSource
+
         reader = TailingStateSource(self._settings.confluent_config(), group_ids=group_ids)
         self._readers.append(reader)
         return reader
 
     def inflight(self, admin: ShareGroupAdmin, state: StateSource | None) -> InflightService:
         """Admin RPCs and the state topic joined, the state read given its share of the timeout."""
+        from kshare_cli.admin.inflight import InflightService
+
         return InflightService(admin, state, state_timeout_s=self.state_timeout_s)
 
     # ------------------------------------------------------------------ closing

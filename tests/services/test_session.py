@@ -9,7 +9,9 @@ and a closed port stands for an unreachable cluster.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -149,3 +151,43 @@ def test_a_broker_without_share_groups_is_refused_and_its_client_closed(
     asyncio.run(both())
     assert _OldBroker.closed == 2
     assert session._kept is None
+
+
+class _Broker:
+    """A connected client with share groups, recording what the session does with it."""
+
+    def __init__(self) -> None:
+        self.closed = 0
+        self.operations: list[str] = []
+
+    def api_version(self, api_key: int, **_: object) -> int:
+        return 1
+
+    @contextlib.asynccontextmanager
+    async def bounded(self, what: str) -> AsyncIterator[None]:
+        self.operations.append(what)
+        yield
+
+    async def close(self) -> None:
+        self.closed += 1
+
+
+def test_ask_is_one_question_under_the_deadline_on_a_client_closed_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    broker = _Broker()
+    deadlines: list[float | None] = []
+
+    async def connect(*_: object, deadline: float | None = None, **__: object) -> _Broker:
+        deadlines.append(deadline)
+        return broker
+
+    monkeypatch.setattr(session_module.KafkaClient, "connect", connect)
+
+    async def question(admin: Any) -> str:
+        assert admin.client is broker and broker.closed == 0
+        return "answer"
+
+    assert asyncio.run(_session().ask("asking once", question)) == "answer"
+    assert broker.operations == ["asking once"]  # the client's calls carry the command's name
+    assert broker.closed == 1 and deadlines[0] is not None
