@@ -14,7 +14,8 @@ column stays empty and the screen says why instead of drawing nothing.
 
 The time lag costs one peek per share-partition with lag, so it is looked up
 beside the refresh, not in it (``TimeLagSource.oldest_unacknowledged``, one
-lookup at a time, started by a group answer when none is under way): a slow
+lookup at a time, started by a group answer when none is under way and the
+last began ``TIME_LAG_EVERY_S`` ago or more): a slow
 or failed lookup leaves the column unknown ("-"), never the rows waiting. The
 source answers the records' timestamps, and the rows age them with the
 dashboard's clock once a second, as the other ages.
@@ -96,6 +97,8 @@ _MEMBER_COLUMNS: Final = (
     ("assignment", "ASSIGNMENT", 26),
 )
 _STALL_LIST_LIMIT: Final = 6
+#: The time lag is looked up at most this often (dashboard clock); its ages tick between.
+TIME_LAG_EVERY_S: Final = 10.0
 
 
 def partition_row_key(topic: str, partition: int) -> str:
@@ -244,6 +247,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
         self._aged_at = 0
         self._oldest_unacknowledged: Mapping[tuple[str, int], int | None] = {}
         self._looking_up_time_lag = False
+        self._time_lag_started: float | None = None
         #: Why the last time-lag lookup failed (its column shows "-" meanwhile).
         self.time_lag_error: str | None = None
 
@@ -328,6 +332,10 @@ class GroupScreen(LiveScreen[GroupInflight]):
         source = self.dashboard.source
         if self._looking_up_time_lag or not isinstance(source, TimeLagSource):
             return
+        now = self.dashboard.now()
+        if self._time_lag_started is not None and now - self._time_lag_started < TIME_LAG_EVERY_S:
+            return
+        self._time_lag_started = now
         self._looking_up_time_lag = True
         self.run_worker(self._time_lag(source, data), group="time-lag", exit_on_error=False)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,8 +20,8 @@ from typing import Any
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient
 
-from kshare_cli.admin.inflight import GroupInflight
 from kshare_cli.errors import TimedOut
+from kshare_cli.services.dashboard import GroupInflight
 from kshare_cli.tui.app import DashboardApp
 from kshare_cli.tui.group_screen import GroupScreen, partition_row_key
 from kshare_cli.tui.humanize import UNKNOWN
@@ -183,3 +184,51 @@ def test_the_command_shows_the_age_the_produced_timestamps_give(
     assert row.split()[4] == "3", row  # LAG: offsets 3-5
     tmux("send-keys", "-t", dashboard.session, "q")
     assert dashboard.exit_code() == 0
+
+
+class _CountingSource(LiveSource):
+    """The live source, counting the group reads and the time-lag lookups it serves."""
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.groups = 0
+        self.lookups = 0
+
+    async def group(self, group_id: str) -> GroupInflight:
+        answer = await super().group(group_id)
+        self.groups += 1
+        return answer
+
+    async def oldest_unacknowledged(
+        self, group: GroupInflight
+    ) -> Mapping[tuple[str, str, int], int | None]:
+        self.lookups += 1
+        return await super().oldest_unacknowledged(group)
+
+
+@run
+async def test_the_time_lag_is_looked_up_at_most_every_ten_seconds(live_group: LiveGroup) -> None:
+    """A peek per lagging share-partition is not worth repeating at every refresh: refreshes
+    within TIME_LAG_EVERY_S of the last lookup reuse its timestamps (aged by the clock)."""
+    source = _CountingSource(live_group.settings, timeout_s=15, state=live_group.state)
+    clock = FakeClock(NOW_S)
+    app = DashboardApp(source, group=live_group.group, refresh_s=1.0, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, GroupScreen)
+        await until(pilot, lambda: source.lookups == 1, what="the first lookup")
+        for refreshes in (2, 3):
+            clock.now += 4
+            await until(
+                pilot, lambda count=refreshes: source.groups >= count, what=f"refresh {refreshes}"
+            )
+        assert source.lookups == 1
+        if screen.data is not None and screen.data.window_note is None:
+            # Offset 5 was made at epoch + 5 s; the clock is at epoch + 108 s.
+            await until(
+                pilot,
+                lambda: _time_lags(screen, live_group.topic)[1] == "1m43s",
+                what="the ages ticking on",
+            )
+        clock.now += 4  # 12 s after the first lookup
+        await until(pilot, lambda: source.lookups == 2, what="the second lookup")
