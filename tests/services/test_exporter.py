@@ -172,3 +172,23 @@ def test_a_scraper_that_accepts_gzip_gets_the_same_page_gzipped() -> None:
         server.shutdown()
         server.server_close()
     assert page.renders == 1
+
+
+def test_healthz_stays_200_and_names_the_groups_the_last_refresh_could_not_read() -> None:
+    unread = {
+        "b": "share group 'b': GROUP_AUTHORIZATION_FAILED",
+        "c": "no answer within 5 s",
+    }
+    snapshot = ExporterSnapshot(refreshed_at=1.0, refreshed_monotonic=50.0, unread=unread)
+    assert snapshot.healthy(10.0, 51.0) == (
+        True,
+        "ok: refreshed 1.0 s ago; 2 groups not read, last figures kept: "
+        "share group 'b': GROUP_AUTHORIZATION_FAILED; c: no answer within 5 s",
+    )
+    many = replace(snapshot, unread={f"g{index}": "gone" for index in range(7)})
+    ok, reason = many.healthy(10.0, 51.0)
+    assert ok
+    assert reason.endswith(
+        "7 groups not read, last figures kept: "
+        "g0: gone; g1: gone; g2: gone; g3: gone; g4: gone; and 2 more"
+    )
