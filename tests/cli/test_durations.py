@@ -9,6 +9,8 @@ as the same float, so scripts written against them keep their meaning.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -285,3 +287,21 @@ def test_every_duration_option_says_the_grammar_in_its_help(command: str, option
     text = " ".join(re.sub(r"-\n\s+", "-", result.stdout).split())
     start = text.index(f"{option} DURATION ")
     assert DURATION_EXAMPLES in text[start : text.find(" --", start + len(option))]
+
+
+def test_reading_a_duration_with_a_unit_loads_neither_pendulum_nor_fractions_for_help() -> None:
+    # Every command imports the grammar (its --timeout help); only ISO-8601 and
+    # date-times need pendulum, only a duration with a unit needs fractions.
+    code = (
+        "import sys\n"
+        "sys.argv = ['kshare', 'list', '--help']\n"
+        "from kshare_cli.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "from kshare_cli.cli.common import parse_timeout\n"
+        "parse_timeout('30000')\n"
+        "sys.stderr.write(repr(sorted(m for m in ('pendulum', 'fractions') if m in sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.stderr == "[]"
