@@ -17,7 +17,7 @@ from typing import Annotated, Final
 
 import typer
 
-from kshare_cli.cli import common, durations
+from kshare_cli.cli import common, durations, threshold_options
 from kshare_cli.errors import UsageError
 
 DEFAULT_LISTEN: Final = "0.0.0.0:9932"
@@ -41,7 +41,8 @@ def check_args(
     all_groups: bool,
     interval: float,
     stall_after: float,
-    values: dict[str, int | None],
+    lag_above: int | None,
+    archived_above: int | None,
 ) -> None:
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
     if groups and all_groups:
@@ -53,9 +54,7 @@ def check_args(
         raise UsageError(f"--interval must be above 0 and at most 3600 s, not {interval:g}")
     if not stall_after > 0:
         raise UsageError(f"--stall-after must be above 0, not {stall_after:g}")
-    for name, value in values.items():
-        if value is not None and value < 0:
-            raise UsageError(f"{name} must be 0 or more, not {value}")
+    threshold_options.check_thresholds(lag_above, archived_above)
 
 
 def exporter(
@@ -96,22 +95,11 @@ def exporter(
         ),
     ] = f"{DEFAULT_STALL_AFTER_S:g}s",
     lag_above: Annotated[
-        int | None,
-        typer.Option(
-            "--lag-above",
-            metavar="N",
-            help="WARN above this lag (default: off).",
-            show_default=False,
-        ),
+        int | None, threshold_options.lag_above("WARN above this lag (default: off).")
     ] = None,
     archived_above: Annotated[
         int | None,
-        typer.Option(
-            "--archived-above",
-            metavar="N",
-            help="WARN above this many archived records (default: off).",
-            show_default=False,
-        ),
+        threshold_options.archived_above("WARN above this many archived records (default: off)."),
     ] = None,
     cluster_name: Annotated[
         str | None,
@@ -124,11 +112,10 @@ def exporter(
     ] = None,
     time_lag: Annotated[
         bool,
-        typer.Option(
-            "--time-lag",
-            help="Also export kshare_share_partition_lag_seconds: the age of each "
+        threshold_options.time_lag(
+            "Also export kshare_share_partition_lag_seconds: the age of each "
             "share-partition's oldest record not yet acknowledged (one fetch per "
-            "share-partition with lag, each refresh).",
+            "share-partition with lag, each refresh)."
         ),
     ] = False,
     bootstrap_server: common.BootstrapServer = None,
@@ -158,7 +145,8 @@ def exporter(
             all_groups,
             interval_s,
             stall_after_s,
-            {"--lag-above": lag_above, "--archived-above": archived_above},
+            lag_above,
+            archived_above,
         ),
         invocation,
     )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kshare_cli.cli import common, durations
+from kshare_cli.cli import common, durations, threshold_options
 from kshare_cli.cli.describe_cmd import check_groups
 from kshare_cli.cli.inflight_cmd import Output
 from kshare_cli.errors import ExitCode, UsageError
@@ -40,9 +40,7 @@ def check_args(
 ) -> None:
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
     check_groups(groups, all_groups)
-    for name, value in (("--lag-above", lag_above), ("--archived-above", archived_above)):
-        if value is not None and value < 0:
-            raise UsageError(f"{name} must be 0 or more, not {value}")
+    threshold_options.check_thresholds(lag_above, archived_above)
     if stall_after is not None and not 0 < stall_after <= 3600:
         raise UsageError(f"--stall-after must be above 0 and at most 3600 s, not {stall_after:g}")
     if output is common.OutputFormat.plain:
@@ -84,11 +82,8 @@ def health(
     ] = False,
     lag_above: Annotated[
         int | None,
-        typer.Option(
-            "--lag-above",
-            metavar="N",
-            help="WARN for a share-partition whose lag is above N (default: off).",
-            show_default=False,
+        threshold_options.lag_above(
+            "WARN for a share-partition whose lag is above N (default: off)."
         ),
     ] = None,
     stall_after: Annotated[
@@ -106,21 +101,17 @@ def health(
     ] = None,
     archived_above: Annotated[
         int | None,
-        typer.Option(
-            "--archived-above",
-            metavar="N",
-            help="WARN for a share-partition with more than N archived records in its "
-            "in-flight window (default: off).",
-            show_default=False,
+        threshold_options.archived_above(
+            "WARN for a share-partition with more than N archived records in its "
+            "in-flight window (default: off)."
         ),
     ] = None,
     time_lag: Annotated[
         bool,
-        typer.Option(
-            "--time-lag",
-            help="Add the age of each share-partition's oldest unacknowledged record "
+        threshold_options.time_lag(
+            "Add the age of each share-partition's oldest unacknowledged record "
             "(LAG-AGE; lag_seconds in json/yaml/jsonl), read without acquiring it: one "
-            "fetch per share-partition with lag. It changes no status.",
+            "fetch per share-partition with lag. It changes no status."
         ),
     ] = False,
     output: Output = common.OutputFormat.table,

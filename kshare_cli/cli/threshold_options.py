@@ -1,0 +1,41 @@
+"""The options ``kshare health`` and ``kshare exporter`` share: ``services/health.py``'s thresholds.
+
+Both commands judge groups by the same rules, so they take the same thresholds:
+each is declared once here (its flag, its value and metavar, the check made
+before connecting). Each command keeps its own help sentence (health judges one
+reading, the exporter every refresh), which the man pages print.
+
+Imported to build ``--help``: nothing heavy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from kshare_cli.errors import UsageError
+
+__all__ = ["archived_above", "check_thresholds", "lag_above", "time_lag"]
+
+
+def lag_above(help_text: str) -> Any:
+    """``--lag-above N``: WARN for a share-partition whose lag is above N (off: None)."""
+    return typer.Option("--lag-above", metavar="N", help=help_text, show_default=False)
+
+
+def archived_above(help_text: str) -> Any:
+    """``--archived-above N``: WARN for more than N archived records in the window."""
+    return typer.Option("--archived-above", metavar="N", help=help_text, show_default=False)
+
+
+def time_lag(help_text: str) -> Any:
+    """``--time-lag``: read each lagging share-partition's oldest unacknowledged record."""
+    return typer.Option("--time-lag", help=help_text)
+
+
+def check_thresholds(lag_above: int | None, archived_above: int | None) -> None:
+    """A count threshold is 0 or more (exit 2 before connecting)."""
+    for name, value in (("--lag-above", lag_above), ("--archived-above", archived_above)):
+        if value is not None and value < 0:
+            raise UsageError(f"{name} must be 0 or more, not {value}")
