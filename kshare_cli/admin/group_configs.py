@@ -20,10 +20,9 @@ update carries a note saying so. Whatever the broker still refuses -- Kafka 4.2
 also checks the keys a group has not set against the static defaults -- comes back
 as the broker's own message (``Refused``).
 
-The key table restates Kafka's ``GroupConfig`` (branches 4.2 and 4.3) for the
-client side. The sandbox keeps its own broker-side copy
-(``sandbox/group_configs.py``): the sandbox may import only ``state/`` and
-``wire/``, and nothing but its command may import the sandbox.
+The key table and ConfigDef's rules for the values are Kafka's knowledge,
+shared with the sandbox broker: ``kafka/group_configs.py``. This module turns a
+refusal by those rules into a usage error before anything is sent.
 
 The converters from kio responses are module functions, testable without a broker.
 """
@@ -31,7 +30,6 @@ The converters from kio responses are module functions, testable without a broke
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -44,6 +42,25 @@ from kshare_cli.errors import (
     TimedOut,
     UsageError,
 )
+from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_GROUPS
+from kshare_cli.kafka.group_configs import (
+    AUTO_OFFSET_RESET,
+    BROKER_RESOURCE,
+    GROUP_RESOURCE,
+    JAVA_INT,
+    SHARE_CONFIG_KEYS,
+    AlterConfigOpType,
+    BrokerBound,
+    ConfigType,
+    ConfigValueError,
+    GroupConfigKey,
+    Parsed,
+    invalid_value,
+    parse_auto_offset_reset,
+    parse_value,
+    share_config_key,
+    validate_value,
+)
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -51,6 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BROKER_RESOURCE",
+    "DESCRIBE_CONFIGS",
     "DYNAMIC_GROUP_CONFIG",
     "GROUP_RESOURCE",
     "SHARE_CONFIG_KEYS",
@@ -63,7 +81,6 @@ __all__ = [
     "GroupConfigAdmin",
     "GroupConfigEntry",
     "GroupConfigs",
-    "ShareConfigKey",
     "alter_error_from",
     "broker_settings_from",
     "check_against_broker",
@@ -76,16 +93,8 @@ __all__ = [
     "share_config_key",
 ]
 
-DESCRIBE_CONFIGS: Final = 32
-INCREMENTAL_ALTER_CONFIGS: Final = 44
-LIST_GROUPS: Final = 16
 #: DescribeConfigs v1 is the first with a config source (v0 has only ``is_default``).
 DESCRIBE_CONFIGS_WITH_SOURCE: Final = 1
-
-GROUP_RESOURCE: Final = 32
-BROKER_RESOURCE: Final = 4
-OP_SET: Final = 0
-OP_DELETE: Final = 1
 
 #: Kafka's ``ConfigEntry.ConfigSource`` names for the wire's ``configSource`` ids
 #: (``DescribeConfigsResponse.ConfigSource``): what kafka-configs.sh prints.
@@ -101,19 +110,8 @@ CONFIG_SOURCES: Final = {
     8: "DYNAMIC_GROUP_CONFIG",
 }
 DYNAMIC_GROUP_CONFIG: Final = "DYNAMIC_GROUP_CONFIG"
-#: ``DescribeConfigsResponse.ConfigType`` ids (DescribeConfigs v3+).
-CONFIG_TYPES: Final = {
-    0: "UNKNOWN",
-    1: "BOOLEAN",
-    2: "STRING",
-    3: "INT",
-    4: "SHORT",
-    5: "LONG",
-    6: "DOUBLE",
-    7: "LIST",
-    8: "CLASS",
-    9: "PASSWORD",
-}
+#: ``DescribeConfigsResponse.ConfigType`` names by id (DescribeConfigs v3+).
+CONFIG_TYPES: Final = {config_type.value: config_type.name for config_type in ConfigType}
 
 #: Group configs of other group types: Kafka has them, kshare leaves them to kafka-configs.sh.
 OTHER_GROUP_TYPES: Final = ("consumer.", "streams.")
@@ -121,125 +119,10 @@ OTHER_GROUP_TYPES: Final = ("consumer.", "streams.")
 
 # --------------------------------------------------------------------------- the key table
 
-
-@dataclass(frozen=True, slots=True)
-class BrokerBound:
-    """A broker setting that bounds a group config, with Kafka's default for it."""
-
-    setting: str
-    default: int
-
-
-@dataclass(frozen=True, slots=True)
-class ShareConfigKey:
-    """One ``share.*`` group config as Kafka's ``GroupConfig`` defines and validates it.
-
-    ``at_least`` is the ConfigDef ``atLeast`` (static); ``minimum`` and ``maximum``
-    are the broker settings ``GroupConfig.validateValues`` compares with;
-    ``default_from`` is the broker setting that supplies the default a group
-    without its own value gets.
-    """
-
-    name: str
-    value_type: Literal["INT", "STRING", "BOOLEAN"]
-    since: str
-    default: str
-    at_least: int | None = None
-    choices: tuple[str, ...] = ()
-    minimum: BrokerBound | None = None
-    maximum: BrokerBound | None = None
-    default_from: str | None = None
-
-    @property
-    def bounds(self) -> tuple[BrokerBound, ...]:
-        return tuple(bound for bound in (self.minimum, self.maximum) if bound is not None)
-
-
-#: Kafka 4.2's share-group configs, and those 4.3 added. Static bounds from
-#: ``GroupConfig``'s ConfigDef; broker bounds and their defaults from
-#: ``GroupCoordinatorConfig`` and ``ShareGroupConfig`` (same values on 4.2 and 4.3).
-SHARE_CONFIG_KEYS: Final[tuple[ShareConfigKey, ...]] = (
-    ShareConfigKey(
-        "share.session.timeout.ms",
-        "INT",
-        "4.1",
-        "45000",
-        at_least=1,
-        minimum=BrokerBound("group.share.min.session.timeout.ms", 45000),
-        maximum=BrokerBound("group.share.max.session.timeout.ms", 60000),
-        default_from="group.share.session.timeout.ms",
-    ),
-    ShareConfigKey(
-        "share.heartbeat.interval.ms",
-        "INT",
-        "4.1",
-        "5000",
-        at_least=1,
-        minimum=BrokerBound("group.share.min.heartbeat.interval.ms", 5000),
-        maximum=BrokerBound("group.share.max.heartbeat.interval.ms", 15000),
-        default_from="group.share.heartbeat.interval.ms",
-    ),
-    ShareConfigKey(
-        "share.record.lock.duration.ms",
-        "INT",
-        "4.1",
-        "30000",
-        at_least=1000,
-        minimum=BrokerBound("group.share.min.record.lock.duration.ms", 15000),
-        maximum=BrokerBound("group.share.max.record.lock.duration.ms", 60000),
-        default_from="group.share.record.lock.duration.ms",
-    ),
-    ShareConfigKey(
-        "share.delivery.count.limit",
-        "INT",
-        "4.3",
-        "5",
-        at_least=2,
-        minimum=BrokerBound("group.share.min.delivery.count.limit", 2),
-        maximum=BrokerBound("group.share.max.delivery.count.limit", 10),
-        default_from="group.share.delivery.count.limit",
-    ),
-    ShareConfigKey(
-        "share.partition.max.record.locks",
-        "INT",
-        "4.3",
-        "2000",
-        at_least=100,
-        minimum=BrokerBound("group.share.min.partition.max.record.locks", 100),
-        maximum=BrokerBound("group.share.max.partition.max.record.locks", 4000),
-        default_from="group.share.partition.max.record.locks",
-    ),
-    ShareConfigKey("share.auto.offset.reset", "STRING", "4.1", "latest"),
-    ShareConfigKey(
-        "share.isolation.level",
-        "STRING",
-        "4.1",
-        "read_uncommitted",
-        choices=("read_committed", "read_uncommitted"),
-    ),
-    ShareConfigKey("share.renew.acknowledge.enable", "BOOLEAN", "4.3", "true"),
-    ShareConfigKey(
-        "share.assignment.interval.ms",
-        "INT",
-        "4.3",
-        "1000",
-        at_least=0,
-        minimum=BrokerBound("group.share.min.assignment.interval.ms", 0),
-        maximum=BrokerBound("group.share.max.assignment.interval.ms", 15000),
-        default_from="group.share.assignment.interval.ms",
-    ),
-)
-
-_KEYS_BY_NAME: Final = {key.name: key for key in SHARE_CONFIG_KEYS}
 #: Every broker setting a share config is bounded by: what a set reads from the broker.
 BOUND_SETTINGS: Final = tuple(bound.setting for key in SHARE_CONFIG_KEYS for bound in key.bounds)
 _SESSION_TIMEOUT = "share.session.timeout.ms"
 _HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
-
-
-def share_config_key(name: str) -> ShareConfigKey | None:
-    """The table entry for ``name``, None for a name that is not a share-group config."""
-    return _KEYS_BY_NAME.get(name)
 
 
 def valid_keys_text() -> str:
@@ -252,94 +135,29 @@ def valid_keys_text() -> str:
 # --------------------------------------------------------------------------- static checks
 
 
-Parsed = int | str | bool
-
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-_INT32_MIN = -(2**31)
-_INT32_MAX = 2**31 - 1
-# java.time.Duration.parse: [-+]PnDTnHnMn.nS, case-insensitive, a sign on any unit.
-_JAVA_DURATION = re.compile(
-    r"([-+]?)P(?:([-+]?[0-9]+)D)?"
-    r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
-    re.IGNORECASE,
-)
 _AUTO_OFFSET_RESET_RULE = (
     "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
 )
 
 
-def _java_trim(text: str) -> str:
-    """``String.trim()``, as ConfigDef applies it: every char <= U+0020, not only spaces."""
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
-
-
-def _java_duration_ns(text: str) -> int | None:
-    """``java.time.Duration.parse`` in nanoseconds; None where Java throws."""
-    match = _JAVA_DURATION.fullmatch(text)
-    if match is None:
-        return None
-    sign, days, t_part, hours, minutes, seconds, fraction = match.groups()
-    if days is None and t_part is None:
-        return None
-    if t_part is not None and hours is None and minutes is None and seconds is None:
-        return None
-    total = 0
-    for amount, unit_seconds in ((days, 86400), (hours, 3600), (minutes, 60), (seconds, 1)):
-        if amount is not None:
-            total += int(amount) * unit_seconds * 1_000_000_000
-    if fraction:
-        fraction_ns = int((fraction + "000000000")[:9])
-        total += -fraction_ns if seconds is not None and seconds.startswith("-") else fraction_ns
-    return -total if sign == "-" else total
-
-
-def _valid_auto_offset_reset(value: str) -> bool:
-    """``ShareGroupAutoOffsetResetStrategy.fromString`` would accept ``value``."""
-    if value in ("earliest", "latest"):
-        return True
-    if not value.startswith("by_duration:"):
-        return False
-    duration = _java_duration_ns(value[len("by_duration:") :])
-    return duration is not None and duration >= 0
-
-
-def _invalid(name: str, raw: str, detail: str) -> UsageError:
-    """Kafka's ``ConfigException(name, value, message)`` text, as a usage error."""
-    return UsageError(f"Invalid value {raw} for configuration {name}: {detail}")
-
-
-def check_value(key: ShareConfigKey, raw: str) -> Parsed:
+def check_value(key: GroupConfigKey, raw: str) -> Parsed:
     """ConfigDef's parse and validator for ``key``: the typed value, or a UsageError.
 
     The messages are Kafka's (``Not a number of type INT``, ``Value must be at
-    least 1000``), so an operator finds them in Kafka's documentation and logs.
+    least 1000``), so an operator finds them in Kafka's documentation and logs;
+    an auto offset reset names the rule in kshare's shorter words.
     """
-    trimmed = _java_trim(raw)
-    if key.value_type == "INT":
-        if _JAVA_INT.fullmatch(trimmed) is None or not (_INT32_MIN <= int(trimmed) <= _INT32_MAX):
-            raise _invalid(key.name, raw, "Not a number of type INT")
-        number = int(trimmed)
-        if key.at_least is not None and number < key.at_least:
-            raise _invalid(key.name, str(number), f"Value must be at least {key.at_least}")
-        return number
-    if key.value_type == "BOOLEAN":
-        lowered = trimmed.lower()
-        if lowered not in ("true", "false"):
-            raise _invalid(key.name, raw, "Expected value to be either true or false")
-        return lowered == "true"
-    if key.choices and trimmed not in key.choices:
-        raise _invalid(key.name, trimmed, "String must be one of: " + ", ".join(key.choices))
-    if key.name == "share.auto.offset.reset" and not _valid_auto_offset_reset(trimmed):
-        raise _invalid(key.name, trimmed, _AUTO_OFFSET_RESET_RULE)
-    return trimmed
+    try:
+        value = parse_value(key, raw)
+        if key.name == AUTO_OFFSET_RESET and parse_auto_offset_reset(str(value)) is None:
+            raise invalid_value(key.name, value, _AUTO_OFFSET_RESET_RULE)
+        validate_value(key, value)
+    except ConfigValueError as refused:
+        raise UsageError(refused.message) from None
+    return value
 
 
-def check_name(name: str) -> ShareConfigKey:
+def check_name(name: str) -> GroupConfigKey:
     """The share config called ``name``, or a UsageError naming the valid ones."""
     key = share_config_key(name)
     if key is not None:
@@ -366,7 +184,7 @@ def parse_assignment(argument: str) -> tuple[str, str]:
 class CheckedValue:
     """A value that passed the static checks: the text to send and what it parses to."""
 
-    key: ShareConfigKey
+    key: GroupConfigKey
     raw: str
     value: Parsed
 
@@ -387,11 +205,11 @@ def check_assignments(arguments: Sequence[str]) -> tuple[CheckedValue, ...]:
     return tuple(checked)
 
 
-def check_names(names: Sequence[str]) -> tuple[ShareConfigKey, ...]:
+def check_names(names: Sequence[str]) -> tuple[GroupConfigKey, ...]:
     """Config names to unset, checked before any I/O."""
     if not names:
         raise UsageError("name at least one config to unset")
-    keys: list[ShareConfigKey] = []
+    keys: list[GroupConfigKey] = []
     for name in names:
         if "=" in name:
             raise UsageError(f"unset takes config names, not KEY=VALUE: {name!r}")
@@ -574,7 +392,7 @@ def broker_settings_from(result: Any | KafkaError, node_id: int) -> BrokerSettin
     values: list[tuple[str, int]] = []
     for config in result.configs:
         text = config.value
-        if text is not None and _JAVA_INT.fullmatch(text.strip()):
+        if text is not None and JAVA_INT.fullmatch(text.strip()):
             values.append((config.name, int(text.strip())))
     return BrokerSettings(node_id, tuple(values))
 
@@ -610,12 +428,12 @@ def _bound_value(bound: BrokerBound, broker: BrokerSettings) -> tuple[int, str, 
 
 def _current_int(configs: GroupConfigs, name: str) -> int | None:
     entry = configs.get(name)
-    if entry is None or entry.value is None or _JAVA_INT.fullmatch(entry.value.strip()) is None:
+    if entry is None or entry.value is None or JAVA_INT.fullmatch(entry.value.strip()) is None:
         return None
     return int(entry.value.strip())
 
 
-def check_supported(configs: GroupConfigs, keys: Iterable[ShareConfigKey]) -> None:
+def check_supported(configs: GroupConfigs, keys: Iterable[GroupConfigKey]) -> None:
     """Refuse keys the cluster does not know as group configs (a 4.3 key on a 4.2 broker).
 
     DescribeConfigs on a GROUP lists every group config the broker knows, so a key
@@ -806,9 +624,9 @@ class GroupConfigAdmin:
                         "configs": [
                             {
                                 "name": operation.name,
-                                "config_operation": OP_SET
+                                "config_operation": AlterConfigOpType.SET
                                 if operation.operation == "set"
-                                else OP_DELETE,
+                                else AlterConfigOpType.DELETE,
                                 "value": operation.value,
                             }
                             for operation in operations

@@ -5,7 +5,9 @@ IncrementalAlterConfigs) next to broker-level ``group.*`` settings that supply t
 defaults and the bounds a group value is checked against. The sandbox has to
 answer those two RPCs the way Kafka 4.2 does, and its share-group coordinator and
 share-partitions have to read the effective values (lock duration, delivery
-limit, session timeout, ...), so both live here, without I/O.
+limit, session timeout, ...), so both live here, without I/O. The key table and
+ConfigDef's rules for values are Kafka's knowledge, shared with the client:
+``kafka/group_configs.py``; what is here is the broker's side of them.
 
 What this reproduces from Apache Kafka 4.2.0 (``GroupConfig``,
 ``GroupConfigManager``, ``ConfigHelper``, ``ConfigurationControlManager``):
@@ -41,14 +43,26 @@ come only from the broker (``group.share.delivery.count.limit``,
 
 from __future__ import annotations
 
-import enum
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.group_configs import (
+    GROUP_CONFIG_KEYS,
+    AlterConfigOpType,
+    AutoOffsetReset,
+    ConfigSource,
+    ConfigType,
+    ConfigValueError,
+    GroupConfigKey,
+    Parsed,
+    java_str,
+    parse_auto_offset_reset,
+    parse_value,
+    validate_value,
+)
 from kshare_cli.state.partitioning import java_string_hash
 
 KafkaVersion = Literal["4.2", "4.3"]
@@ -56,44 +70,6 @@ KafkaVersion = Literal["4.2", "4.3"]
 
 #: Kafka's cap on a stored config value (KRaft ConfigRecord), in characters.
 _MAX_VALUE_SIZE = 32767
-
-
-class ConfigSource(enum.IntEnum):
-    """DescribeConfigs ``configSource`` ids (``DescribeConfigsResponse.ConfigSource``)."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-class ConfigType(enum.IntEnum):
-    """DescribeConfigs ``configType`` ids (``DescribeConfigsResponse.ConfigType``)."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class AlterConfigOpType(enum.IntEnum):
-    """IncrementalAlterConfigs ``configOperation`` ids (``AlterConfigOp.OpType``)."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 class GroupConfigError(Exception):
@@ -107,28 +83,6 @@ class GroupConfigError(Exception):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
-
-
-class _ConfigException(Exception):
-    """Kafka's ``ConfigException``/``InvalidConfigurationException``: INVALID_CONFIG."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-def _invalid_value(name: str, value: object, detail: str | None) -> _ConfigException:
-    """Build the message Kafka's ``ConfigException(name, value, message)`` carries."""
-    suffix = "" if detail is None else f": {detail}"
-    return _ConfigException(f"Invalid value {_java_str(value)} for configuration {name}{suffix}")
-
-
-def _java_str(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,299 +216,22 @@ class ConfigEntry:
     documentation: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class AutoOffsetReset:
-    """A parsed ``share.auto.offset.reset``: where a share-partition starts.
-
-    ``duration_ms`` is set for ``by_duration``; :meth:`timestamp` gives the
-    ListOffsets timestamp the share-partition leader looks up, so the broker
-    does not have to parse ISO-8601 itself.
-    """
-
-    kind: Literal["earliest", "latest", "by_duration"]
-    duration_ms: int | None = None
-
-    def timestamp(self, now_ms: int) -> int:
-        """ListOffsets timestamp: -2 earliest, -1 latest, else ``now - duration``."""
-        if self.kind == "earliest":
-            return -2
-        if self.kind == "latest":
-            return -1
-        return now_ms - (self.duration_ms or 0)
-
-
-# --- value parsing (ConfigDef semantics) -------------------------------------------------------
-
-_INT32_MIN = -(2**31)
-_INT32_MAX = 2**31 - 1
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-# java.time.Duration.parse: [-+]PnDTnHnMn.nS, case-insensitive, signs per unit.
-_JAVA_DURATION = re.compile(
-    r"([-+]?)P(?:([-+]?[0-9]+)D)?"
-    r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
-    re.IGNORECASE,
-)
-
-
-def _java_trim(text: str) -> str:
-    """``String.trim()``: strips every char <= U+0020, which ``str.strip()`` does not."""
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
-
-
-def parse_java_duration_ms(text: str) -> int | None:
-    """Parse an ISO-8601 duration as ``java.time.Duration.parse`` does; None if invalid.
-
-    Kafka validates ``by_duration:`` with Java's parser, whose grammar differs from
-    Python's libraries (days at most, no years/months/weeks, signs on each unit),
-    so the sandbox must accept and refuse exactly the same strings.
-    """
-    match = _JAVA_DURATION.fullmatch(text)
-    if match is None:
-        return None
-    sign, days, t_part, hours, minutes, seconds, fraction = match.groups()
-    if t_part is not None and hours is None and minutes is None and seconds is None:
-        return None
-    if days is None and t_part is None:
-        return None
-    total_ns = 0
-    for amount, unit_seconds in ((days, 86400), (hours, 3600), (minutes, 60), (seconds, 1)):
-        if amount is not None:
-            total_ns += int(amount) * unit_seconds * 1_000_000_000
-    if fraction:
-        fraction_ns = int((fraction + "000000000")[:9])
-        total_ns += -fraction_ns if seconds is not None and seconds.startswith("-") else fraction_ns
-    if sign == "-":
-        total_ns = -total_ns
-    return total_ns // 1_000_000
-
-
-def parse_auto_offset_reset(value: str) -> AutoOffsetReset | None:
-    """Parse a trimmed ``share.auto.offset.reset`` value; None where Kafka refuses it.
-
-    ``none`` is a valid consumer strategy but not a share-group one, and names are
-    case-sensitive (``EARLIEST`` is refused), as in ``ShareGroupAutoOffsetResetStrategy``.
-    """
-    if value == "earliest":
-        return AutoOffsetReset("earliest")
-    if value == "latest":
-        return AutoOffsetReset("latest")
-    if value.startswith("by_duration:"):
-        duration_ms = parse_java_duration_ms(value[len("by_duration:") :])
-        if duration_ms is None or duration_ms < 0:
-            return None
-        return AutoOffsetReset("by_duration", duration_ms)
-    return None
-
-
-Parsed = int | str | bool
-
-
-def _parse_int(name: str, raw: str) -> int:
-    trimmed = _java_trim(raw)
-    if _JAVA_INT.fullmatch(trimmed) is None:
-        raise _invalid_value(name, raw, "Not a number of type INT")
-    number = int(trimmed)
-    if not _INT32_MIN <= number <= _INT32_MAX:
-        raise _invalid_value(name, raw, "Not a number of type INT")
-    return number
-
-
-def _parse_bool(name: str, raw: str) -> bool:
-    trimmed = _java_trim(raw).lower()
-    if trimmed == "true":
-        return True
-    if trimmed == "false":
-        return False
-    raise _invalid_value(name, raw, "Expected value to be either true or false")
-
-
-def _at_least(minimum: int) -> Callable[[str, Parsed], None]:
-    def check(name: str, value: Parsed) -> None:
-        if isinstance(value, int) and value < minimum:
-            raise _invalid_value(name, value, f"Value must be at least {minimum}")
-
-    return check
-
-
-def _one_of(*choices: str) -> Callable[[str, Parsed], None]:
-    def check(name: str, value: Parsed) -> None:
-        if value not in choices:
-            raise _invalid_value(name, value, "String must be one of: " + ", ".join(choices))
-
-    return check
-
-
-def _auto_offset_reset_validator(name: str, value: Parsed) -> None:
-    if not isinstance(value, str) or parse_auto_offset_reset(value) is None:
-        raise _invalid_value(
-            name,
-            value,
-            f"Invalid value `{_java_str(value)}` for configuration {name}. The value must be "
-            "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
-        )
-
-
 # --- the definitions -------------------------------------------------------------------------
 
-_SHARE_AUTO_OFFSET_RESET_DOC = (
-    "The strategy to initialize the share-partition start offset. "
-    "<ul><li>earliest: automatically reset the offset to the earliest offset</li>"
-    "<li>latest: automatically reset the offset to the latest offset</li>"
-    "<li>by_duration:&lt;duration&gt;: automatically reset the offset to a configured duration "
-    "from the current timestamp. "
-    "&lt;duration&gt; must be specified in ISO8601 format (PnDTnHnMn.nS). "
-    "Negative duration is not allowed.</li>"
-    "<li>anything else: throw exception to the share consumer.</li></ul>"
-)
-_SHARE_ISOLATION_LEVEL_DOC = (
-    "Controls how to read records written transactionally. "
-    'If set to "read_committed", the share group will only deliver transactional records '
-    "which have been committed. "
-    'If set to "read_uncommitted", the share group will return all messages, even '
-    "transactional messages which have been aborted. "
-    "Non-transactional records will be returned unconditionally in either mode."
+#: Group configs the sandbox does not emulate yet: Kafka 4.3's assignment interval.
+_NOT_EMULATED = frozenset({"share.assignment.interval.ms"})
+#: The group configs the sandbox answers for, in ConfigDef (validation) order.
+_DEFINITIONS: tuple[GroupConfigKey, ...] = tuple(
+    key for key in GROUP_CONFIG_KEYS if key.name not in _NOT_EMULATED
 )
 
 
-@dataclass(frozen=True, slots=True)
-class GroupConfigDefinition:
-    """One group config as Kafka's ``GroupConfig`` ConfigDef defines it.
+def _broker_field(key: GroupConfigKey) -> str | None:
+    """The :class:`BrokerGroupSettings` field that supplies ``key``'s default, if any."""
+    if key.default_from is None:
+        return None
+    return key.default_from.removeprefix("group.").replace(".", "_")
 
-    ``static_default`` is the ConfigDef default (used by 4.2's validation);
-    ``broker_default`` names the :class:`BrokerGroupSettings` field that supplies
-    the default shown by DescribeConfigs and used at run time, when there is one.
-    """
-
-    name: str
-    config_type: ConfigType
-    static_default: Parsed
-    documentation: str
-    validator: Callable[[str, Parsed], None] | None = field(default=None, compare=False)
-    broker_default: str | None = None
-    since: KafkaVersion = "4.2"
-
-
-_DEFINITIONS: tuple[GroupConfigDefinition, ...] = (
-    GroupConfigDefinition(
-        "consumer.session.timeout.ms",
-        ConfigType.INT,
-        45000,
-        "The timeout to detect client failures when using the consumer group protocol.",
-        _at_least(1),
-        "consumer_session_timeout_ms",
-    ),
-    GroupConfigDefinition(
-        "consumer.heartbeat.interval.ms",
-        ConfigType.INT,
-        5000,
-        "The heartbeat interval given to the members of a consumer group.",
-        _at_least(1),
-        "consumer_heartbeat_interval_ms",
-    ),
-    GroupConfigDefinition(
-        "share.session.timeout.ms",
-        ConfigType.INT,
-        45000,
-        "The timeout to detect client failures when using the share group protocol.",
-        _at_least(1),
-        "share_session_timeout_ms",
-    ),
-    GroupConfigDefinition(
-        "share.heartbeat.interval.ms",
-        ConfigType.INT,
-        5000,
-        "The heartbeat interval given to the members of a share group.",
-        _at_least(1),
-        "share_heartbeat_interval_ms",
-    ),
-    GroupConfigDefinition(
-        "share.record.lock.duration.ms",
-        ConfigType.INT,
-        30000,
-        "The record acquisition lock duration in milliseconds for share groups.",
-        _at_least(1000),
-        "share_record_lock_duration_ms",
-    ),
-    GroupConfigDefinition(
-        "share.delivery.count.limit",
-        ConfigType.INT,
-        5,
-        "The maximum number of delivery attempts for a record delivered to a share group.",
-        _at_least(2),
-        "share_delivery_count_limit",
-        since="4.3",
-    ),
-    GroupConfigDefinition(
-        "share.partition.max.record.locks",
-        ConfigType.INT,
-        2000,
-        "Share-group record lock limit per share-partition.",
-        _at_least(100),
-        "share_partition_max_record_locks",
-        since="4.3",
-    ),
-    GroupConfigDefinition(
-        "share.auto.offset.reset",
-        ConfigType.STRING,
-        "latest",
-        _SHARE_AUTO_OFFSET_RESET_DOC,
-        _auto_offset_reset_validator,
-    ),
-    GroupConfigDefinition(
-        "share.isolation.level",
-        ConfigType.STRING,
-        "read_uncommitted",
-        _SHARE_ISOLATION_LEVEL_DOC,
-        _one_of("read_committed", "read_uncommitted"),
-    ),
-    GroupConfigDefinition(
-        "share.renew.acknowledge.enable",
-        ConfigType.BOOLEAN,
-        True,
-        "Whether the renew acknowledge type is enabled for the share group.",
-        None,
-        since="4.3",
-    ),
-    GroupConfigDefinition(
-        "streams.session.timeout.ms",
-        ConfigType.INT,
-        45000,
-        "The timeout to detect client failures when using the streams group protocol.",
-        _at_least(1),
-        "streams_session_timeout_ms",
-    ),
-    GroupConfigDefinition(
-        "streams.heartbeat.interval.ms",
-        ConfigType.INT,
-        5000,
-        "The heartbeat interval given to the members.",
-        _at_least(1),
-        "streams_heartbeat_interval_ms",
-    ),
-    GroupConfigDefinition(
-        "streams.num.standby.replicas",
-        ConfigType.INT,
-        0,
-        "The number of standby replicas for each task.",
-        _at_least(0),
-        "streams_num_standby_replicas",
-    ),
-    GroupConfigDefinition(
-        "streams.initial.rebalance.delay.ms",
-        ConfigType.INT,
-        3000,
-        "The amount of time the group coordinator will wait for more streams clients to join "
-        "a new group before performing the first rebalance. A longer delay means potentially "
-        "fewer rebalances.",
-        _at_least(0),
-        "streams_initial_rebalance_delay_ms",
-    ),
-)
 
 #: Configs whose DescribeConfigs default is the broker's value in 4.2
 #: (``extractGroupConfigMap``); in 4.3 every definition with a broker_default is.
@@ -622,7 +299,7 @@ class GroupConfigStore:
         self.broker = broker if broker is not None else BrokerGroupSettings()
         self.kafka_version: KafkaVersion = kafka_version
         self._definitions = tuple(
-            d for d in _DEFINITIONS if d.since == "4.2" or kafka_version == "4.3"
+            d for d in _DEFINITIONS if d.since != "4.3" or kafka_version == "4.3"
         )
         self._by_name = {d.name: d for d in self._definitions}
         self._describe_order = java_hashmap_order([d.name for d in self._definitions])
@@ -635,7 +312,7 @@ class GroupConfigStore:
     # -- introspection
 
     @property
-    def definitions(self) -> tuple[GroupConfigDefinition, ...]:
+    def definitions(self) -> tuple[GroupConfigKey, ...]:
         """The group configs this Kafka version knows, in ConfigDef (validation) order."""
         return self._definitions
 
@@ -695,7 +372,7 @@ class GroupConfigStore:
             else:
                 value = self._describe_default(definition)
                 source = ConfigSource.DEFAULT_CONFIG
-            text = _java_str(value)
+            text = java_str(value)
             synonyms = (ConfigSynonym(name, text, source),) if include_synonyms else ()
             entries.append(
                 ConfigEntry(
@@ -804,7 +481,7 @@ class GroupConfigStore:
             return ErrorCode.invalid_request, "Default group resources are not allowed."
         try:
             self._validate(merged)
-        except _ConfigException as error:
+        except ConfigValueError as error:
             return ErrorCode.invalid_config, error.message
         if not validate_only:
             if merged:
@@ -870,16 +547,17 @@ class GroupConfigStore:
 
     # -- internals
 
-    def _broker_value(self, definition: GroupConfigDefinition) -> Parsed:
-        if definition.broker_default is None:
-            return definition.static_default
-        value: int = getattr(self.broker, definition.broker_default)
+    def _broker_value(self, definition: GroupConfigKey) -> Parsed:
+        field_name = _broker_field(definition)
+        if field_name is None:
+            return definition.default_value
+        value: int = getattr(self.broker, field_name)
         return value
 
-    def _describe_default(self, definition: GroupConfigDefinition) -> Parsed:
+    def _describe_default(self, definition: GroupConfigKey) -> Parsed:
         if self.kafka_version == "4.3" or definition.name in _BROKER_DEFAULTED_42:
             return self._broker_value(definition)
-        return definition.static_default
+        return definition.default_value
 
     def _effective(self, group: str, name: str) -> Parsed:
         definition = self._by_name.get(name)
@@ -911,12 +589,8 @@ class GroupConfigStore:
         low, high = bounds[0][0], bounds[1][0]
         return max(low, min(high, value))
 
-    def _parse(self, definition: GroupConfigDefinition, raw: str) -> Parsed:
-        if definition.config_type == ConfigType.INT:
-            return _parse_int(definition.name, raw)
-        if definition.config_type == ConfigType.BOOLEAN:
-            return _parse_bool(definition.name, raw)
-        return _java_trim(raw)
+    def _parse(self, definition: GroupConfigKey, raw: str) -> Parsed:
+        return parse_value(definition, raw)
 
     def _bounds(self) -> dict[str, tuple[tuple[int, str], tuple[int, str]]]:
         """Per key: ((min, broker min name), (max, broker max name)), in check order."""
@@ -972,11 +646,11 @@ class GroupConfigStore:
         """``GroupConfigManager.validate``: names, then ConfigDef parse, then bounds."""
         for name in merged:
             if name not in self._by_name:
-                raise _ConfigException(f"Unknown group config name: {name}")
+                raise ConfigValueError(f"Unknown group config name: {name}")
         combined: dict[str, str | Parsed] = {}
         for definition in self._definitions:
             use_broker = (
-                self.kafka_version == "4.3" and definition.broker_default is not None
+                self.kafka_version == "4.3" and definition.default_from is not None
             ) or definition.name in _VALIDATION_BROKER_KEYS_42
             if use_broker:
                 combined[definition.name] = self._broker_value(definition)
@@ -985,13 +659,12 @@ class GroupConfigStore:
         for definition in self._definitions:
             raw = combined.get(definition.name)
             if raw is None:
-                value = definition.static_default
+                value = definition.default_value
             elif isinstance(raw, str):
                 value = self._parse(definition, raw)
             else:
                 value = raw
-            if definition.validator is not None:
-                definition.validator(definition.name, value)
+            validate_value(definition, value)
             values[definition.name] = value
         self._check_bounds(values)
 
@@ -1000,14 +673,14 @@ class GroupConfigStore:
             value = values[name]
             assert isinstance(value, int)
             if value < low:
-                raise _ConfigException(f"{name} must be greater than or equal to {low_name}")
+                raise ConfigValueError(f"{name} must be greater than or equal to {low_name}")
             if value > high:
-                raise _ConfigException(f"{name} must be less than or equal to {high_name}")
+                raise ConfigValueError(f"{name} must be less than or equal to {high_name}")
             if name == "streams.session.timeout.ms":
                 replicas = values["streams.num.standby.replicas"]
                 assert isinstance(replicas, int)
                 if replicas > self.broker.streams_max_standby_replicas:
-                    raise _ConfigException(
+                    raise ConfigValueError(
                         "streams.num.standby.replicas must be less than or equal to "
                         "group.streams.max.standby.replicas"
                     )
@@ -1016,6 +689,6 @@ class GroupConfigStore:
             heartbeat = values[f"{kind}.heartbeat.interval.ms"]
             assert isinstance(session, int) and isinstance(heartbeat, int)
             if session <= heartbeat:
-                raise _ConfigException(
+                raise ConfigValueError(
                     f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
                 )

@@ -44,6 +44,7 @@ from kshare_cli.kafka.api_keys import (
     SHARE_GROUP_DESCRIBE,
     SHARE_GROUP_HEARTBEAT,
 )
+from kshare_cli.kafka.group_configs import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kshare_cli.sandbox.broker import (
     SHARE_STATE_PARTITIONS,
     Broker,
@@ -81,9 +82,6 @@ from kshare_cli.wire.build import build
 
 log = logging.getLogger("kshare.sandbox")
 
-GROUP_RESOURCE: Final = 32
-TOPIC_RESOURCE: Final = 2
-BROKER_RESOURCE: Final = 4
 TIMER_INTERVAL_S: Final = 0.05
 #: Kafka 4.2 answered one DescribeShareGroupOffsets of 112 groups in 2.40 s (DESIGN.md,
 #: measured facts): what each group waits for the one before it in the same request.

@@ -26,7 +26,6 @@ from kshare_cli.admin.group_configs import (
     GroupConfigAdmin,
     GroupConfigEntry,
     GroupConfigs,
-    ShareConfigKey,
     alter_error_from,
     broker_settings_from,
     check_against_broker,
@@ -41,6 +40,7 @@ from kshare_cli.admin.group_configs import (
 )
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.errors import Refused, UsageError
+from kshare_cli.kafka.group_configs import GroupConfigKey
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.errors import KafkaError
 from tests.support.golden import GOLDEN
@@ -57,7 +57,7 @@ ALTER_03_DESCRIBE, ALTER_03 = 408, 409
 DESCRIBE_04 = 413
 
 
-def key(name: str) -> ShareConfigKey:
+def key(name: str) -> GroupConfigKey:
     found = share_config_key(name)
     assert found is not None, name
     return found

@@ -15,17 +15,19 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.sandbox.group_configs import (
+from kshare_cli.kafka.group_configs import (
     AlterConfigOpType,
     AutoOffsetReset,
-    BrokerGroupSettings,
-    ConfigEntry,
     ConfigSource,
     ConfigType,
+    parse_java_duration_ms,
+)
+from kshare_cli.sandbox.group_configs import (
+    BrokerGroupSettings,
+    ConfigEntry,
     GroupConfigError,
     GroupConfigStore,
     java_hashmap_order,
-    parse_java_duration_ms,
 )
 from tests.support.golden import GOLDEN
 

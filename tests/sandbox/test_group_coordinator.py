@@ -16,11 +16,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.sandbox.group_configs import (
-    AlterConfigOpType,
-    BrokerGroupSettings,
-    GroupConfigStore,
-)
+from kshare_cli.kafka.group_configs import AlterConfigOpType
+from kshare_cli.sandbox.group_configs import BrokerGroupSettings, GroupConfigStore
 from kshare_cli.sandbox.group_coordinator import (
     GroupDescription,
     HeartbeatResult,
