@@ -38,6 +38,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -793,7 +794,7 @@ def test_follow_prints_the_rows_of_new_state_records_until_sigint(
 
 def _settings(kshare: Kshare) -> Any:
     """The connection settings the command would resolve, for calling its service."""
-    from kshare_cli.connect.settings import resolve_settings
+    from kshare_cli.connect.resolve import resolve_settings
 
     return resolve_settings(
         bootstrap=kshare.bootstrap,
@@ -1083,6 +1084,37 @@ def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
     ]
     temporary = tmp_path / "tmp"
     temporary.mkdir()
+    with _spark_starting(argv, kshare, temporary) as process:
+        if moment == "starting":
+            time.sleep(0.5)
+            assert not _python_workers_of(process.pid), "the JVM started too soon"
+        else:
+            wait_for(
+                lambda: _python_workers_of(process.pid) or process.poll() is not None,
+                timeout=120,
+                interval=0.05,
+                what="a Spark job's Python worker",
+            )
+        assert process.poll() is None, "the job ended before it could be interrupted"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stdout, stderr) == (130, "", "kshare: interrupted\n")
+    # And no JVM outlives it (PySpark's launcher would leave one, ignoring SIGINT, holding
+    # the log file as its stderr).
+    wait_for(
+        lambda: not _holders(temporary),
+        timeout=30,
+        interval=0.2,
+        what=f"the JVM to exit: {_holders(temporary)}",
+    )
+
+
+@contextmanager
+def _spark_starting(
+    argv: list[str], kshare: Kshare, temporary: Path
+) -> Iterator[subprocess.Popen[str]]:
+    """argv running with TMPDIR temporary, once its Spark log is there (the JVM is starting)
+    or it has ended; killed if still running after the block."""
     process = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -1097,32 +1129,11 @@ def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
             interval=0.05,
             what="Spark to start",
         )
-        if moment == "starting":
-            time.sleep(0.5)
-            assert not _python_workers_of(process.pid), "the JVM started too soon"
-        else:
-            wait_for(
-                lambda: _python_workers_of(process.pid) or process.poll() is not None,
-                timeout=120,
-                interval=0.05,
-                what="a Spark job's Python worker",
-            )
-        assert process.poll() is None, "the job ended before it could be interrupted"
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
+        yield process
     finally:
         if process.poll() is None:
             process.kill()
             process.wait(10)
-    assert (process.returncode, stdout, stderr) == (130, "", "kshare: interrupted\n")
-    # And no JVM outlives it (PySpark's launcher would leave one, ignoring SIGINT, holding
-    # the log file as its stderr).
-    wait_for(
-        lambda: not _holders(temporary),
-        timeout=30,
-        interval=0.2,
-        what=f"the JVM to exit: {_holders(temporary)}",
-    )
 
 
 def _python_workers_of(pid: int) -> list[int]:
@@ -1161,6 +1172,29 @@ def _holders(directory: Path) -> list[int]:
         if any(target.startswith(str(directory)) for target in targets):
             holders.append(int(fd_dir.parent.name))
     return holders
+
+
+@pytest.mark.parametrize("command", ["deliveries", "capture"])
+def test_ctrl_c_while_spark_starts_leaves_no_spark_log_behind(
+    story: Story, kshare: Kshare, tmp_path: Path, command: str
+) -> None:
+    """A Ctrl-C while the JVM starts is no failure to look into: the jobs and the capture
+    share one Spark lifecycle, which stops Spark, exits 130 and removes the log directory
+    it made (the capture used to leave it in TMPDIR)."""
+    target = (
+        ["--group", story.group]
+        if command == "deliveries"
+        else ["--all-groups", "--to", str(tmp_path / "capture"), "--until-caught-up"]
+    )
+    argv = [str(KSHARE), "audit", command, *target, "--master", MASTER, *kshare.connection_args()]
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    with _spark_starting(argv, kshare, temporary) as process:
+        assert process.poll() is None, "the command ended before it could be interrupted"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stdout, stderr) == (130, "", "kshare: interrupted\n")
+    assert list(temporary.glob("kshare-audit-*")) == []
 
 
 def test_audits_over_sasl_ssl_with_scram_and_refuses_a_wrong_password(
