@@ -34,6 +34,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from kio.schema.errors import ErrorCode
+
 from kshare_cli.kafka.share_states import DeliveryState, StateBatch
 from kshare_cli.state.lag import share_partition_lag
 
@@ -42,7 +44,6 @@ __all__ = [
     "AcknowledgeType",
     "AcknowledgementBatch",
     "AcquiredRecords",
-    "ErrorCode",
     "InFlightRecord",
     "SharePartition",
     "SharePartitionConfig",
@@ -66,14 +67,6 @@ class AcknowledgeType(IntEnum):
     RELEASE = 2
     REJECT = 3
     RENEW = 4
-
-
-class ErrorCode(IntEnum):
-    """The per-partition error codes an acknowledgement can earn (Kafka's ``Errors`` ids)."""
-
-    NONE = 0
-    INVALID_REQUEST = 42
-    INVALID_RECORD_STATE = 121
 
 
 _ACK_TARGET: dict[int, DeliveryState] = {
@@ -532,30 +525,30 @@ class SharePartition:
         """
         changes: list[tuple[_Slot, int, int, DeliveryState]] = []
         written: list[StateBatch] = []
-        error = ErrorCode.NONE
+        error = ErrorCode.none
         for ack in batches:
             error = self._validate_acknowledgement(ack)
-            if error is not ErrorCode.NONE:
+            if error is not ErrorCode.none:
                 break
             if ack.last_offset < self._start:
                 continue
             overlapping, error = self._batches_for_acknowledgement(ack)
-            if error is not ErrorCode.NONE:
+            if error is not ErrorCode.none:
                 break
             error = self._acknowledge_batches(member_id, ack, overlapping, now_ms, changes, written)
-            if error is not ErrorCode.NONE:
+            if error is not ErrorCode.none:
                 break
-        if error is not ErrorCode.NONE:
+        if error is not ErrorCode.none:
             self._rollback(changes, now_ms)
             return AcknowledgeResult(int(error), None)
         if not written:
-            return AcknowledgeResult(int(ErrorCode.NONE), None)
+            return AcknowledgeResult(int(ErrorCode.none), None)
         write = self._state_write(written)
         if defer_commit:
             self._pending.extend(changes)
         else:
             self._commit(changes)
-        return AcknowledgeResult(int(ErrorCode.NONE), write)
+        return AcknowledgeResult(int(ErrorCode.none), write)
 
     def commit_pending(self) -> None:
         """The deferred writes succeeded: finish the transitions and move the start offset."""
@@ -913,12 +906,12 @@ class SharePartition:
         size = ack.last_offset - ack.first_offset + 1
         types = ack.acknowledge_types
         if ack.first_offset < 0 or size <= 0 or not types:
-            return ErrorCode.INVALID_REQUEST
+            return ErrorCode.invalid_request
         if len(types) != 1 and len(types) != size:
-            return ErrorCode.INVALID_REQUEST
+            return ErrorCode.invalid_request
         if any(t not in _VALID_ACKNOWLEDGE_TYPES for t in types):
-            return ErrorCode.INVALID_REQUEST
-        return ErrorCode.NONE
+            return ErrorCode.invalid_request
+        return ErrorCode.none
 
     def _batches_for_acknowledgement(
         self, ack: AcknowledgementBatch
@@ -928,12 +921,12 @@ class SharePartition:
             if ack.first_offset < self._start <= ack.last_offset:
                 floor = self._floor(self._start)
             if floor is None:
-                return [], ErrorCode.INVALID_RECORD_STATE
+                return [], ErrorCode.invalid_record_state
         overlapping = self._batches_keyed_between(floor.first_offset, ack.last_offset)
         last_cached = overlapping[-1].last_offset
         if last_cached < ack.first_offset or ack.last_offset > last_cached:
-            return [], ErrorCode.INVALID_REQUEST
-        return overlapping, ErrorCode.NONE
+            return [], ErrorCode.invalid_request
+        return overlapping, ErrorCode.none
 
     def _acknowledge_batches(
         self,
@@ -953,25 +946,25 @@ class SharePartition:
             whole = batch.whole
             if whole is not None:
                 if not whole.member_id or whole.member_id != member_id:
-                    return ErrorCode.INVALID_RECORD_STATE
+                    return ErrorCode.invalid_record_state
                 if whole.rollback is not None:
-                    return ErrorCode.INVALID_RECORD_STATE
+                    return ErrorCode.invalid_record_state
             full_match = (
                 batch.first_offset >= ack.first_offset and batch.last_offset <= ack.last_offset
             )
             start_inside = batch.first_offset < self._start <= batch.last_offset
             if not full_match or batch.offsets is not None or per_offset_types or start_inside:
                 if whole is not None and whole.state is not DeliveryState.ACQUIRED:
-                    return ErrorCode.INVALID_RECORD_STATE
+                    return ErrorCode.invalid_record_state
                 for offset, slot in batch.split().items():
                     if offset < ack.first_offset or offset < self._start:
                         continue
                     if offset > ack.last_offset:
                         break
                     if slot.state is not DeliveryState.ACQUIRED or slot.rollback is not None:
-                        return ErrorCode.INVALID_RECORD_STATE
+                        return ErrorCode.invalid_record_state
                     if slot.member_id != member_id:
-                        return ErrorCode.INVALID_RECORD_STATE
+                        return ErrorCode.invalid_record_state
                     ack_type = types[offset - ack.first_offset] if per_offset_types else types[0]
                     if ack_type == AcknowledgeType.RENEW:
                         slot.lock_expires_ms = renewed_lock
@@ -980,7 +973,7 @@ class SharePartition:
                 continue
             assert whole is not None
             if whole.state is not DeliveryState.ACQUIRED:
-                return ErrorCode.INVALID_RECORD_STATE
+                return ErrorCode.invalid_record_state
             if types[0] == AcknowledgeType.RENEW:
                 whole.lock_expires_ms = renewed_lock
                 continue
@@ -992,7 +985,7 @@ class SharePartition:
                 changes,
                 written,
             )
-        return ErrorCode.NONE
+        return ErrorCode.none
 
     # ----------------------------------------------------------------- transitions and writes
 

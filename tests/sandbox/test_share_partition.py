@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.kafka.share_states import DeliveryState, StateBatch
 from kshare_cli.sandbox.share_partition import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,
-    ErrorCode,
     SharePartition,
     SharePartitionConfig,
     StateWrite,
@@ -175,7 +175,7 @@ def _replay_scenario_a(*, defer_commit: bool = True) -> _Replay:
                 result = replay.partitions[index].acknowledge(
                     member_id, batches, now_ms, defer_commit=defer_commit
                 )
-                assert result.error_code == ErrorCode.NONE
+                assert result.error_code == ErrorCode.none
                 if result.state_write is not None:
                     replay.writes.append((index, result.state_write))
 
@@ -288,7 +288,7 @@ def test_released_record_is_redelivered_with_delivery_count_two() -> None:
 
     result = share_partition.acknowledge("m1", [_ack(0, 2, (1, 2, 1))], 10)
 
-    assert result.error_code == ErrorCode.NONE
+    assert result.error_code == ErrorCode.none
     assert result.state_write == StateWrite(
         start_offset=0,
         delivery_complete_count=2,
@@ -436,7 +436,7 @@ def test_acknowledging_someone_elses_records_is_invalid_record_state() -> None:
     mixed = [_ack(0, 0, ACCEPT), _ack(1, 1, ACCEPT)]
     result = share_partition.acknowledge("m1", mixed, 1)
 
-    assert result.error_code == ErrorCode.INVALID_RECORD_STATE
+    assert result.error_code == ErrorCode.invalid_record_state
     assert result.error_code == 121
     assert result.state_write is None
     assert share_partition.in_flight() == before  # all or nothing: offset 0 was rolled back
