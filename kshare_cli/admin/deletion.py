@@ -46,7 +46,12 @@ from kshare_cli.admin.models import (
     MemberDescription,
 )
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker, TimedOut
-from kshare_cli.kafka.api_keys import DELETE_GROUPS, DELETE_SHARE_GROUP_OFFSETS, LIST_GROUPS
+from kshare_cli.kafka.api_keys import (
+    DELETE_GROUPS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    LIST_GROUPS,
+    LIST_GROUPS_WITH_TYPES,
+)
 
 if TYPE_CHECKING:
     from kshare_cli.admin.share_groups import ShareGroupAdmin
@@ -67,7 +72,6 @@ __all__ = [
     "predict_offset_deletions",
 ]
 
-LIST_GROUPS_WITH_TYPES: Final = 5
 
 #: Kafka's message for UNKNOWN_TOPIC_OR_PARTITION (``Errors.UNKNOWN_TOPIC_OR_PARTITION``).
 UNKNOWN_TOPIC_MESSAGE: Final = "This server does not host this topic-partition."

@@ -52,6 +52,7 @@ from kshare_cli.admin.models import (
 from kshare_cli.kafka.api_keys import (
     DESCRIBE_SHARE_GROUP_OFFSETS,
     LIST_GROUPS,
+    LIST_GROUPS_WITH_TYPES,
     LIST_OFFSETS,
     SHARE_GROUP_DESCRIBE,
 )
@@ -76,8 +77,6 @@ __all__ = [
 #: sends one group per request too.
 OFFSETS_GROUPS_PER_REQUEST: Final = 1
 
-#: ListGroups v5 added the types filter (KIP-848); share groups need it.
-LIST_GROUPS_WITH_TYPES: Final = 5
 #: ListOffsets' special timestamps: the log end offset, and the log start offset.
 LATEST_TIMESTAMP: Final = -1
 EARLIEST_TIMESTAMP: Final = -2

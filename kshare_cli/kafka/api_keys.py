@@ -27,6 +27,7 @@ __all__ = [
     "INCREMENTAL_ALTER_CONFIGS",
     "INIT_PRODUCER_ID",
     "LIST_GROUPS",
+    "LIST_GROUPS_WITH_TYPES",
     "LIST_OFFSETS",
     "METADATA",
     "OFFSET_COMMIT",
@@ -55,6 +56,8 @@ METADATA: Final = api_key("metadata")
 OFFSET_COMMIT: Final = api_key("offset_commit")
 FIND_COORDINATOR: Final = api_key("find_coordinator")
 LIST_GROUPS: Final = api_key("list_groups")
+#: ListGroups v5 added the types filter (KIP-848); listing share groups needs it.
+LIST_GROUPS_WITH_TYPES: Final = 5
 SASL_HANDSHAKE: Final = api_key("sasl_handshake")
 API_VERSIONS: Final = api_key("api_versions")
 CREATE_TOPICS: Final = api_key("create_topics")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from kio.index import load_entity_schema
 from kio.schema.index import schema_name_map
@@ -9,8 +11,12 @@ from kio.static.constants import EntityType
 
 from kshare_cli.kafka import api_keys
 
+KEY_NAMES = [
+    name for name in api_keys.__all__ if name.isupper() and name != "LIST_GROUPS_WITH_TYPES"
+]
 
-@pytest.mark.parametrize("name", [name for name in api_keys.__all__ if name.isupper()])
+
+@pytest.mark.parametrize("name", KEY_NAMES)
 def test_each_key_is_the_one_kios_request_classes_carry(name: str) -> None:
     versions = schema_name_map[name.lower()]
     carried = {
@@ -23,3 +29,18 @@ def test_each_key_is_the_one_kios_request_classes_carry(name: str) -> None:
 def test_a_name_kio_does_not_know_is_an_error() -> None:
     with pytest.raises(KeyError):
         api_keys.api_key("list_group")
+
+
+def test_list_groups_with_types_is_the_first_version_with_the_types_filter() -> None:
+    with_filter = [
+        version
+        for version in schema_name_map["list_groups"]
+        if "types_filter"
+        in {
+            field.name
+            for field in dataclasses.fields(
+                load_entity_schema("list_groups", version, EntityType.request)
+            )
+        }
+    ]
+    assert min(with_filter) == api_keys.LIST_GROUPS_WITH_TYPES
