@@ -12,12 +12,13 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ShareConsumer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
@@ -53,19 +54,46 @@ class Pruned:
     history: Path
 
 
-def _state_log_starts(cluster: Cluster) -> dict[int, int]:
-    consumer = Consumer(cluster.config(**{"group.id": "kshare-test-watermarks"}))
-    try:
-        metadata = consumer.list_topics(SHARE_STATE_TOPIC, timeout=10)
-        partitions = metadata.topics[SHARE_STATE_TOPIC].partitions
-        return {
-            partition: consumer.get_watermark_offsets(
-                TopicPartition(SHARE_STATE_TOPIC, partition), timeout=10
-            )[0]
-            for partition in partitions
-        }
-    finally:
-        consumer.close()
+@dataclass
+class Scene:
+    """A sandbox with a topic and a share group of its own, named with suffix."""
+
+    sandbox: SandboxThread
+    cluster: Cluster
+    topic: str
+    group: str
+    suffix: str
+
+
+@contextmanager
+def _share_group_sandbox(name: str, config: dict[str, str]) -> Iterator[Scene]:
+    """A sandbox with broker config (the share coordinator's timers), a one-partition topic
+    NAME-SUFFIX and a share group NAME-g-SUFFIX that starts at its earliest record."""
+    settings = BrokerGroupSettings(
+        share_heartbeat_interval_ms=100,
+        share_min_heartbeat_interval_ms=100,
+        share_min_record_lock_duration_ms=1_000,
+    )
+    with SandboxThread(settings=settings, config=config) as sandbox:
+        cluster = Cluster(sandbox.bootstrap, {}, sandbox)
+        suffix = uuid.uuid4().hex[:8]
+        topic, group = f"{name}-{suffix}", f"{name}-g-{suffix}"
+        admin = AdminClient(cluster.config())
+        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            future.result(30)
+        _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+        yield Scene(sandbox, cluster, topic, group, suffix)
+
+
+def _capture_stream(spark: Any, cluster: Cluster, group: str, history: Path) -> Any:
+    """The capture stream of the group's state records into history, started (5 a second)."""
+    from kshare_cli.pipeline.capture import CaptureManifest, capture_query, start_manifest
+
+    manifest = CaptureManifest(SHARE_STATE_TOPIC, (group,))
+    start_manifest(history, manifest)
+    return capture_query(
+        spark, {"bootstrap.servers": cluster.bootstrap}, history, manifest, trigger_seconds=0.2
+    )
 
 
 def _run_story(
@@ -109,77 +137,26 @@ def _state_watermarks(cluster: Cluster) -> dict[int, tuple[int, int]]:
 @pytest.fixture(scope="module")
 def pruned(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pruned]:
     skip_on_real_cluster("the share coordinator's snapshot and prune timers are broker configs")
-    from kshare_cli.pipeline.capture import CaptureManifest, capture_query, start_manifest
-
-    settings = BrokerGroupSettings(
-        share_heartbeat_interval_ms=100,
-        share_min_heartbeat_interval_ms=100,
-        share_min_record_lock_duration_ms=1_000,
-    )
-    config = {COLD_MS: "1000", PRUNE_MS: "4000"}
-    with SandboxThread(settings=settings, config=config) as sandbox:
-        cluster = Cluster(sandbox.bootstrap, {}, sandbox)
-        suffix = uuid.uuid4().hex[:8]
-        topic, group = f"hist-{suffix}", f"hist-g-{suffix}"
-        admin = AdminClient(cluster.config())
-        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
-            future.result(30)
-        _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+    with _share_group_sandbox("hist", {COLD_MS: "1000", PRUNE_MS: "4000"}) as scene:
+        cluster, topic, group = scene.cluster, scene.topic, scene.group
         home = tmp_path_factory.mktemp("history")
         kshare = Kshare(cluster.bootstrap, None, home / "config.toml")
         history = home / "capture"
         # The capture runs from before the first state record, as an operator would run it.
-        manifest = CaptureManifest(SHARE_STATE_TOPIC, (group,))
-        start_manifest(history, manifest)
-        query = capture_query(
-            spark,
-            {"bootstrap.servers": cluster.bootstrap},
-            history,
-            manifest,
-            trigger_seconds=0.2,
-        )
-        consumer: ShareConsumer | None = None
+        query = _capture_stream(spark, cluster, group, history)
         try:
-            records = _produce(cluster, topic, range(10))
-            consumer = _share_consumer(cluster, group, topic, f"hist-{suffix}")
-            by_value = {record.value: record for record in records}
-            deadline = time.monotonic() + 60
-            while any(not record.actions for record in records):
-                assert time.monotonic() < deadline, records
-                messages = [m for m in consumer.poll(0.1) if m.error() is None]
-                for message in messages:
-                    record = by_value[message.value() or b""]
-                    action = REJECT if record.index in REJECTED else ACCEPT
-                    record.actions.append((message.delivery_count() or 0, action))
-                    consumer.acknowledge(message, ACK_TYPES[action])
-                if messages:
-                    consumer.commit_sync(10)
-            consumer.close()
-            consumer = None
+            records = _run_story(cluster, group, topic, f"hist-{scene.suffix}")
             # Idle now: cold snapshots restate the state, and pruning moves the log start.
             wait_for(
-                lambda: any(_state_log_starts(cluster).values()),
+                lambda: any(low for low, _ in _state_watermarks(cluster).values()),
                 timeout=30,
                 interval=0.2,
                 what="the state topic pruned",
             )
         finally:
-            if consumer is not None:
-                consumer.close()
             query.stop()
         # The command's bounded run catches up with what the stream had not read yet.
-        caught_up = kshare.run(
-            "audit",
-            "capture",
-            "--group",
-            group,
-            "--to",
-            str(history),
-            "--until-caught-up",
-            "--master",
-            MASTER,
-        )
-        assert caught_up.exit_code == 0, caught_up.stderr
+        _capture_until_caught_up(kshare, group, history)
         yield Pruned(kshare, cluster, topic, group, records, history)
 
 
@@ -259,31 +236,15 @@ def captured(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
     test would race the capture.
     """
     skip_on_real_cluster("the share coordinator's snapshot and prune timers are broker configs")
-    from kshare_cli.pipeline.capture import CaptureManifest, capture_query, start_manifest
     from kshare_cli.sandbox.share import share_groups
 
-    settings = BrokerGroupSettings(
-        share_heartbeat_interval_ms=100,
-        share_min_heartbeat_interval_ms=100,
-        share_min_record_lock_duration_ms=1_000,
-    )
-    config = {COLD_MS: "1000", PRUNE_MS: str(3_600_000)}
-    with SandboxThread(settings=settings, config=config) as sandbox:
-        cluster = Cluster(sandbox.bootstrap, {}, sandbox)
-        suffix = uuid.uuid4().hex[:8]
-        topic, group = f"kept-{suffix}", f"kept-g-{suffix}"
-        admin = AdminClient(cluster.config())
-        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
-            future.result(30)
-        _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+    with _share_group_sandbox("kept", {COLD_MS: "1000", PRUNE_MS: str(3_600_000)}) as scene:
+        sandbox, cluster, topic, group = scene.sandbox, scene.cluster, scene.topic, scene.group
+        suffix = scene.suffix
         home = tmp_path_factory.mktemp("kept")
         kshare = Kshare(cluster.bootstrap, None, home / "config.toml")
         history = home / "capture"
-        manifest = CaptureManifest(SHARE_STATE_TOPIC, (group,))
-        start_manifest(history, manifest)
-        query = capture_query(
-            spark, {"bootstrap.servers": cluster.bootstrap}, history, manifest, trigger_seconds=0.2
-        )
+        query = _capture_stream(spark, cluster, group, history)
         try:
             records = _run_story(cluster, group, topic, f"kept-{suffix}")
             (state_partition, (_, story_end)) = next(
@@ -318,18 +279,7 @@ def captured(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
             what="state records after the capture stopped",
         )
         end_before_restart = _state_watermarks(cluster)[state_partition][1]
-        caught_up = kshare.run(
-            "audit",
-            "capture",
-            "--group",
-            group,
-            "--to",
-            str(history),
-            "--until-caught-up",
-            "--master",
-            MASTER,
-        )
-        assert caught_up.exit_code == 0, caught_up.stderr
+        _capture_until_caught_up(kshare, group, history)
         yield Captured(
             kshare,
             topic,
@@ -477,21 +427,11 @@ def test_records_pruned_while_the_capture_was_stopped_are_a_gap_it_reports(
     skip_on_real_cluster("the share coordinator's snapshot and prune timers are broker configs")
     from kshare_cli.sandbox.share import share_groups
 
-    settings = BrokerGroupSettings(
-        share_heartbeat_interval_ms=100,
-        share_min_heartbeat_interval_ms=100,
-        share_min_record_lock_duration_ms=1_000,
-    )
     # A snapshot after every update, so that a prune can delete updates the capture never read.
     config = {COLD_MS: "1000", PRUNE_MS: str(3_600_000), UPDATES_PER_SNAPSHOT: "1"}
-    with SandboxThread(settings=settings, config=config) as sandbox:
-        cluster = Cluster(sandbox.bootstrap, {}, sandbox)
-        suffix = uuid.uuid4().hex[:8]
-        topic, group = f"gap-{suffix}", f"gap-g-{suffix}"
-        admin = AdminClient(cluster.config())
-        for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
-            future.result(30)
-        _set_group_configs(admin, group, {"share.auto.offset.reset": "earliest"})
+    with _share_group_sandbox("gap", config) as scene:
+        sandbox, cluster, topic, group = scene.sandbox, scene.cluster, scene.topic, scene.group
+        suffix = scene.suffix
         kshare = Kshare(cluster.bootstrap, None, tmp_path / "config.toml")
         history = tmp_path / "capture"
         _run_story(cluster, group, topic, f"gap-{suffix}")
