@@ -209,14 +209,16 @@ def build(cls: type[T], data: Mapping[str, Any]) -> T:
     without a default raises KeyError naming it, and a key that no version of
     the message defines raises TypeError naming it: both are programming errors.
     """
-    if not data.keys() <= _field_names(cast(type, cls)):
-        _reject_unknown_keys(cast(type, cls), data)
     kwargs: dict[str, Any] = {}
+    # A class is hashable at run time; mypy does not know ``type[T]`` is Hashable.
     for name, has_default, converter in _plan(cls):  # type: ignore[arg-type]
         if name in data:
             kwargs[name] = converter(data[name])
         elif not has_default:
+            _reject_unknown_keys(cast(type, cls), data)  # a misspelt key says so first
             raise KeyError(f"{cls.__module__}.{cls.__qualname__} needs field {name!r}")
+    if len(kwargs) != len(data):  # keys this version lacks: fine only if another has them
+        _reject_unknown_keys(cast(type, cls), data)
     return cls(**kwargs)
 
 
