@@ -3,7 +3,7 @@
 The jobs compute DataFrames; what an operator sees on stdout or in the HTML
 report is collected into these frozen dataclasses first, so `render/` never
 imports PySpark and its tests build results by hand. Field names are the
-DataFrames' column names (`transforms.TIMELINE_SCHEMA` and the others), so a
+DataFrames' column names (`timeline.TIMELINE_SCHEMA` and the others), so a
 collected row becomes a model without a mapping table to keep in step.
 Timestamps are aware UTC datetimes.
 """
