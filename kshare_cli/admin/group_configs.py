@@ -21,8 +21,10 @@ also checks the keys a group has not set against the static defaults -- comes ba
 as the broker's own message (``Refused``).
 
 The key table and ConfigDef's rules for the values are Kafka's knowledge,
-shared with the sandbox broker: ``kafka/group_configs.py``. This module turns a
-refusal by those rules into a usage error before anything is sent.
+shared with the sandbox broker: ``kafka/group_configs.py``; kshare's checks of
+a change before anything is sent (those rules, then the broker's bounds, as
+usage errors) are ``admin/config_checks.py``. This module holds the models,
+the converters from kio responses and the RPC service.
 
 The converters from kio responses are module functions, testable without a broker.
 """
@@ -30,36 +32,32 @@ The converters from kio responses are module functions, testable without a broke
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from kshare_cli.admin.config_checks import (
+    BOUND_SETTINGS,
+    check_against_broker,
+    check_assignments,
+    check_names,
+    check_supported,
+)
 from kshare_cli.errors import (
     AuthenticationFailed,
     ConnectionFailed,
     IncompatibleBroker,
     Refused,
     TimedOut,
-    UsageError,
 )
 from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_GROUPS
 from kshare_cli.kafka.group_configs import (
-    AUTO_OFFSET_RESET,
     BROKER_RESOURCE,
     GROUP_RESOURCE,
     JAVA_INT,
     SHARE_CONFIG_KEYS,
     AlterConfigOpType,
-    BrokerBound,
     ConfigType,
-    ConfigValueError,
-    GroupConfigKey,
-    Parsed,
-    invalid_value,
-    parse_auto_offset_reset,
-    parse_value,
-    share_config_key,
-    validate_value,
 )
 from kshare_cli.wire.errors import KafkaError
 
@@ -67,12 +65,11 @@ if TYPE_CHECKING:
     from kshare_cli.wire.client import KafkaClient
 
 __all__ = [
-    "BROKER_RESOURCE",
-    "DESCRIBE_CONFIGS",
+    "BROKER_RESOURCE",  # kafka.group_configs' own, re-exported for admin/inflight.py
+    "DESCRIBE_CONFIGS",  # kafka.api_keys' own, likewise
     "DYNAMIC_GROUP_CONFIG",
-    "GROUP_RESOURCE",
-    "SHARE_CONFIG_KEYS",
-    "BrokerBound",
+    "GROUP_RESOURCE",  # kafka.group_configs' own, likewise
+    "SHARE_CONFIG_KEYS",  # kafka.group_configs' own, re-exported for services/configs.py
     "BrokerSettings",
     "ConfigChange",
     "ConfigOperation",
@@ -83,14 +80,10 @@ __all__ = [
     "GroupConfigs",
     "alter_error_from",
     "broker_settings_from",
-    "check_against_broker",
-    "check_assignments",
-    "check_names",
-    "check_value",
+    "check_assignments",  # config_checks' own, re-exported for services/configs.py
+    "check_names",  # likewise
     "describe_result_for",
     "group_configs_from",
-    "parse_assignment",
-    "share_config_key",
 ]
 
 #: DescribeConfigs v1 is the first with a config source (v0 has only ``is_default``).
@@ -112,113 +105,6 @@ CONFIG_SOURCES: Final = {
 DYNAMIC_GROUP_CONFIG: Final = "DYNAMIC_GROUP_CONFIG"
 #: ``DescribeConfigsResponse.ConfigType`` names by id (DescribeConfigs v3+).
 CONFIG_TYPES: Final = {config_type.value: config_type.name for config_type in ConfigType}
-
-#: Group configs of other group types: Kafka has them, kshare leaves them to kafka-configs.sh.
-OTHER_GROUP_TYPES: Final = ("consumer.", "streams.")
-
-
-# --------------------------------------------------------------------------- the key table
-
-#: Every broker setting a share config is bounded by: what a set reads from the broker.
-BOUND_SETTINGS: Final = tuple(bound.setting for key in SHARE_CONFIG_KEYS for bound in key.bounds)
-_SESSION_TIMEOUT = "share.session.timeout.ms"
-_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
-
-
-def valid_keys_text() -> str:
-    return ", ".join(
-        key.name if key.since != "4.3" else f"{key.name} (Kafka 4.3+)"
-        for key in sorted(SHARE_CONFIG_KEYS, key=lambda key: key.name)
-    )
-
-
-# --------------------------------------------------------------------------- static checks
-
-
-_AUTO_OFFSET_RESET_RULE = (
-    "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
-)
-
-
-def check_value(key: GroupConfigKey, raw: str) -> Parsed:
-    """ConfigDef's parse and validator for ``key``: the typed value, or a UsageError.
-
-    The messages are Kafka's (``Not a number of type INT``, ``Value must be at
-    least 1000``), so an operator finds them in Kafka's documentation and logs;
-    an auto offset reset names the rule in kshare's shorter words.
-    """
-    try:
-        value = parse_value(key, raw)
-        if key.name == AUTO_OFFSET_RESET and parse_auto_offset_reset(str(value)) is None:
-            raise invalid_value(key.name, value, _AUTO_OFFSET_RESET_RULE)
-        validate_value(key, value)
-    except ConfigValueError as refused:
-        raise UsageError(refused.message) from None
-    return value
-
-
-def check_name(name: str) -> GroupConfigKey:
-    """The share config called ``name``, or a UsageError naming the valid ones."""
-    key = share_config_key(name)
-    if key is not None:
-        return key
-    if name.startswith(OTHER_GROUP_TYPES):
-        kind = name.split(".", 1)[0]
-        raise UsageError(
-            f"{name} is a {kind}-group config; kshare config manages share-group configs "
-            "(share.*) only (kafka-configs.sh --entity-type groups sets the others)"
-        )
-    raise UsageError(f"unknown share-group config {name!r}; valid keys: {valid_keys_text()}")
-
-
-def parse_assignment(argument: str) -> tuple[str, str]:
-    """``KEY=VALUE`` (split at the first ``=``, so a value may hold one)."""
-    name, separator, value = argument.partition("=")
-    name = name.strip()
-    if not separator or not name:
-        raise UsageError(f"expected KEY=VALUE, got {argument!r}")
-    return name, value
-
-
-@dataclass(frozen=True, slots=True)
-class CheckedValue:
-    """A value that passed the static checks: the text to send and what it parses to."""
-
-    key: GroupConfigKey
-    raw: str
-    value: Parsed
-
-
-def check_assignments(arguments: Sequence[str]) -> tuple[CheckedValue, ...]:
-    """Every ``KEY=VALUE`` through the static checks, in order, before any I/O."""
-    if not arguments:
-        raise UsageError("name at least one KEY=VALUE to set")
-    checked: list[CheckedValue] = []
-    seen: set[str] = set()
-    for argument in arguments:
-        name, raw = parse_assignment(argument)
-        key = check_name(name)
-        if name in seen:
-            raise UsageError(f"{name} is given more than once")
-        seen.add(name)
-        checked.append(CheckedValue(key, raw, check_value(key, raw)))
-    return tuple(checked)
-
-
-def check_names(names: Sequence[str]) -> tuple[GroupConfigKey, ...]:
-    """Config names to unset, checked before any I/O."""
-    if not names:
-        raise UsageError("name at least one config to unset")
-    keys: list[GroupConfigKey] = []
-    for name in names:
-        if "=" in name:
-            raise UsageError(f"unset takes config names, not KEY=VALUE: {name!r}")
-        key = check_name(name.strip())
-        if key in keys:
-            raise UsageError(f"{key.name} is given more than once")
-        keys.append(key)
-    return tuple(keys)
-
 
 # --------------------------------------------------------------------------- models
 
@@ -407,96 +293,6 @@ def alter_error_from(response: Any, group_id: str) -> KafkaError | None:
             message = result.error_message
             return KafkaError.of(code, None if message in ("", None) else message)
     return KafkaError.of(-1, "the broker did not answer for this group")
-
-
-# --------------------------------------------------------------------------- broker checks
-
-
-def _bound_value(bound: BrokerBound, broker: BrokerSettings) -> tuple[int, str, bool]:
-    """(value, how to name where it came from, whether it is Kafka's default instead)."""
-    value = broker.value(bound.setting)
-    if value is not None:
-        return value, f"{value} on broker {broker.node_id}", False
-    reason = f": {broker.error}" if broker.error is not None else ""
-    return (
-        bound.default,
-        f"{bound.default}, Kafka's default; broker {broker.node_id} did not report its own"
-        + reason,
-        True,
-    )
-
-
-def _current_int(configs: GroupConfigs, name: str) -> int | None:
-    entry = configs.get(name)
-    if entry is None or entry.value is None or JAVA_INT.fullmatch(entry.value.strip()) is None:
-        return None
-    return int(entry.value.strip())
-
-
-def check_supported(configs: GroupConfigs, keys: Iterable[GroupConfigKey]) -> None:
-    """Refuse keys the cluster does not know as group configs (a 4.3 key on a 4.2 broker).
-
-    DescribeConfigs on a GROUP lists every group config the broker knows, so a key
-    missing there would be refused as ``Unknown group config name``.
-    """
-    known = configs.names()
-    for key in keys:
-        if key.name not in known:
-            raise UsageError(
-                f"{key.name} is not a group config on this cluster: it needs Kafka "
-                f"{key.since} or later"
-                + (
-                    f" (until then the broker's {key.default_from} applies to every group)"
-                    if key.default_from
-                    else ""
-                )
-            )
-
-
-def check_against_broker(
-    values: Sequence[CheckedValue], configs: GroupConfigs, broker: BrokerSettings
-) -> tuple[str, ...]:
-    """``GroupConfig.validateValues`` for the keys being set, before the broker sees them.
-
-    Each bound, minimum first as Kafka checks it, against the broker's setting or,
-    when that could not be read, Kafka's default (returned as a note); then
-    Kafka's rule that a share group's session timeout exceeds its heartbeat
-    interval, with the group's current value of whichever key is not being set.
-    """
-    notes: list[str] = []
-    for checked in values:
-        value = checked.value
-        if isinstance(value, bool) or not isinstance(value, int):
-            continue
-        key = checked.key
-        for bound, relation, sign in (
-            (key.minimum, "greater than or equal to", -1),
-            (key.maximum, "less than or equal to", 1),
-        ):
-            if bound is None:
-                continue
-            limit, where, defaulted = _bound_value(bound, broker)
-            if (value - limit) * sign > 0:
-                raise UsageError(
-                    f"{key.name}={value} is out of bounds: {key.name} must be {relation} "
-                    f"{bound.setting} ({where})"
-                )
-            if defaulted:
-                notes.append(
-                    f"{key.name}={value} was checked against Kafka's default "
-                    f"{bound.setting}={bound.default}: broker {broker.node_id} did not report "
-                    "its own" + (f" ({broker.error})" if broker.error is not None else "")
-                )
-    new = {checked.key.name: checked.value for checked in values}
-    if _SESSION_TIMEOUT in new or _HEARTBEAT_INTERVAL in new:
-        session = new.get(_SESSION_TIMEOUT, _current_int(configs, _SESSION_TIMEOUT))
-        heartbeat = new.get(_HEARTBEAT_INTERVAL, _current_int(configs, _HEARTBEAT_INTERVAL))
-        if isinstance(session, int) and isinstance(heartbeat, int) and session <= heartbeat:
-            raise UsageError(
-                f"{_SESSION_TIMEOUT} must be greater than {_HEARTBEAT_INTERVAL} "
-                f"(it would be {session} <= {heartbeat} for this group)"
-            )
-    return tuple(dict.fromkeys(notes))
 
 
 # --------------------------------------------------------------------------- the admin
