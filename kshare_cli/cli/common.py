@@ -172,6 +172,20 @@ class Invocation:
     secrets: tuple[str, ...] = ()
 
 
+def connection(
+    bootstrap_server: str | None,
+    command_config: Path | None,
+    profile: str | None,
+    timeout: str,
+    invocation: Invocation,
+) -> tuple[ConnectionSettings, float, Invocation]:
+    """The settings and ``--timeout`` in seconds, each refused before any I/O (exit 2),
+    and the invocation that knows the settings' secrets, to keep them out of errors."""
+    timeout_s = usage_guard(lambda: parse_timeout(timeout), invocation)
+    settings = usage_guard(lambda: resolve(bootstrap_server, command_config, profile), invocation)
+    return settings, timeout_s, Invocation(debug=invocation.debug, secrets=secrets_of(settings))
+
+
 def secrets_of(settings: object) -> tuple[str, ...]:
     """Every secret value reachable from a settings object, to scrub from tracebacks."""
     from kshare_cli.connect.secret import Secret

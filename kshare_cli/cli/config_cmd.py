@@ -98,11 +98,9 @@ def get(
     """
     invocation = common.Invocation(debug=debug)
     common.usage_guard(lambda: check_group(group), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import configs as config_service
 
@@ -158,11 +156,9 @@ def set_(
         check_assignments(assignments)
 
     common.usage_guard(check_assignments, invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import configs as config_service
 
@@ -207,11 +203,9 @@ def unset(
         check_names(names)
 
     common.usage_guard(check_names, invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import configs as config_service
 

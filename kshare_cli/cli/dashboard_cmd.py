@@ -103,11 +103,9 @@ def dashboard(
     stall_after_s = common.usage_guard(
         lambda: parse_seconds("--stall-after", stall_after, 1.0, 7 * 24 * 3600.0), invocation
     )
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
     from kshare_cli.services.groups import check_group
 
     common.run(lambda: check_group(settings, group, timeout_s), invocation)

@@ -159,11 +159,9 @@ def delete(
     group_ids = list(dict.fromkeys(groups or []))
     common.usage_guard(lambda: check_delete_args(group_ids, all_groups, empty_only), invocation)
     is_dry_run = common.usage_guard(lambda: choose_mode(dry_run, execute), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import delete as delete_service
 
@@ -226,11 +224,9 @@ def delete_offsets(
     topic_names = list(dict.fromkeys(topics or []))
     common.usage_guard(lambda: check_delete_offsets_args(group, topic_names), invocation)
     is_dry_run = common.usage_guard(lambda: choose_mode(dry_run, execute), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import delete as delete_service
 

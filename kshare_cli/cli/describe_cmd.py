@@ -116,11 +116,9 @@ def describe(
     view = common.usage_guard(lambda: choose_view(offsets, members, state), invocation)
     if time_lag and view is not View.offsets:
         common.usage_guard(_time_lag_needs_offsets, invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import groups as group_service
 

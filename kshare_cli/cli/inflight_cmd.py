@@ -196,11 +196,9 @@ def inflight(
     invocation = common.Invocation(debug=debug)
     topics = topic or []
     common.usage_guard(lambda: check_args(group, topics, width, output), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import inflight as inflight_service
 

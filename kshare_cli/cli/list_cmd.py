@@ -58,11 +58,9 @@ def list_groups(
     """
     invocation = common.Invocation(debug=debug)
     show_state, states = common.usage_guard(lambda: normalise_states(state or []), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
 
     from kshare_cli.services import groups as group_service
 

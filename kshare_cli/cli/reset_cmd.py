@@ -512,11 +512,9 @@ def reset_offsets(
         return selection, scenario, plan_offsets, others
 
     selection, scenario, _, others = common.usage_guard(check, invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
+    settings, timeout_s, invocation = common.connection(
+        bootstrap_server, command_config, profile, timeout, invocation
     )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
     if others:
         common.warn(
             f"--from-file: ignoring {others} entr{'y' if others == 1 else 'ies'} for other groups"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kshare_cli.cli.common import redact
 
 KSHARE = Path(sys.executable).with_name("kshare")
@@ -45,3 +47,32 @@ def test_short_secrets_are_hidden_where_they_stand_alone_long_ones_everywhere() 
     assert redact(text, ["b", "abcdefghij"]) == (
         "bootstrap failed: password='***' token=*** tail ***k"
     )
+
+
+def test_connection_refuses_a_bad_timeout_before_reading_the_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--timeout is checked first (a missing --command-config is not even opened), and the
+    returned invocation knows the settings' secrets, to redact them from any error."""
+    import typer
+
+    from kshare_cli.cli.common import Invocation, connection
+
+    missing = tmp_path / "missing.properties"
+    with pytest.raises(typer.Exit) as refused:
+        connection("127.0.0.1:9092", missing, None, "soon", Invocation(debug=True))
+    assert refused.value.exit_code == 2
+    error = capsys.readouterr().err
+    assert "--timeout" in error and "missing.properties" not in error
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="alice" password="s3cret-password";\n'
+    )
+    settings, timeout_s, invocation = connection(
+        "127.0.0.1:9092", config, None, "2s", Invocation(debug=True)
+    )
+    assert settings.bootstrap_servers == ("127.0.0.1:9092",)
+    assert timeout_s == 2.0
+    assert invocation == Invocation(debug=True, secrets=("s3cret-password",))
