@@ -18,6 +18,7 @@ __all__ = [
     "CREATE_TOPICS",
     "DELETE_GROUPS",
     "DELETE_SHARE_GROUP_OFFSETS",
+    "DELETE_SHARE_GROUP_STATE",
     "DELETE_TOPICS",
     "DESCRIBE_CLUSTER",
     "DESCRIBE_CONFIGS",
@@ -25,6 +26,7 @@ __all__ = [
     "FETCH",
     "FIND_COORDINATOR",
     "INCREMENTAL_ALTER_CONFIGS",
+    "INITIALIZE_SHARE_GROUP_STATE",
     "INIT_PRODUCER_ID",
     "LIST_GROUPS",
     "LIST_GROUPS_WITH_TYPES",
@@ -32,12 +34,16 @@ __all__ = [
     "METADATA",
     "OFFSET_COMMIT",
     "PRODUCE",
+    "READ_SHARE_GROUP_STATE",
+    "READ_SHARE_GROUP_STATE_SUMMARY",
     "SASL_AUTHENTICATE",
     "SASL_HANDSHAKE",
     "SHARE_ACKNOWLEDGE",
     "SHARE_FETCH",
+    "SHARE_GROUP_APIS",
     "SHARE_GROUP_DESCRIBE",
     "SHARE_GROUP_HEARTBEAT",
+    "WRITE_SHARE_GROUP_STATE",
     "api_key",
 ]
 
@@ -72,6 +78,30 @@ SHARE_GROUP_HEARTBEAT: Final = api_key("share_group_heartbeat")
 SHARE_GROUP_DESCRIBE: Final = api_key("share_group_describe")
 SHARE_FETCH: Final = api_key("share_fetch")
 SHARE_ACKNOWLEDGE: Final = api_key("share_acknowledge")
+INITIALIZE_SHARE_GROUP_STATE: Final = api_key("initialize_share_group_state")
+READ_SHARE_GROUP_STATE: Final = api_key("read_share_group_state")
+WRITE_SHARE_GROUP_STATE: Final = api_key("write_share_group_state")
+DELETE_SHARE_GROUP_STATE: Final = api_key("delete_share_group_state")
+READ_SHARE_GROUP_STATE_SUMMARY: Final = api_key("read_share_group_state_summary")
 DESCRIBE_SHARE_GROUP_OFFSETS: Final = api_key("describe_share_group_offsets")
 ALTER_SHARE_GROUP_OFFSETS: Final = api_key("alter_share_group_offsets")
 DELETE_SHARE_GROUP_OFFSETS: Final = api_key("delete_share_group_offsets")
+
+#: The APIs KIP-932 added: only brokers with share groups (Apache Kafka 4.1 or later, as
+#: the versions kio was generated from; 4.0's early-access v0 is not spoken) have them.
+SHARE_GROUP_APIS: Final = frozenset(
+    {
+        SHARE_GROUP_HEARTBEAT,
+        SHARE_GROUP_DESCRIBE,
+        SHARE_FETCH,
+        SHARE_ACKNOWLEDGE,
+        INITIALIZE_SHARE_GROUP_STATE,
+        READ_SHARE_GROUP_STATE,
+        WRITE_SHARE_GROUP_STATE,
+        DELETE_SHARE_GROUP_STATE,
+        READ_SHARE_GROUP_STATE_SUMMARY,
+        DESCRIBE_SHARE_GROUP_OFFSETS,
+        ALTER_SHARE_GROUP_OFFSETS,
+        DELETE_SHARE_GROUP_OFFSETS,
+    }
+)

@@ -49,6 +49,7 @@ from kshare_cli.kafka.api_keys import (
     PRODUCE,
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
+    SHARE_GROUP_APIS,
 )
 from kshare_cli.sandbox.cluster import (
     ClusterState,
@@ -79,9 +80,6 @@ KAFKA_42_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     17: (0, 1), 36: (0, 2), 22: (0, 5), 8: (2, 10),
 }  # fmt: skip
 
-#: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge,
-#: Describe/Alter/DeleteShareGroupOffsets: what a broker without share groups lacks.
-SHARE_GROUP_APIS: Final = frozenset({76, 77, 78, 79, 90, 91, 92})
 
 #: Where a broker without share groups (Kafka 3.9) offers less than 4.2 for an API we answer.
 PRE_SHARE_GROUP_VERSIONS: Final[dict[int, tuple[int, int]]] = {10: (0, 5)}

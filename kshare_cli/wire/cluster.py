@@ -12,15 +12,12 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Final
+from typing import Any
 
 from kio.schema.index import api_key_map, schema_name_map
 
 from kshare_cli.errors import IncompatibleBroker
-
-#: APIs that exist only on brokers with KIP-932 share groups (Apache Kafka 4.1 or later,
-#: as the versions kio was generated from; 4.0's early-access v0 is not spoken).
-SHARE_GROUP_APIS: Final = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
+from kshare_cli.kafka.api_keys import SHARE_GROUP_APIS
 
 
 @dataclass(frozen=True, slots=True)

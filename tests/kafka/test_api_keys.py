@@ -6,14 +6,13 @@ import dataclasses
 
 import pytest
 from kio.index import load_entity_schema
-from kio.schema.index import schema_name_map
+from kio.schema.index import api_key_map, schema_name_map
 from kio.static.constants import EntityType
 
 from kshare_cli.kafka import api_keys
 
-KEY_NAMES = [
-    name for name in api_keys.__all__ if name.isupper() and name != "LIST_GROUPS_WITH_TYPES"
-]
+NOT_KEYS = {"LIST_GROUPS_WITH_TYPES", "SHARE_GROUP_APIS"}
+KEY_NAMES = [name for name in api_keys.__all__ if name.isupper() and name not in NOT_KEYS]
 
 
 @pytest.mark.parametrize("name", KEY_NAMES)
@@ -44,3 +43,9 @@ def test_list_groups_with_types_is_the_first_version_with_the_types_filter() -> 
         }
     ]
     assert min(with_filter) == api_keys.LIST_GROUPS_WITH_TYPES
+
+
+def test_the_share_group_apis_are_kios_share_apis() -> None:
+    assert api_keys.SHARE_GROUP_APIS == {
+        key for key, name in api_key_map.items() if "share" in name
+    }
