@@ -6,33 +6,92 @@ tracebacks print local variables, which would include SASL passwords.
 
 from __future__ import annotations
 
+import importlib
+from typing import Final
+
 import typer
+import typer.core
 
 from kshare_cli import __version__
-from kshare_cli.cli import (
-    audit_cmd,
-    config_cmd,
-    consume_cmd,
-    dashboard_cmd,
-    delete_cmd,
-    describe_cmd,
-    exporter_cmd,
-    health_cmd,
-    inflight_cmd,
-    list_cmd,
-    produce_cmd,
-    profile_cmd,
-    reset_cmd,
-    sandbox_cmd,
-)
 from kshare_cli.errors import ExitCode
 
-app = typer.Typer(
+#: Every command, in the order ``kshare --help`` lists them: its name, the module under
+#: ``kshare_cli.cli`` that declares it, and the function (``None``: the module's Typer
+#: ``app``, a command family). A command's module is imported only when that command
+#: runs or help lists it: ``kshare list`` does not pay for the audit's or the
+#: consumer's option declarations (issue 17's startup budget).
+COMMANDS: Final = (
+    ("list", "list_cmd", "list_groups"),
+    ("describe", "describe_cmd", "describe"),
+    ("inflight", "inflight_cmd", "inflight"),
+    ("reset-offsets", "reset_cmd", "reset_offsets"),
+    ("sandbox", "sandbox_cmd", "sandbox"),
+    ("delete-offsets", "delete_cmd", "delete_offsets"),
+    ("delete", "delete_cmd", "delete"),
+    ("produce", "produce_cmd", "produce"),
+    ("consume", "consume_cmd", "consume"),
+    ("dashboard", "dashboard_cmd", "dashboard"),
+    ("health", "health_cmd", "health"),
+    ("exporter", "exporter_cmd", "exporter"),
+    ("profile", "profile_cmd", None),
+    ("config", "config_cmd", None),
+    ("audit", "audit_cmd", None),
+)
+_BY_NAME: Final = {name: (module, function) for name, module, function in COMMANDS}
+
+
+def _typer(**settings: object) -> typer.Typer:
+    # No Rich markup (plain help, and no Rich import) and no pretty tracebacks: Typer's
+    # print local variables, which would include SASL passwords.
+    return typer.Typer(
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        **settings,  # type: ignore[arg-type]  # Typer's keyword parameters, passed through
+    )
+
+
+def _load(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
+    """The click command for ``name``, built by Typer exactly as an eager registration would."""
+    module_name, function = _BY_NAME[name]
+    module = importlib.import_module(f"kshare_cli.cli.{module_name}")
+    holder = _typer(add_completion=False)
+    # A callback makes Typer build a group even around one command, so the command is
+    # taken from it the same way for single commands and command families.
+    holder.callback()(lambda: None)
+    if function is None:
+        holder.add_typer(module.app, name=name)
+    else:
+        holder.command(name)(getattr(module, function))
+    built = typer.main.get_command(holder)
+    assert isinstance(built, typer.core.TyperGroup)
+    command = built.commands[name]
+    assert isinstance(command, typer.core.TyperCommand | typer.core.TyperGroup)
+    return command
+
+
+class LazyCommands(typer.core.TyperGroup):
+    """The root group: lists every command, builds one only when it is asked for."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
+        return [name for name, _, _ in COMMANDS]
+
+    def get_command(  # type: ignore[override]
+        self, ctx: typer.Context, cmd_name: str
+    ) -> typer.core.TyperCommand | typer.core.TyperGroup | None:
+        if cmd_name not in _BY_NAME:
+            return None
+        command = self.commands.get(cmd_name)
+        if command is None:
+            command = _load(cmd_name)
+            self.commands[cmd_name] = command
+        return command  # type: ignore[return-value]
+
+
+app = _typer(
+    cls=LazyCommands,
     name="kshare",
     help="Operator toolkit for Apache Kafka share groups (KIP-932).",
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -50,23 +109,6 @@ def root(
     ),
 ) -> None:
     """Operator toolkit for Apache Kafka share groups (KIP-932)."""
-
-
-app.command("list")(list_cmd.list_groups)
-app.command("describe")(describe_cmd.describe)
-app.command("inflight")(inflight_cmd.inflight)
-app.command("reset-offsets")(reset_cmd.reset_offsets)
-app.add_typer(profile_cmd.app, name="profile")
-app.command("sandbox")(sandbox_cmd.sandbox)
-app.add_typer(config_cmd.app, name="config")
-app.command("delete-offsets")(delete_cmd.delete_offsets)
-app.command("delete")(delete_cmd.delete)
-app.command("produce")(produce_cmd.produce)
-app.command("consume")(consume_cmd.consume)
-app.add_typer(audit_cmd.app, name="audit")
-app.command("dashboard")(dashboard_cmd.dashboard)
-app.command("health")(health_cmd.health)
-app.command("exporter")(exporter_cmd.exporter)
 
 
 def main() -> None:

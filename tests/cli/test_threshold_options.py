@@ -19,7 +19,9 @@ from kshare_cli.errors import UsageError
 def _options(command: str) -> dict[str, Any]:
     """The command's options as Click built them from the Typer app (Typer's own Click)."""
     group: Any = typer.main.get_command(app)
-    return {param.opts[0]: param for param in group.commands[command].params}
+    with group.make_context("kshare", [command, "--help"], resilient_parsing=True) as context:
+        built = group.get_command(context, command)
+    return {param.opts[0]: param for param in built.params}
 
 
 @pytest.mark.parametrize("flag", ["--lag-above", "--archived-above", "--time-lag"])
