@@ -55,7 +55,6 @@ from kshare_cli.kafka.group_configs import (
     BROKER_RESOURCE,
     GROUP_RESOURCE,
     JAVA_INT,
-    SHARE_CONFIG_KEYS,
     AlterConfigOpType,
     ConfigType,
 )
@@ -65,11 +64,7 @@ if TYPE_CHECKING:
     from kshare_cli.wire.client import KafkaClient
 
 __all__ = [
-    "BROKER_RESOURCE",  # kafka.group_configs' own, re-exported for admin/inflight.py
-    "DESCRIBE_CONFIGS",  # kafka.api_keys' own, likewise
     "DYNAMIC_GROUP_CONFIG",
-    "GROUP_RESOURCE",  # kafka.group_configs' own, likewise
-    "SHARE_CONFIG_KEYS",  # kafka.group_configs' own, re-exported for services/configs.py
     "BrokerSettings",
     "ConfigChange",
     "ConfigOperation",
@@ -80,8 +75,6 @@ __all__ = [
     "GroupConfigs",
     "alter_error_from",
     "broker_settings_from",
-    "check_assignments",  # config_checks' own, re-exported for services/configs.py
-    "check_names",  # likewise
     "describe_result_for",
     "group_configs_from",
 ]

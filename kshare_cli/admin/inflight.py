@@ -30,12 +30,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.admin.group_configs import (
-    BROKER_RESOURCE,
-    DESCRIBE_CONFIGS,
-    GROUP_RESOURCE,
-    describe_result_for,
-)
+from kshare_cli.admin.group_configs import describe_result_for
 from kshare_cli.admin.models import (
     BrokerFailure,
     GroupDescription,
@@ -56,6 +51,8 @@ from kshare_cli.errors import (
     NotFound,
     TimedOut,
 )
+from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS
+from kshare_cli.kafka.group_configs import BROKER_RESOURCE, GROUP_RESOURCE
 from kshare_cli.state.partitioning import state_partition_for
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable

@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from kshare_cli.wire.cluster import BrokerNode
 
 __all__ = [
-    "SHARE_GROUP_DESCRIBE",  # kafka.api_keys' own, re-exported for the version gate of callers
     "ShareGroupAdmin",
     "authorized_operations",
     "description_from",

@@ -11,15 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kshare_cli.admin.group_configs import (
-    SHARE_CONFIG_KEYS,
-    ConfigUpdate,
-    GroupConfigAdmin,
-    GroupConfigs,
-    check_assignments,
-    check_names,
-)
+from kshare_cli.admin.config_checks import check_assignments, check_names
+from kshare_cli.admin.group_configs import ConfigUpdate, GroupConfigAdmin, GroupConfigs
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.kafka.group_configs import SHARE_CONFIG_KEYS
 from kshare_cli.services.session import Session
 
 __all__ = [

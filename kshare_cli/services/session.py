@@ -27,9 +27,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coro
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from kshare_cli.admin.share_groups import SHARE_GROUP_DESCRIBE, ShareGroupAdmin
+from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import TimedOut
+from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.wire.client import KafkaClient
 
 if TYPE_CHECKING:

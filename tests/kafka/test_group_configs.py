@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kshare_cli.admin import group_configs as client
+from kshare_cli.admin import config_checks as client
 from kshare_cli.kafka.group_configs import (
     GROUP_CONFIG_KEYS,
     SHARE_CONFIG_KEYS,
