@@ -46,7 +46,7 @@ from typing import Any, Final
 from kshare_cli import __version__
 from kshare_cli.connect.sasl_settings import SaslSettings
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker
-from kshare_cli.kafka.api_keys import API_VERSIONS
+from kshare_cli.kafka.api_keys import API_VERSIONS, SASL_HANDSHAKE
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import BrokerApiVersions, format_address, our_versions
 from kshare_cli.wire.errors import (
@@ -66,7 +66,7 @@ from kshare_cli.wire.framing import (
     request_schema,
     response_schema,
 )
-from kshare_cli.wire.sasl import SASL_HANDSHAKE_KEY, authenticate
+from kshare_cli.wire.sasl import authenticate
 
 log = logging.getLogger("kshare.wire")
 
@@ -207,8 +207,8 @@ async def sasl_mechanisms(
             )
             probe._sasl_listener_check = False
             try:
-                version = probe.api_versions.choose(SASL_HANDSHAKE_KEY, min_version=1)
-                schema = request_schema(SASL_HANDSHAKE_KEY, version)
+                version = probe.api_versions.choose(SASL_HANDSHAKE, min_version=1)
+                schema = request_schema(SASL_HANDSHAKE, version)
                 answer = await probe.send(build(schema, {"mechanism": "PLAIN"}))
             finally:
                 await probe.close()

@@ -18,6 +18,7 @@ from typing import Any, Final, Protocol
 from kshare_cli.connect.bearer_tokens import token_claims_problem
 from kshare_cli.connect.sasl_settings import SaslSettings
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, UsageError
+from kshare_cli.kafka.api_keys import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import BrokerApiVersions
 from kshare_cli.wire.errors import (
@@ -27,8 +28,6 @@ from kshare_cli.wire.errors import (
 )
 from kshare_cli.wire.framing import request_schema
 
-SASL_HANDSHAKE_KEY: Final = 17
-SASL_AUTHENTICATE_KEY: Final = 36
 MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 #: RFC 7628's separator; a client answers an OAUTHBEARER error challenge with it alone.
@@ -166,11 +165,11 @@ async def authenticate(transport: SaslTransport, settings: SaslSettings) -> None
     """Authenticate a connection that has negotiated ApiVersions; raise on any refusal."""
     mechanism = mechanism_for(settings)
     versions = transport.api_versions
-    handshake_version = versions.choose(SASL_HANDSHAKE_KEY, min_version=1)
-    authenticate_version = versions.choose(SASL_AUTHENTICATE_KEY)
+    handshake_version = versions.choose(SASL_HANDSHAKE, min_version=1)
+    authenticate_version = versions.choose(SASL_AUTHENTICATE)
     handshake = await transport.send(
         build(
-            request_schema(SASL_HANDSHAKE_KEY, handshake_version),
+            request_schema(SASL_HANDSHAKE, handshake_version),
             {"mechanism": mechanism.name},
         )
     )
@@ -199,7 +198,7 @@ async def authenticate(transport: SaslTransport, settings: SaslSettings) -> None
     while token is not None:
         response = await transport.send(
             build(
-                request_schema(SASL_AUTHENTICATE_KEY, authenticate_version),
+                request_schema(SASL_AUTHENTICATE, authenticate_version),
                 {"auth_bytes": token},
             )
         )
