@@ -7,6 +7,7 @@ other test; a real cluster cannot be hung node by node, so these tests skip ther
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import signal
 import subprocess
@@ -19,7 +20,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
@@ -173,6 +176,8 @@ def test_a_dead_broker_keeps_the_last_figures_ages_them_and_recovers(
     stamp = ("kshare_exporter_last_refresh_timestamp_seconds", CLUSTER)
     assert later[stamp] == before[stamp]
     assert any("refresh failed:" in line and address in line for line in stderr_lines(exporter))
+    # Every group missed those refreshes: its own counter says so too.
+    assert per_group(later, "kshare_exporter_group_errors_total")[bed.group] >= 2
 
     bed.sandbox.restart_node(1)
     bed.produce(0, 2)
@@ -243,3 +248,126 @@ def test_sigterm_during_a_state_read_stuck_on_a_hung_broker_exits_0_at_once(
         assert exporter.process.wait(30) == 0
         assert time.monotonic() - started < 2.5
     assert "Traceback" not in "".join(stderr_lines(exporter))
+
+
+#: The second group of the partial-failure test, on the same topic.
+OTHER_GROUP = "exported-other"
+GROUP_AUTHORIZATION_FAILED = 30
+
+
+def _refusing_describe_of(group_id: str) -> Any:
+    """ShareGroupDescribe answering GROUP_AUTHORIZATION_FAILED for ``group_id`` only, as
+    Kafka answers when that group's DESCRIBE ACL is taken away; the others as usual."""
+
+    def make(original: Handler) -> Handler:
+        async def handler(broker: Broker, request: Request, connection: Connection) -> Any:
+            response = await original(broker, request, connection)
+            refused = ErrorCode(GROUP_AUTHORIZATION_FAILED)
+            groups = tuple(
+                dataclasses.replace(
+                    group, error_code=refused, error_message=None, members=(), group_state=""
+                )
+                if group.group_id == group_id
+                else group
+                for group in response.groups
+            )
+            return dataclasses.replace(response, groups=groups)
+
+        return handler
+
+    return make
+
+
+def group_lags(
+    found: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str = ""
+) -> dict[tuple[str, str], float]:
+    """(group, partition) -> lag, from a scrape; ``name`` another per-partition metric."""
+    wanted = name or "kshare_share_partition_lag"
+    return {
+        (dict(labels)["group"], dict(labels)["partition"]): value
+        for (metric, labels), value in found.items()
+        if metric == wanted
+    }
+
+
+def per_group(
+    found: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **extra: str
+) -> dict[str, float]:
+    """group -> value of a per-group metric (with ``extra`` labels matching)."""
+    return {
+        dict(labels)["group"]: value
+        for (metric, labels), value in found.items()
+        if metric == name and all(dict(labels).get(k) == v for k, v in extra.items())
+    }
+
+
+def test_one_group_failing_keeps_its_last_figures_counts_it_and_healthz_names_it(
+    sandbox_cluster: StartCluster, beds: list[Bed]
+) -> None:
+    """One group's describe refused while the other answers: the healthy group's figures
+    stay fresh, the refused group's share-partition and group figures keep their last
+    values, its last-read timestamp stops, its error counter rises by each refresh it
+    missed, its status is ERR, and /healthz (200: the exporter works) names it and why.
+    When the describe answers again, so does the group."""
+    sandbox = sandbox_cluster(1)
+    bed = make_bed(sandbox)
+    beds.append(bed)
+    start_offsets_at_zero(sandbox, OTHER_GROUP, bed.topic)
+    exporter = bed.start("--group", OTHER_GROUP)
+    both = {(group, str(p)): RECORDS for group in (bed.group, OTHER_GROUP) for p in range(3)}
+    wait_for(lambda: group_lags(metrics(exporter)) == both, timeout=20, what="both groups")
+    before = metrics(exporter)
+    read_at = "kshare_share_group_last_read_timestamp_seconds"
+    group_errors = "kshare_exporter_group_errors_total"
+    assert per_group(before, group_errors) == {bed.group: 0, OTHER_GROUP: 0}
+    assert per_group(before, "kshare_share_group_lag") == {
+        bed.group: RECORDS * PARTITIONS,
+        OTHER_GROUP: RECORDS * PARTITIONS,
+    }
+
+    with replaced_handler(sandbox, SHARE_GROUP_DESCRIBE, _refusing_describe_of(OTHER_GROUP)):
+        bed.produce(0, 2)
+        wait_for(
+            lambda: group_lags(metrics(exporter))[(bed.group, "0")] == RECORDS + 2,
+            timeout=20,
+            what="the healthy group's fresh lag",
+        )
+        wait_for(
+            lambda: per_group(metrics(exporter), group_errors)[OTHER_GROUP] >= 2,
+            timeout=20,
+            what="two refreshes that missed the refused group",
+        )
+        during = metrics(exporter)
+        status, health = exporter.get("/healthz")
+    lags_during = group_lags(during)
+    assert {key: lags_during[key] for key in both if key[0] == OTHER_GROUP} == {
+        key: RECORDS for key in both if key[0] == OTHER_GROUP
+    }  # its last figures, not the 2 records produced since
+    assert per_group(during, "kshare_share_group_lag") == {
+        bed.group: RECORDS * PARTITIONS + 2,
+        OTHER_GROUP: RECORDS * PARTITIONS,
+    }
+    assert per_group(during, "kshare_share_group_status", status="ERR") == {
+        bed.group: 0,
+        OTHER_GROUP: 1,
+    }
+    assert per_group(during, group_errors)[bed.group] == 0
+    assert during[("kshare_exporter_refresh_errors_total", CLUSTER)] == 0  # no whole failure
+    stamps = per_group(during, read_at)
+    assert stamps[OTHER_GROUP] == per_group(before, read_at)[OTHER_GROUP] < stamps[bed.group]
+    assert status == 200
+    assert health.startswith("ok: refreshed"), health
+    assert OTHER_GROUP in health and "GROUP_AUTHORIZATION_FAILED" in health, health
+    assert bed.group not in health.replace(OTHER_GROUP, ""), health
+
+    wait_for(
+        lambda: group_lags(metrics(exporter))[(OTHER_GROUP, "0")] == RECORDS + 2,
+        timeout=20,
+        what="the refused group back, with fresh figures",
+    )
+    after = metrics(exporter)
+    assert per_group(after, "kshare_share_group_status", status="ERR")[OTHER_GROUP] == 0
+    missed = per_group(during, group_errors)[OTHER_GROUP]
+    assert per_group(after, group_errors)[OTHER_GROUP] >= missed  # a counter: never reset
+    assert per_group(after, read_at)[OTHER_GROUP] > stamps[OTHER_GROUP]
+    assert OTHER_GROUP not in exporter.get("/healthz")[1]
