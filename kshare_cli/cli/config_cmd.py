@@ -11,7 +11,7 @@ consumer.*/streams.* group configs are left to kafka-configs.sh.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,6 +19,10 @@ from kshare_cli.cli import common
 from kshare_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+    from pathlib import Path
+
+    from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.services.configs import ConfigUpdate
 
 app = typer.Typer(
@@ -147,26 +151,18 @@ def set_(
     bounds, or the broker's group.share.* settings) is a usage error, exit 2, and
     nothing is sent; a refusal by the broker exits 1 with its message.
     """
-    invocation = common.Invocation(debug=debug)
-    common.usage_guard(lambda: check_group(group), invocation)
 
-    def check_assignments() -> None:
+    def check() -> None:
         from kshare_cli.services.configs import check_assignments
 
         check_assignments(assignments)
 
-    common.usage_guard(check_assignments, invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    def change(settings: ConnectionSettings, timeout_s: float) -> Coroutine[Any, Any, ConfigUpdate]:
+        from kshare_cli.services.configs import set_configs
 
-    from kshare_cli.services import configs as config_service
+        return set_configs(settings, group, assignments, dry_run, timeout_s)
 
-    update = common.run(
-        lambda: config_service.set_configs(settings, group, assignments, dry_run, timeout_s),
-        invocation,
-    )
-    _report(update, output)
+    _change(group, check, change, output, bootstrap_server, command_config, profile, timeout, debug)
 
 
 @app.command("unset")
@@ -194,25 +190,40 @@ def unset(
     A key the group does not set is left alone with a warning (kafka-configs.sh
     fails the whole command instead).
     """
-    invocation = common.Invocation(debug=debug)
-    common.usage_guard(lambda: check_group(group), invocation)
 
-    def check_names() -> None:
+    def check() -> None:
         from kshare_cli.services.configs import check_names
 
         check_names(names)
 
-    common.usage_guard(check_names, invocation)
+    def change(settings: ConnectionSettings, timeout_s: float) -> Coroutine[Any, Any, ConfigUpdate]:
+        from kshare_cli.services.configs import unset_configs
+
+        return unset_configs(settings, group, names, dry_run, timeout_s)
+
+    _change(group, check, change, output, bootstrap_server, command_config, profile, timeout, debug)
+
+
+def _change(
+    group: str,
+    check: Callable[[], None],
+    change: Callable[[ConnectionSettings, float], Coroutine[Any, Any, ConfigUpdate]],
+    output: common.OutputFormat,
+    bootstrap_server: str | None,
+    command_config: Path | None,
+    profile: str | None,
+    timeout: str,
+    debug: bool,
+) -> None:
+    """``set`` and ``unset``: the group and the change are checked before any I/O (exit 2),
+    then the change is sent and its result reported, with its notes on stderr."""
+    invocation = common.Invocation(debug=debug)
+    common.usage_guard(lambda: check_group(group), invocation)
+    common.usage_guard(check, invocation)
     settings, timeout_s, invocation = common.connection(
         bootstrap_server, command_config, profile, timeout, invocation
     )
-
-    from kshare_cli.services import configs as config_service
-
-    update = common.run(
-        lambda: config_service.unset_configs(settings, group, names, dry_run, timeout_s),
-        invocation,
-    )
+    update = common.run(lambda: change(settings, timeout_s), invocation)
     _report(update, output)
 
 

@@ -16,7 +16,7 @@ refusal or any other failure, 2 for bad usage (nothing sent).
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +25,8 @@ from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
     from kshare_cli.services.delete import Deletions
 
 DRY_RUN_NOTICE = "kshare: dry run: nothing was deleted; run again with --execute to delete"
@@ -92,6 +94,28 @@ def check_delete_offsets_args(group: str, topics: list[str]) -> None:
 def _confirm(question: str) -> None:
     if not typer.confirm(question, default=False, err=True):
         common.fail("not confirmed: nothing was deleted", ExitCode.PARTIAL)
+
+
+def _confirmed(
+    deleting: Callable[[bool], Coroutine[Any, Any, Deletions]],
+    question: Callable[[Deletions], str | None],
+    *,
+    is_dry_run: bool,
+    yes: bool,
+    invocation: common.Invocation,
+) -> Deletions:
+    """The deletion ``deleting(dry_run)`` runs, asked about first when someone can answer.
+
+    With --execute on a terminal and no --yes, a dry run shows what would go and
+    ``question`` asks about it (None: nothing would go, nothing to ask); a "no"
+    ends the command with nothing deleted.
+    """
+    if not is_dry_run and not yes and _stdin_is_terminal():
+        plan = common.run(lambda: deleting(True), invocation)
+        asked = question(plan)
+        if asked is not None:
+            _confirm(asked)
+    return common.run(lambda: deleting(is_dry_run), invocation)
 
 
 def _finish(deletions: Deletions, output: common.OutputFormat) -> None:
@@ -165,21 +189,22 @@ def delete(
 
     from kshare_cli.services import delete as delete_service
 
-    if not is_dry_run and not yes and _stdin_is_terminal():
-        plan = common.run(
-            lambda: delete_service.delete(settings, group_ids, all_groups, True, timeout_s),
-            invocation,
-        )
+    def question(plan: Deletions) -> str | None:
         ready = [result.group_id for result in plan.succeeded()]
-        if ready:
-            noun = "share group" if len(ready) == 1 else "share groups"
-            _confirm(
-                f"Delete {noun} {_quoted(ready)} for good (offsets, in-flight state and "
-                "delivery counts)?"
-            )
-    deletions = common.run(
-        lambda: delete_service.delete(settings, group_ids, all_groups, is_dry_run, timeout_s),
-        invocation,
+        if not ready:
+            return None
+        noun = "share group" if len(ready) == 1 else "share groups"
+        return (
+            f"Delete {noun} {_quoted(ready)} for good (offsets, in-flight state and "
+            "delivery counts)?"
+        )
+
+    deletions = _confirmed(
+        lambda dry: delete_service.delete(settings, group_ids, all_groups, dry, timeout_s),
+        question,
+        is_dry_run=is_dry_run,
+        yes=yes,
+        invocation=invocation,
     )
     _finish(deletions, output)
 
@@ -230,20 +255,21 @@ def delete_offsets(
 
     from kshare_cli.services import delete as delete_service
 
-    if not is_dry_run and not yes and _stdin_is_terminal():
-        plan = common.run(
-            lambda: delete_service.delete_offsets(settings, group, topic_names, True, timeout_s),
-            invocation,
-        )
+    def question(plan: Deletions) -> str | None:
         ready = [result.topic for result in plan.succeeded() if result.topic is not None]
-        if ready:
-            noun = "topic" if len(ready) == 1 else "topics"
-            _confirm(
-                f"Delete the offsets of share group '{group}' on {noun} {_quoted(ready)} "
-                "for good (start offsets, in-flight state and delivery counts)?"
-            )
-    deletions = common.run(
-        lambda: delete_service.delete_offsets(settings, group, topic_names, is_dry_run, timeout_s),
-        invocation,
+        if not ready:
+            return None
+        noun = "topic" if len(ready) == 1 else "topics"
+        return (
+            f"Delete the offsets of share group '{group}' on {noun} {_quoted(ready)} "
+            "for good (start offsets, in-flight state and delivery counts)?"
+        )
+
+    deletions = _confirmed(
+        lambda dry: delete_service.delete_offsets(settings, group, topic_names, dry, timeout_s),
+        question,
+        is_dry_run=is_dry_run,
+        yes=yes,
+        invocation=invocation,
     )
     _finish(deletions, output)
