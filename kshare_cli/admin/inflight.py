@@ -38,10 +38,9 @@ from kshare_cli.admin.models import (
     GroupOffsets,
     KafkaError,
     LagSource,
+    LagTotals,
     SharePartitionOffset,
-    summed_lag,
-    summed_lag_complete,
-    summed_lag_source,
+    in_partition_order,
 )
 from kshare_cli.errors import (
     ConnectionFailed,
@@ -129,7 +128,7 @@ class PartitionInflight:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupInflight:
+class GroupInflight(LagTotals):
     """A share group's share-partitions with their windows, sorted by (topic, partition).
 
     ``window_note`` is one line saying why the windows are missing (the state
@@ -148,26 +147,7 @@ class GroupInflight:
     unknown_topics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self,
-            "partitions",
-            tuple(sorted(self.partitions, key=lambda each: (each.topic, each.partition))),
-        )
-
-    @property
-    def total_lag(self) -> int | None:
-        """The sum of the known lags; None when none is known, as ``kshare describe``."""
-        return summed_lag(self.partitions)
-
-    @property
-    def total_lag_source(self) -> LagSource | None:
-        """``bound`` as soon as one part is kshare's upper bound rather than the broker's figure."""
-        return summed_lag_source(self.partitions)
-
-    @property
-    def total_lag_complete(self) -> bool | None:
-        """False when some share-partition's lag is unknown and left out of ``total_lag``."""
-        return summed_lag_complete(self.partitions)
+        object.__setattr__(self, "partitions", in_partition_order(self.partitions))
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ __all__ = [
     "GroupResults",
     "KafkaError",
     "LagSource",
+    "LagTotals",
     "ListedGroup",
     "MemberDescription",
     "PartitionFailure",
@@ -40,6 +41,7 @@ __all__ = [
     "SharePartitionOffset",
     "TopicPartition",
     "assignment_text",
+    "in_partition_order",
     "parse_group_state",
     "parse_state_filter",
 ]
@@ -392,8 +394,53 @@ def summed_lag_complete(partitions: Sequence[Lagged]) -> bool | None:
     return all(each.lag is not None for each in partitions)
 
 
+class LagTotals:
+    """A group's total lag over its ``partitions``, as describe, inflight and the dashboard show it.
+
+    A base for the frozen models that hold a group's share-partition rows, so the
+    total, its source and whether it is complete are worked out in one place.
+    """
+
+    __slots__ = ()
+
+    partitions: tuple[Lagged, ...]
+
+    @property
+    def total_lag(self) -> int | None:
+        """The sum of the known lags; None when none is known (see ``summed_lag``)."""
+        return summed_lag(self.partitions)
+
+    @property
+    def total_lag_source(self) -> LagSource | None:
+        """``bound`` as soon as one share-partition's lag is a bound: then so is the sum."""
+        return summed_lag_source(self.partitions)
+
+    @property
+    def total_lag_complete(self) -> bool | None:
+        """False when some share-partition's lag is unknown and left out of ``total_lag``."""
+        return summed_lag_complete(self.partitions)
+
+
+class Placed(Protocol):
+    """A row of one partition of one topic."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+
+PlacedRow = TypeVar("PlacedRow", bound=Placed)
+
+
+def in_partition_order(rows: Iterable[PlacedRow]) -> tuple[PlacedRow, ...]:
+    """``rows`` by topic, then partition: the order every model keeps its share-partitions in."""
+    return tuple(sorted(rows, key=lambda row: (row.topic, row.partition)))
+
+
 @dataclass(frozen=True, slots=True)
-class GroupOffsets:
+class GroupOffsets(LagTotals):
     """A share group's share-partitions, sorted by topic and partition.
 
     An empty ``partitions`` is Kafka's "has no offset information": the group has
@@ -404,26 +451,7 @@ class GroupOffsets:
     partitions: tuple[SharePartitionOffset, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self,
-            "partitions",
-            tuple(sorted(self.partitions, key=lambda offset: (offset.topic, offset.partition))),
-        )
-
-    @property
-    def total_lag(self) -> int | None:
-        """The sum of the known lags; None when none is known (see ``summed_lag``)."""
-        return summed_lag(self.partitions)
-
-    @property
-    def total_lag_source(self) -> LagSource | None:
-        """``bound`` as soon as one partition's lag is a bound: then so is the sum."""
-        return summed_lag_source(self.partitions)
-
-    @property
-    def total_lag_complete(self) -> bool | None:
-        """False when some partition's lag is unknown and left out of ``total_lag``."""
-        return summed_lag_complete(self.partitions)
+        object.__setattr__(self, "partitions", in_partition_order(self.partitions))
 
     def errors(self) -> tuple[PartitionFailure, ...]:
         return tuple(

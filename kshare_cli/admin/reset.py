@@ -63,6 +63,7 @@ from kshare_cli.admin.models import (
     MemberDescription,
     PartitionFailure,
     TopicPartition,
+    in_partition_order,
 )
 from kshare_cli.admin.share_groups import (
     EARLIEST_TIMESTAMP,
@@ -199,11 +200,7 @@ class ResetPlan:
     """Why the in-flight windows could not be read (then the counts are lower bounds)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self,
-            "partitions",
-            tuple(sorted(self.partitions, key=lambda offset: (offset.topic, offset.partition))),
-        )
+        object.__setattr__(self, "partitions", in_partition_order(self.partitions))
 
     @property
     def skipped(self) -> int:
