@@ -29,8 +29,8 @@ from kshare_cli.render.output_formats import (
     OutputFormat,
     add_row,
     dispatch,
-    error_cell,
     error_document,
+    failed_group_csv_row,
     java_row,
     new_table,
     table_text,
@@ -345,7 +345,7 @@ def _member_csv_rows(descriptions: GroupDescriptions) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     for result in descriptions.sorted():
         if isinstance(result, GroupFailure):
-            rows.append((result.group_id, *([None] * 8), error_cell(result.error)))
+            rows.append(failed_group_csv_row(result.group_id, result.error, MEMBERS_CSV_HEADER))
             continue
         for member in result.members:
             rows.append(
@@ -369,7 +369,7 @@ def _state_csv_rows(descriptions: GroupDescriptions) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     for result in descriptions.sorted():
         if isinstance(result, GroupFailure):
-            rows.append((result.group_id, *([None] * 8), error_cell(result.error)))
+            rows.append(failed_group_csv_row(result.group_id, result.error, STATE_CSV_HEADER))
             continue
         coordinator = result.coordinator
         rows.append(

@@ -33,6 +33,7 @@ from kshare_cli.render.output_formats import (
     dispatch,
     error_cell,
     error_document,
+    failed_group_csv_row,
     java_row,
     new_table,
     or_dash,
@@ -321,7 +322,7 @@ def _csv_rows(offsets: ShareGroupOffsets) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     for result in offsets.sorted():
         if isinstance(result, GroupFailure):
-            rows.append((result.group_id, *([None] * 7), error_cell(result.error)))
+            rows.append(failed_group_csv_row(result.group_id, result.error, CSV_HEADER))
             continue
         for offset in result.partitions:
             rows.append(

@@ -114,6 +114,12 @@ def error_cell(error: Any) -> str | None:
     return None if error is None else str(error)
 
 
+def failed_group_csv_row(group_id: str, error: Any, header: Sequence[str]) -> tuple[Any, ...]:
+    """A group that failed, as one CSV row under ``header``: its id first, its error in the
+    last column, the cells between empty."""
+    return (group_id, *([None] * (len(header) - 2)), error_cell(error))
+
+
 class TextTable:
     """A table of literal cell texts, in the look of Kafka's tools; ``table_text`` lays it out.
 
