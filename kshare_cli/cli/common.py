@@ -75,6 +75,20 @@ def complete_group_ids(ctx: typer.Context, incomplete: str) -> list[str]:
     return [group_id for group_id in ids if group_id.startswith(incomplete)]
 
 
+def group_argument(help_text: str, *, metavar: str = "GROUP") -> Any:
+    """A command's share-group positional: completed from the cluster, no default shown.
+
+    Each command says in ``help_text`` what the group is to it; ``metavar`` is
+    ``[GROUP]`` or ``[GROUP]...`` where the group is optional or repeatable.
+    """
+    return typer.Argument(
+        metavar=metavar,
+        help=help_text,
+        autocompletion=complete_group_ids,
+        show_default=False,
+    )
+
+
 BootstrapServer = Annotated[
     str | None,
     typer.Option(

@@ -52,12 +52,7 @@ def check_group(group: str) -> None:
 
 Group = Annotated[
     str,
-    typer.Argument(
-        metavar="GROUP",
-        help="The share group (it need not exist yet).",
-        autocompletion=common.complete_group_ids,
-        show_default=False,
-    ),
+    common.group_argument("The share group (it need not exist yet)."),
 ]
 Output = Annotated[
     common.OutputFormat,

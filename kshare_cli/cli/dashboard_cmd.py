@@ -42,11 +42,8 @@ def parse_seconds(option: str, text: str, minimum: float, maximum: float) -> flo
 def dashboard(
     group: Annotated[
         str | None,
-        typer.Argument(
-            metavar="[GROUP]",
-            help="Open this share group's screen first (escape leads to every group).",
-            autocompletion=common.complete_group_ids,
-            show_default=False,
+        common.group_argument(
+            "Open this share group's screen first (escape leads to every group).", metavar="[GROUP]"
         ),
     ] = None,
     refresh: Annotated[

@@ -145,11 +145,9 @@ def _quoted(names: list[str]) -> str:
 def delete(
     groups: Annotated[
         list[str] | None,
-        typer.Argument(
+        common.group_argument(
+            "Share groups to delete; each must exist, be a share group and be empty.",
             metavar="[GROUP]...",
-            help="Share groups to delete; each must exist, be a share group and be empty.",
-            autocompletion=common.complete_group_ids,
-            show_default=False,
         ),
     ] = None,
     all_groups: Annotated[
@@ -212,12 +210,7 @@ def delete(
 def delete_offsets(
     group: Annotated[
         str,
-        typer.Argument(
-            metavar="GROUP",
-            help="The share group; it must be empty.",
-            autocompletion=common.complete_group_ids,
-            show_default=False,
-        ),
+        common.group_argument("The share group; it must be empty."),
     ],
     topics: Annotated[
         list[str] | None,

@@ -57,12 +57,7 @@ def _time_lag_needs_offsets() -> None:
 def describe(
     groups: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="[GROUP]...",
-            help="Share groups to describe.",
-            autocompletion=common.complete_group_ids,
-            show_default=False,
-        ),
+        common.group_argument("Share groups to describe.", metavar="[GROUP]..."),
     ] = None,
     all_groups: Annotated[
         bool, typer.Option("--all-groups", help="Describe every share group.")

@@ -70,12 +70,7 @@ def finish(
 def health(
     groups: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="[GROUP]...",
-            help="Share groups to evaluate.",
-            autocompletion=common.complete_group_ids,
-            show_default=False,
-        ),
+        common.group_argument("Share groups to evaluate.", metavar="[GROUP]..."),
     ] = None,
     all_groups: Annotated[
         bool, typer.Option("--all-groups", help="Evaluate every share group.")

@@ -151,12 +151,7 @@ def finish(
 def inflight(
     group: Annotated[
         str,
-        typer.Argument(
-            metavar="GROUP",
-            help="The share group.",
-            autocompletion=common.complete_group_ids,
-            show_default=False,
-        ),
+        common.group_argument("The share group."),
     ],
     topic: Annotated[
         list[str] | None,

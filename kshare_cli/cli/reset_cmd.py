@@ -320,12 +320,7 @@ def refuse_members(group_id: str, members: tuple[MemberDescription, ...], execut
 def reset_offsets(
     group: Annotated[
         str,
-        typer.Argument(
-            metavar="GROUP",
-            help="The share group whose start offsets to reset.",
-            autocompletion=common.complete_group_ids,
-            show_default=False,
-        ),
+        common.group_argument("The share group whose start offsets to reset."),
     ],
     topic: Annotated[
         list[str] | None,
