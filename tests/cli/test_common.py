@@ -76,3 +76,12 @@ def test_connection_refuses_a_bad_timeout_before_reading_the_settings(
     assert settings.bootstrap_servers == ("127.0.0.1:9092",)
     assert timeout_s == 2.0
     assert invocation == Invocation(debug=True, secrets=("s3cret-password",))
+
+
+def test_output_offers_exactly_the_formats_every_renderer_renders() -> None:
+    """``-o`` is declared in cli/common (help must not import render/) and in render/:
+    the two lists must not drift, or an option would be offered that no renderer knows."""
+    from kshare_cli.cli.common import OutputFormat as OptionFormats
+    from kshare_cli.render.output_formats import OutputFormat as RenderedFormats
+
+    assert [each.value for each in OptionFormats] == [each.value for each in RenderedFormats]
