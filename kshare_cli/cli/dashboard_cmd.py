@@ -19,13 +19,12 @@ from typing import Annotated, Final
 
 import typer
 
-from kshare_cli.cli import common, durations
+from kshare_cli.cli import common, durations, threshold_options
 from kshare_cli.errors import UsageError
 
 MIN_REFRESH_S: Final = 0.5
 MAX_REFRESH_S: Final = 3600.0
 DEFAULT_REFRESH: Final = "2s"
-DEFAULT_STALL_AFTER: Final = "60s"
 
 
 def parse_seconds(option: str, text: str, minimum: float, maximum: float) -> float:
@@ -60,16 +59,11 @@ def dashboard(
     ] = DEFAULT_REFRESH,
     stall_after: Annotated[
         str,
-        typer.Option(
-            "--stall-after",
-            metavar="DURATION",
-            help=durations.duration_help(
-                "Flag a share-partition as stalled when its lag is above 0 and its start "
-                "offset has not moved for this long",
-                bare="s",
-            ),
+        threshold_options.stall_after(
+            "Flag a share-partition as stalled when its lag is above 0 and its start "
+            "offset has not moved for this long"
         ),
-    ] = DEFAULT_STALL_AFTER,
+    ] = threshold_options.DEFAULT_STALL_AFTER,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,

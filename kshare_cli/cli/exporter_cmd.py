@@ -22,7 +22,6 @@ from kshare_cli.errors import UsageError
 
 DEFAULT_LISTEN: Final = "0.0.0.0:9932"
 DEFAULT_INTERVAL_S: Final = 15.0
-DEFAULT_STALL_AFTER_S: Final = 60.0
 
 _LISTEN = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]*)):(?P<port>\d{1,5})$")
 
@@ -86,14 +85,10 @@ def exporter(
     ] = f"{DEFAULT_INTERVAL_S:g}s",
     stall_after: Annotated[
         str,
-        typer.Option(
-            "--stall-after",
-            metavar="DURATION",
-            help=durations.duration_help(
-                "STALL: lag above 0 while the start offset has not moved this long", bare="s"
-            ),
+        threshold_options.stall_after(
+            "STALL: lag above 0 while the start offset has not moved this long"
         ),
-    ] = f"{DEFAULT_STALL_AFTER_S:g}s",
+    ] = threshold_options.DEFAULT_STALL_AFTER,
     lag_above: Annotated[
         int | None, threshold_options.lag_above("WARN above this lag (default: off).")
     ] = None,

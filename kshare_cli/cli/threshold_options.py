@@ -3,20 +3,33 @@
 Both commands judge groups by the same rules, so they take the same thresholds:
 each is declared once here (its flag, its value and metavar, the check made
 before connecting). Each command keeps its own help sentence (health judges one
-reading, the exporter every refresh), which the man pages print.
+reading, the exporter every refresh), which the man pages print. ``--stall-after``
+is the dashboard's and the exporter's: the same stall rule, the same default.
 
 Imported to build ``--help``: nothing heavy.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import typer
 
+from kshare_cli.cli import durations
 from kshare_cli.errors import UsageError
 
-__all__ = ["archived_above", "check_thresholds", "lag_above", "time_lag"]
+__all__ = [
+    "DEFAULT_STALL_AFTER",
+    "archived_above",
+    "check_thresholds",
+    "lag_above",
+    "stall_after",
+    "time_lag",
+]
+
+#: ``services.health.DEFAULT_STALL_AFTER_S`` as ``--stall-after`` shows it: help may not
+#: import the services (tests/cli/test_threshold_options.py holds the two equal).
+DEFAULT_STALL_AFTER: Final = "60s"
 
 
 def lag_above(help_text: str) -> Any:
@@ -32,6 +45,13 @@ def archived_above(help_text: str) -> Any:
 def time_lag(help_text: str) -> Any:
     """``--time-lag``: read each lagging share-partition's oldest unacknowledged record."""
     return typer.Option("--time-lag", help=help_text)
+
+
+def stall_after(help_text: str) -> Any:
+    """``--stall-after DURATION``: lag above 0 and a start offset unmoved this long: a stall."""
+    return typer.Option(
+        "--stall-after", metavar="DURATION", help=durations.duration_help(help_text, bare="s")
+    )
 
 
 def check_thresholds(lag_above: int | None, archived_above: int | None) -> None:

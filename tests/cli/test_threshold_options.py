@@ -46,3 +46,19 @@ def test_a_negative_threshold_is_refused_the_same_way(
     with pytest.raises(UsageError, match=refused):
         threshold_options.check_thresholds(lag_above, archived_above)
     threshold_options.check_thresholds(0, None)
+
+
+def test_dashboard_and_exporter_declare_stall_after_alike() -> None:
+    """One stall rule: the same flag, metavar and default, and that default is the services'."""
+    from kshare_cli.cli import durations
+    from kshare_cli.services.health import DEFAULT_STALL_AFTER_S
+
+    dashboard, exporter = (
+        _options("dashboard")["--stall-after"],
+        _options("exporter")["--stall-after"],
+    )
+    assert (dashboard.metavar, dashboard.default) == (exporter.metavar, exporter.default)
+    assert dashboard.default == threshold_options.DEFAULT_STALL_AFTER
+    seconds = durations.seconds("--stall-after", threshold_options.DEFAULT_STALL_AFTER, bare="s")
+    assert seconds == DEFAULT_STALL_AFTER_S
+    assert dashboard.help != exporter.help  # each command says it in its own words
