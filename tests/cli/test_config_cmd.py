@@ -22,10 +22,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
 from referencing import Registry, Resource
 
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.errors import ExitCode
+from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings, GroupConfigStore
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.share import share_groups
@@ -34,11 +36,7 @@ from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import SCHEMAS, Kshare, assert_one_error_line, validate
 from tests.support.golden import GOLDEN
 from tests.support.sandbox import Cluster
-from tests.support.share_offsets import (
-    ALTER_SHARE_GROUP_OFFSETS,
-    UNKNOWN_TOPIC_OR_PARTITION,
-    alter_share_group_offsets,
-)
+from tests.support.share_offsets import alter_share_group_offsets
 
 CONFIGS_OUTPUT = GOLDEN / "tool-output" / "kafka-configs"
 
@@ -349,7 +347,7 @@ def test_a_group_altered_only_on_unknown_topics_is_not_made(
             assert int(response.error_code) == 0, response
             return [int(p.error_code) for t in response.responses for p in t.partitions]
 
-    assert asyncio.run(alter()) == [UNKNOWN_TOPIC_OR_PARTITION]
+    assert asyncio.run(alter()) == [ErrorCode.unknown_topic_or_partition]
     plain = kshare.run("config", "get", group, "-o", "plain")
     assert (plain.exit_code, plain.stdout, plain.stderr) == (
         0,

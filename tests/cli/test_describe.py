@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS, SHARE_GROUP_HEARTBEAT
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import (
@@ -37,9 +38,6 @@ from tests.cli.conftest import (
 )
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
-
-SHARE_GROUP_HEARTBEAT = 76
-ALTER_SHARE_GROUP_OFFSETS = 91
 
 
 def table_rows(stdout: str, group_id: str) -> list[list[str]]:

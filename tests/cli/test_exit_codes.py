@@ -26,6 +26,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kshare_cli.errors import ExitCode
+from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
@@ -43,8 +44,6 @@ from tests.support.sandbox import Cluster
 from tests.support.tls import SecureSandbox, TlsMaterial
 from tests.wire.conftest import Handler, replaced_handler
 
-SHARE_GROUP_DESCRIBE = 77
-GROUP_AUTHORIZATION_FAILED = 30
 WRONG_PASSWORD = "wr0ng-Pa55word-x"
 
 
@@ -172,7 +171,7 @@ def _denying(prefix: str) -> Any:
             groups = tuple(
                 dataclasses.replace(
                     group,
-                    error_code=ErrorCode(GROUP_AUTHORIZATION_FAILED),
+                    error_code=ErrorCode.group_authorization_failed,
                     error_message="Not authorized to describe the group.",
                 )
                 if group.group_id.startswith(prefix)

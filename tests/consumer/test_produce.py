@@ -27,10 +27,9 @@ from kshare_cli.consumer.produce import (
     produce_lines,
 )
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
+from kshare_cli.kafka.api_keys import PRODUCE
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import Cluster
-
-API_KEY_PRODUCE = 0
 
 
 def create_topic(cluster: Cluster, topic: str, partitions: int) -> None:
@@ -329,7 +328,7 @@ def test_records_the_broker_refuses_are_reported_by_line(
 ) -> None:
     rdkafka_mock.create_topic("t", 1)
     config = {"bootstrap.servers": rdkafka_mock.bootstrap_servers, "linger.ms": "0"}
-    rdkafka_mock.push_request_errors(API_KEY_PRODUCE, [KafkaError.TOPIC_AUTHORIZATION_FAILED])
+    rdkafka_mock.push_request_errors(PRODUCE, [KafkaError.TOPIC_AUTHORIZATION_FAILED])
     failures: list[DeliveryFailure] = []
     lines = b"".join(b"%d\n" % number for number in range(1, 51))
     result = produce_lines(config, "t", io.BytesIO(lines), on_failure=failures.append)
@@ -374,7 +373,7 @@ def test_failures_are_reported_while_the_input_is_idle(rdkafka_mock: RdkafkaMock
     """A run waiting for its next line (a prompt, a slow pipe) still reports failures."""
     rdkafka_mock.create_topic("t", 1)
     config = {"bootstrap.servers": rdkafka_mock.bootstrap_servers, "linger.ms": "0"}
-    rdkafka_mock.push_request_errors(API_KEY_PRODUCE, [KafkaError.TOPIC_AUTHORIZATION_FAILED])
+    rdkafka_mock.push_request_errors(PRODUCE, [KafkaError.TOPIC_AUTHORIZATION_FAILED])
     reported = threading.Event()
 
     def slow_input() -> Iterator[bytes]:

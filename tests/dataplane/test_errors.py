@@ -32,9 +32,8 @@ from kshare_cli.dataplane.errors import (
 )
 from kshare_cli.dataplane.logs import debug_logger, quiet_logger
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, Refused, UsageError
+from kshare_cli.kafka.api_keys import METADATA
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
-
-METADATA = 3  # Kafka's API key
 
 
 def _closed_port() -> int:

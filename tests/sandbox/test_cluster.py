@@ -306,7 +306,10 @@ def test_a_group_rpc_to_a_node_that_does_not_coordinate_the_group_gets_not_coord
     assert sandbox.addresses[coordinator.node_id] == f"{coordinator.host}:{coordinator.port}"
     other = next(node for node in sandbox.addresses if node != coordinator.node_id)
     # A group nobody has seen: the coordinator says so, the other node is not the one to ask.
-    assert _describe_error(sandbox.addresses[coordinator.node_id], group) == 69
+    assert (
+        _describe_error(sandbox.addresses[coordinator.node_id], group)
+        == ErrorCode.group_id_not_found
+    )
     assert _describe_error(sandbox.addresses[other], group) == ErrorCode.not_coordinator
     offsets = call(
         sandbox.addresses[other],

@@ -16,6 +16,14 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.api_keys import (
+    DELETE_GROUPS,
+    INITIALIZE_SHARE_GROUP_STATE,
+    LIST_GROUPS,
+    METADATA,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_HEARTBEAT,
+)
 from kshare_cli.kafka.group_configs import AlterConfigOpType
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings, GroupConfigStore
 from kshare_cli.sandbox.group_coordinator import (
@@ -52,7 +60,7 @@ def _capture(name: str) -> tuple[list[_Exchange], dict[str, tuple[str, int]]]:
         raw = json.loads(raw_line)
         entry = json.loads(decoded_line)
         assert (raw["conn"], raw["correlation_id"]) == (entry["conn"], entry["correlation_id"])
-        if entry["api_key"] == 3:
+        if entry["api_key"] == METADATA:
             for topic in entry["response"]["topics"]:
                 topics[topic["name"]] = (topic["topicId"], len(topic["partitions"]))
         exchanges.append(_Exchange(raw["t"] * 1000, entry))
@@ -110,7 +118,7 @@ def _replay(name: str) -> tuple[int, int]:
     topic_partitions = {topic: count for topic, (_, count) in topics.items()}
     names = {topic_id: topic for topic, (topic_id, _) in topics.items()}
     coordinator = ShareGroupCoordinator(auto_initialize=False)
-    init_requests = [e for e in exchanges if e.entry["api_key"] == 83]
+    init_requests = [e for e in exchanges if e.entry["api_key"] == INITIALIZE_SHARE_GROUP_STATE]
     pending: list[tuple[float, str, dict[str, list[int]]]] = []
     heartbeats = describes = 0
 
@@ -149,7 +157,7 @@ def _replay(name: str) -> tuple[int, int]:
         response = entry["response"]
         complete_initialisations(exchange.t_ms)
         now = int(exchange.t_ms)
-        if entry["api_key"] == 76 and _golden(request["groupId"]):
+        if entry["api_key"] == SHARE_GROUP_HEARTBEAT and _golden(request["groupId"]):
             result = coordinator.heartbeat(
                 group_id=request["groupId"],
                 member_id=request["memberId"],
@@ -179,19 +187,19 @@ def _replay(name: str) -> tuple[int, int]:
             if result.initialization is not None:
                 schedule(result, exchange.t_ms)
             heartbeats += 1
-        elif entry["api_key"] == 77:
+        elif entry["api_key"] == SHARE_GROUP_DESCRIBE:
             for recorded in response["groups"]:
                 if _golden(recorded["groupId"]) or recorded["groupId"] == "no-such-group":
                     ours = _described(coordinator.describe(recorded["groupId"]), names)
                     assert ours == recorded, f"{name} line {entry['line']}"
                     describes += 1
-        elif entry["api_key"] == 16:
+        elif entry["api_key"] == LIST_GROUPS:
             recorded_states = {
                 g["groupId"]: g["groupState"] for g in response["groups"] if _golden(g["groupId"])
             }
             listed = coordinator.list_groups(request["statesFilter"])
             assert {g.group_id: g.state for g in listed} == recorded_states
-        elif entry["api_key"] == 42:
+        elif entry["api_key"] == DELETE_GROUPS:
             for recorded in response["results"]:
                 if _golden(recorded["groupId"]):
                     assert coordinator.delete_group(recorded["groupId"]) == recorded["errorCode"]

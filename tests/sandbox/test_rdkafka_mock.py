@@ -12,7 +12,7 @@ import uuid
 
 import confluent_kafka
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 
 from kshare_cli.kafka.api_keys import SHARE_FETCH
 from kshare_cli.sandbox import scenarios
@@ -23,10 +23,6 @@ from kshare_cli.sandbox.rdkafka_mock import (
     librdkafka_version,
 )
 from kshare_cli.sandbox.scenarios import Action, ScenarioResult
-
-ERR_REQUEST_TIMED_OUT = 7
-ERR_BROKER_NOT_AVAILABLE = 8
-ERR_TOPIC_ALREADY_EXISTS = 36
 
 
 def names(cluster: RdkafkaMockCluster, partitions: int = 1) -> tuple[str, str]:
@@ -53,10 +49,10 @@ def test_mock_cluster_reports_errors_and_closes_once(rdkafka_mock: RdkafkaMockCl
     rdkafka_mock.create_topic("duplicate", 1)
     with pytest.raises(MockClusterError) as duplicate:
         rdkafka_mock.create_topic("duplicate", 1)
-    assert duplicate.value.code == ERR_TOPIC_ALREADY_EXISTS
+    assert duplicate.value.code == KafkaError.TOPIC_ALREADY_EXISTS
     with pytest.raises(MockClusterError) as unknown_broker:
         rdkafka_mock.broker_set_down(7)
-    assert unknown_broker.value.code == ERR_BROKER_NOT_AVAILABLE
+    assert unknown_broker.value.code == KafkaError.BROKER_NOT_AVAILABLE
     rdkafka_mock.close()
     rdkafka_mock.close()
     with pytest.raises(RuntimeError, match="closed"):
@@ -152,7 +148,7 @@ def test_two_consumers_share_one_partition(rdkafka_mock: RdkafkaMockCluster) -> 
 
 def test_share_fetch_errors_are_retried(rdkafka_mock: RdkafkaMockCluster) -> None:
     topic, group = names(rdkafka_mock)
-    injected = [ERR_REQUEST_TIMED_OUT] * 3
+    injected = [KafkaError.REQUEST_TIMED_OUT] * 3
     rdkafka_mock.start_request_tracking()
     rdkafka_mock.push_request_errors(SHARE_FETCH, injected)
     result = scenarios.all_delivered(rdkafka_mock.bootstrap_servers, topic, group, records=10)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.wire.framing import decode_response, encode_request
 from tests.support.sandbox import Cluster
@@ -68,7 +69,7 @@ def test_unsupported_api_versions_version_gets_v0_error_with_its_own_range(
     assert frame is not None
     correlation_id, response = decode_response(frame, ApiVersionsResponseV0)
     assert correlation_id == 42
-    assert response.error_code == 35  # UNSUPPORTED_VERSION
+    assert response.error_code == ErrorCode.unsupported_version
     keys = {entry.api_key: (entry.min_version, entry.max_version) for entry in response.api_keys}
     assert keys == {18: (0, 4)}
 

@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
+from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse
 from kio.schema.list_groups.v5.request import ListGroupsRequest
@@ -566,7 +567,7 @@ def test_unknown_mechanism_is_answered_with_the_enabled_ones_then_closed(
     with _socket(sandbox.bootstrap) as sock:
         _api_versions(sock)
         response = _exchange(sock, SaslHandshakeRequest(mechanism="GSSAPI"), SaslHandshakeResponse)
-        assert response.error_code == 33  # UNSUPPORTED_SASL_MECHANISM
+        assert response.error_code == ErrorCode.unsupported_sasl_mechanism
         assert list(response.mechanisms) == ["SCRAM-SHA-512", "PLAIN"]
         assert _read_frame(sock) is None
 
@@ -587,12 +588,12 @@ def test_sasl_authenticate_v2_then_normal_service_and_no_second_authentication(
         assert authenticated.session_lifetime.total_seconds() == 0
         assert _metadata(sock).brokers[0].port == sandbox.port
         again = _exchange(sock, token, SaslAuthenticateResponse)
-        assert again.error_code == 34  # ILLEGAL_SASL_STATE, from KafkaApis
+        assert again.error_code == ErrorCode.illegal_sasl_state  # from KafkaApis
         assert again.error_message == (
             "SaslAuthenticate request received after successful authentication"
         )
         handshake = _exchange(sock, SaslHandshakeRequest(mechanism="PLAIN"), SaslHandshakeResponse)
-        assert handshake.error_code == 34
+        assert handshake.error_code == ErrorCode.illegal_sasl_state
         assert _metadata(sock).cluster_id == "kshare-sandbox-cluster"
 
 
@@ -602,7 +603,7 @@ def test_failed_sasl_authenticate_is_answered_then_closed(secure_sandbox: Secure
         _exchange(sock, SaslHandshakeRequest(mechanism="PLAIN"), SaslHandshakeResponse)
         token = SaslAuthenticateRequest(auth_bytes=_plain_token("alice", "wrong"))
         failed = _exchange(sock, token, SaslAuthenticateResponse)
-        assert failed.error_code == 58  # SASL_AUTHENTICATION_FAILED
+        assert failed.error_code == ErrorCode.sasl_authentication_failed
         assert failed.error_message == "Authentication failed: Invalid username or password"
         assert _read_frame(sock) is None
 
@@ -630,7 +631,7 @@ def test_plaintext_listener_answers_sasl_requests_with_illegal_state(cluster: Cl
         pytest.skip("on a real cluster: its listener may well be SASL, not PLAINTEXT")
     with _socket(cluster.bootstrap) as sock:
         response = _exchange(sock, SaslHandshakeRequest(mechanism="PLAIN"), SaslHandshakeResponse)
-        assert response.error_code == 34
+        assert response.error_code == ErrorCode.illegal_sasl_state
         assert _metadata(sock).brokers
 
 

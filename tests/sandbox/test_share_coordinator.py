@@ -30,6 +30,7 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
+from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from typer.testing import CliRunner
 
@@ -53,7 +54,6 @@ from tests.support.raw import call
 PER_SNAPSHOT = "share.coordinator.snapshot.update.records.per.snapshot"
 PRUNE_MS = "share.coordinator.state.topic.prune.interval.ms"
 COLD_MS = "share.coordinator.cold.partition.snapshot.interval.ms"
-OFFSET_OUT_OF_RANGE = 1
 RECORDS = 8
 REJECTED = 1  # this offset is rejected (Archived); the others are accepted
 HEARTBEAT_MS = 100
@@ -462,7 +462,7 @@ def test_reading_from_the_beginning_starts_at_a_snapshot_and_replays_the_same_st
 
 def test_fetch_below_the_log_start_is_offset_out_of_range(pruned: Pruned) -> None:
     assert pruned.fetch_at_zero
-    assert set(pruned.fetch_at_zero.values()) == {OFFSET_OUT_OF_RANGE}
+    assert set(pruned.fetch_at_zero.values()) == {ErrorCode.offset_out_of_range}
 
 
 def test_inflight_shows_the_same_window_after_pruning(pruned: Pruned) -> None:

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.api_keys import (
+    INITIALIZE_SHARE_GROUP_STATE,
+    READ_SHARE_GROUP_STATE,
+    WRITE_SHARE_GROUP_STATE,
+)
 from kshare_cli.sandbox.share_coordinator_state import (
     FencedLeaderEpochError,
     FencedStateEpochError,
@@ -70,20 +76,20 @@ def test_coordinator_reproduces_golden_g_records_from_the_recorded_requests() ->
             request["groupId"], _kafka_uuid(topic["topicId"]), partition["partition"]
         )
         record: StateRecord | None
-        if call["api_key"] == 83:
+        if call["api_key"] == INITIALIZE_SHARE_GROUP_STATE:
             record = coordinator.initialize(
                 share_partition,
                 state_epoch=partition["stateEpoch"],
                 start_offset=partition["startOffset"],
             )
-        elif call["api_key"] == 84:
+        elif call["api_key"] == READ_SHARE_GROUP_STATE:
             state, record = coordinator.read(share_partition, leader_epoch=partition["leaderEpoch"])
             response = call["response"]["results"][0]["partitions"][0]
             assert (state.start_offset, state.state_epoch) == (
                 response["startOffset"],
                 response["stateEpoch"],
             )
-        elif call["api_key"] == 85:
+        elif call["api_key"] == WRITE_SHARE_GROUP_STATE:
             writes += 1
             record = coordinator.write(
                 share_partition,
@@ -227,7 +233,7 @@ def test_write_fencing() -> None:
 
     with pytest.raises(UninitializedSharePartitionError) as uninitialized:
         _write(coordinator, unknown, 0)
-    assert uninitialized.value.error_code == 42
+    assert uninitialized.value.error_code == ErrorCode.invalid_request
 
     state, record = coordinator.read(share_partition, leader_epoch=3)
     assert record is not None and record.value is not None
@@ -238,13 +244,13 @@ def test_write_fencing() -> None:
 
     with pytest.raises(FencedLeaderEpochError) as fenced_leader:
         _write(coordinator, share_partition, 0, leader_epoch=2)
-    assert fenced_leader.value.error_code == 74
+    assert fenced_leader.value.error_code == ErrorCode.fenced_leader_epoch
     _write(coordinator, share_partition, 0, leader_epoch=-1)
 
     coordinator.apply(coordinator.initialize(share_partition, state_epoch=3, start_offset=0))
     with pytest.raises(FencedStateEpochError) as fenced_state:
         _write(coordinator, share_partition, 1, leader_epoch=3, state_epoch=1)
-    assert fenced_state.value.error_code == 124
+    assert fenced_state.value.error_code == ErrorCode.fenced_state_epoch
     with pytest.raises(FencedStateEpochError):
         coordinator.initialize(share_partition, state_epoch=2, start_offset=0)
 

@@ -16,6 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.api_keys import (
+    READ_SHARE_GROUP_STATE,
+    SHARE_ACKNOWLEDGE,
+    SHARE_FETCH,
+    WRITE_SHARE_GROUP_STATE,
+)
 from kshare_cli.kafka.share_states import DeliveryState, StateBatch
 from kshare_cli.sandbox.share_partition import (
     AcknowledgementBatch,
@@ -32,11 +38,6 @@ SCENARIO_A_WIRE = GOLDEN / "decoded" / "scenario-a.wire.jsonl"
 SCENARIO_A_DELIVERIES = GOLDEN / "scenario-a-deliveries.jsonl"
 GOLDEN_GROUP = "golden-g"
 GOLDEN_LOG_END_OFFSET = 15
-
-SHARE_FETCH = 78
-SHARE_ACKNOWLEDGE = 79
-READ_SHARE_GROUP_STATE = 84
-WRITE_SHARE_GROUP_STATE = 85
 
 ACCEPT = (int(AcknowledgeType.ACCEPT),)
 RELEASE = (int(AcknowledgeType.RELEASE),)
@@ -331,7 +332,10 @@ def test_lock_timeout_redelivers_with_delivery_count_two() -> None:
 
     assert writes == [StateWrite(0, 0, 0, 1, (StateBatch(0, 4, 0, 1),))]
     assert share_partition.acquire("m2", 5, 10, 1_001) == [AcquiredRecords(0, 4, 2)]
-    assert share_partition.acknowledge("m1", [_ack(0, 4, ACCEPT)], 1_002).error_code == 121
+    assert (
+        share_partition.acknowledge("m1", [_ack(0, 4, ACCEPT)], 1_002).error_code
+        == ErrorCode.invalid_record_state
+    )
 
 
 def test_lock_timeout_at_the_limit_archives() -> None:
@@ -437,7 +441,7 @@ def test_acknowledging_someone_elses_records_is_invalid_record_state() -> None:
     result = share_partition.acknowledge("m1", mixed, 1)
 
     assert result.error_code == ErrorCode.invalid_record_state
-    assert result.error_code == 121
+    assert result.error_code == ErrorCode.invalid_record_state
     assert result.state_write is None
     assert share_partition.in_flight() == before  # all or nothing: offset 0 was rolled back
 
@@ -447,10 +451,22 @@ def test_acknowledging_released_or_unknown_records_fails() -> None:
     share_partition.acquire("m1", 4, 2, 0)
     share_partition.acknowledge("m1", [_ack(0, 1, RELEASE)], 1)
 
-    assert share_partition.acknowledge("m1", [_ack(0, 0, ACCEPT)], 2).error_code == 121
-    assert share_partition.acknowledge("m1", [_ack(2, 3, ACCEPT)], 2).error_code == 42
-    assert share_partition.acknowledge("m1", [_ack(0, 1, (1, 1, 1))], 2).error_code == 42
-    assert share_partition.acknowledge("m1", [_ack(0, 0, (9,))], 2).error_code == 42
+    assert (
+        share_partition.acknowledge("m1", [_ack(0, 0, ACCEPT)], 2).error_code
+        == ErrorCode.invalid_record_state
+    )
+    assert (
+        share_partition.acknowledge("m1", [_ack(2, 3, ACCEPT)], 2).error_code
+        == ErrorCode.invalid_request
+    )
+    assert (
+        share_partition.acknowledge("m1", [_ack(0, 1, (1, 1, 1))], 2).error_code
+        == ErrorCode.invalid_request
+    )
+    assert (
+        share_partition.acknowledge("m1", [_ack(0, 0, (9,))], 2).error_code
+        == ErrorCode.invalid_request
+    )
 
 
 def test_start_offset_advances_past_the_finished_prefix_only() -> None:
@@ -479,7 +495,10 @@ def test_deferred_acknowledgement_blocks_reacquisition_until_committed() -> None
 
     assert share_partition.has_pending_writes
     assert share_partition.acquire("m2", 2, 10, 2) == []
-    assert share_partition.acknowledge("m1", [_ack(0, 1, ACCEPT)], 2).error_code == 121
+    assert (
+        share_partition.acknowledge("m1", [_ack(0, 1, ACCEPT)], 2).error_code
+        == ErrorCode.invalid_record_state
+    )
     share_partition.commit_pending()
     assert share_partition.acquire("m2", 2, 10, 3) == [AcquiredRecords(0, 1, 2)]
 

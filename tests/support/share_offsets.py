@@ -17,11 +17,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
-
-ALTER_SHARE_GROUP_OFFSETS = 91
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 async def alter_share_group_offsets(
@@ -64,6 +64,6 @@ async def alter_share_group_offsets(
         ]
         if all(code == 0 for code in codes):
             return response
-        unknown = all(code in (0, UNKNOWN_TOPIC_OR_PARTITION) for code in codes)
+        unknown = all(code in (0, ErrorCode.unknown_topic_or_partition) for code in codes)
         assert unknown and time.monotonic() < deadline, response
         await asyncio.sleep(0.2)

@@ -30,7 +30,7 @@ from kshare_cli.errors import (
     TimedOut,
     exit_code_for,
 )
-from kshare_cli.kafka.api_keys import FIND_COORDINATOR, SHARE_GROUP_DESCRIBE
+from kshare_cli.kafka.api_keys import FIND_COORDINATOR, METADATA, SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
@@ -41,8 +41,6 @@ from kshare_cli.wire.errors import KafkaError
 from tests.support.raw import call
 from tests.support.sandbox import Cluster
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
-
-METADATA = 3
 
 
 def describe_body(version: int, group_ids: Sequence[str]) -> dict[str, Any]:
@@ -232,7 +230,7 @@ def test_metadata_describes_brokers_and_topics_without_creating_any(
             assert described.topic_id != uuid.UUID(int=0)
             assert all(p.leader_id in metadata.brokers for p in described.partitions.values())
             assert metadata.topic_by_id(described.topic_id) == described
-            assert metadata.topics[missing].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+            assert metadata.topics[missing].error_code == ErrorCode.unknown_topic_or_partition
             everything = await client.metadata(refresh=True)
             assert topic in everything.topics
             assert missing not in everything.topics

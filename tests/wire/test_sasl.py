@@ -29,12 +29,12 @@ from kshare_cli.errors import (
     UsageError,
     exit_code_for,
 )
+from kshare_cli.kafka.api_keys import METADATA
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.sasl import OAuthBearer, Plain, Scram, mechanism_for
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial
 from tests.wire.conftest import replaced_handler, run
 
-METADATA = 3
 PASSWORD = USERS["alice"]
 
 
