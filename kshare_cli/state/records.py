@@ -499,20 +499,7 @@ def _decode_batches(data: bytes, position: int) -> tuple[tuple[StateBatch, ...],
     unpack, no_batch_tags = layout
     if data[position + _BATCH_WITHOUT_TAGS.size : end : _BATCH.size] != no_batch_tags:
         return _walk_batches(data, position, count)
-    batches: list[StateBatch] = []
-    append = batches.append
-    fields = iter(unpack(data, position))
-    for first_offset, last_offset, delivery_state, delivery_count in zip(
-        fields, fields, fields, fields, strict=True
-    ):
-        batch = _UnfrozenStateBatch()
-        batch.first_offset = first_offset
-        batch.last_offset = last_offset
-        batch.delivery_state = delivery_state
-        batch.delivery_count = delivery_count
-        batch.__class__ = StateBatch
-        append(batch)
-    return tuple(batches), end
+    return state_batches_from_fields(unpack(data, position)), end
 
 
 def _batch_layout(count: int) -> tuple[Callable[[bytes, int], tuple[int, ...]], bytes]:
