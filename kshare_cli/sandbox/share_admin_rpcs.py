@@ -211,6 +211,19 @@ def _group_error(shares: ShareGroups, group_id: str, *, must_be_empty: bool) -> 
     return ErrorCode.none
 
 
+def _change_refused(
+    broker: Broker, connection: Connection, shares: ShareGroups, group_id: str
+) -> int:
+    """Why a change to the group's offsets or to the group itself is refused (0: it is not).
+
+    Kafka asks the coordinator first (NOT_COORDINATOR, loading), then the group: it
+    must exist and have no members.
+    """
+    if refused := broker.group_coordinator_error(connection, group_id):
+        return refused
+    return _group_error(shares, group_id, must_be_empty=True)
+
+
 @handles(DESCRIBE_SHARE_GROUP_OFFSETS)
 async def describe_share_group_offsets(
     broker: Broker, request: Request, connection: Connection
@@ -378,9 +391,7 @@ async def alter_share_group_offsets(
     shares = share_groups(broker)
     payload = request.payload
     group_id = payload.group_id
-    if refused := broker.group_coordinator_error(connection, group_id):
-        return _group_refused(request, group_id, refused)
-    error = _group_error(shares, group_id, must_be_empty=True)
+    error = _change_refused(broker, connection, shares, group_id)
     if error == ErrorCode.group_id_not_found:
         # Kafka 4.2 (GroupMetadataManager.alterShareGroupOffsets) makes a new ShareGroup but
         # persists it only through the ShareGroupStatePartitionMetadata record, written when
@@ -434,9 +445,7 @@ async def delete_share_group_offsets(
     shares = share_groups(broker)
     payload = request.payload
     group_id = payload.group_id
-    if refused := broker.group_coordinator_error(connection, group_id):
-        return _group_refused(request, group_id, refused)
-    error = _group_error(shares, group_id, must_be_empty=True)
+    error = _change_refused(broker, connection, shares, group_id)
     if error != ErrorCode.none:
         return _group_refused(request, group_id, error)
     body: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None}
@@ -493,10 +502,7 @@ async def delete_groups(broker: Broker, request: Request, connection: Connection
         if shares is None:
             results.append({"group_id": group_id, "error_code": ErrorCode.group_id_not_found})
             continue
-        if refused := broker.group_coordinator_error(connection, group_id):
-            results.append({"group_id": group_id, "error_code": refused})
-            continue
-        error = _group_error(shares, group_id, must_be_empty=True)
+        error = _change_refused(broker, connection, shares, group_id)
         if error == ErrorCode.none:
             states = shares.group_topic_states(group_id)
             for key in sorted(states, key=lambda k: (str(k.topic_id), k.partition)):
