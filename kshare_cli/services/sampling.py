@@ -34,13 +34,10 @@ async def sample_group(
     service: InflightService, group_id: str, clock: Callable[[], float] = time.monotonic
 ) -> Sample | GroupHealth:
     """One group's sample, or its ERR result when it could not be described."""
-    try:
-        group = await service.group(group_id)
-    except GroupNotFound as missing:
-        return unreadable(group_id, str(missing), not_found=True)
-    except GroupUnavailable as failed:
-        return unreadable(group_id, str(failed))
-    taken_at = clock()
+    read = await _read(service, group_id, clock)
+    if isinstance(read, GroupHealth):
+        return read
+    group, taken_at = read
     partitions = [TopicPartition(each.topic, each.partition) for each in group.partitions]
     log_starts = (
         (await service.admin.log_offsets(partitions, EARLIEST_TIMESTAMP)).offsets
