@@ -200,6 +200,18 @@ def _current_leader(broker: Broker, topic_id: uuid.UUID, partition: int) -> dict
     return broker.current_leader(topic.name, partition)
 
 
+def _leader_to_name(
+    broker: Broker, topic_id: uuid.UUID, partition: int, codes: tuple[int, ...], leaders: set[int]
+) -> dict[str, int]:
+    """A partition's CurrentLeader: the real one (added to ``leaders``, whose NodeEndpoints
+    the response lists) when one of its codes is NOT_LEADER_OR_FOLLOWER, else none."""
+    if ErrorCode.not_leader_or_follower not in codes:
+        return _LEADER
+    current_leader = _current_leader(broker, topic_id, partition)
+    leaders.add(current_leader["leader_id"])
+    return current_leader
+
+
 def _acquire(
     shares: ShareGroups,
     session: ShareSession,
@@ -365,10 +377,9 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
         records, acquired = fetched.get((topic_id, partition), (b"", []))
         error_code = errors.get((topic_id, partition), ErrorCode.none)
         ack_error_code = ack_results.get((topic_id, partition), ErrorCode.none)
-        current_leader = _LEADER
-        if ErrorCode.not_leader_or_follower in (error_code, ack_error_code):
-            current_leader = _current_leader(broker, topic_id, partition)
-            leaders.add(current_leader["leader_id"])
+        current_leader = _leader_to_name(
+            broker, topic_id, partition, (error_code, ack_error_code), leaders
+        )
         by_topic.setdefault(topic_id, []).append(
             {
                 "partition_index": partition,
@@ -427,10 +438,7 @@ async def share_acknowledge(broker: Broker, request: Request, connection: Connec
     for (topic_id, partition), code in sorted(
         results.items(), key=lambda r: (str(r[0][0]), r[0][1])
     ):
-        current_leader = _LEADER
-        if code == ErrorCode.not_leader_or_follower:
-            current_leader = _current_leader(broker, topic_id, partition)
-            leaders.add(current_leader["leader_id"])
+        current_leader = _leader_to_name(broker, topic_id, partition, (code,), leaders)
         by_topic.setdefault(topic_id, []).append(
             {
                 "partition_index": partition,
