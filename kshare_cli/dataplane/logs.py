@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["DEBUG_LOGGER", "QUIET_LOGGER", "debug_logger", "quiet_logger"]
+__all__ = [
+    "DEBUG_LOGGER",
+    "QUIET_LOGGER",
+    "debug_logger",
+    "quiet_logger",
+    "with_debug_logger",
+]
 
 QUIET_LOGGER: Final = "kshare_cli.librdkafka"
 DEBUG_LOGGER: Final = "kshare_cli.librdkafka.debug"
@@ -37,3 +44,11 @@ def debug_logger() -> logging.Logger:
         logger.setLevel(logging.DEBUG)
         logger.propagate = False
     return logger
+
+
+def with_debug_logger(config: Mapping[str, object], debug: bool) -> dict[str, object]:
+    """A copy of a client's ``config``; with ``debug`` (--debug) it logs to :func:`debug_logger`."""
+    effective = dict(config)
+    if debug:
+        effective["logger"] = debug_logger()
+    return effective

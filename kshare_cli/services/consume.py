@@ -31,7 +31,7 @@ from kshare_cli.consumer.share_consume import (
     DeliveryLimit,
 )
 from kshare_cli.consumer.share_consume import consume as run_consumer
-from kshare_cli.dataplane.logs import debug_logger
+from kshare_cli.dataplane.logs import with_debug_logger
 from kshare_cli.errors import KshareError
 
 __all__ = [
@@ -76,9 +76,7 @@ def consume(
     """
     from kshare_cli.wire.diagnose import connection_check
 
-    effective = dict(config)
-    if debug:
-        effective["logger"] = debug_logger()
+    effective = with_debug_logger(config, debug)
     return run_consumer(
         effective,
         options,

@@ -22,7 +22,7 @@ from kshare_cli.consumer.produce import (
     parse_key_separator,
     produce_lines,
 )
-from kshare_cli.dataplane.logs import debug_logger
+from kshare_cli.dataplane.logs import with_debug_logger
 
 __all__ = [
     "DeliveryFailure",
@@ -55,9 +55,7 @@ def produce(
     """
     from kshare_cli.wire.diagnose import connection_check
 
-    effective = dict(config)
-    if debug:
-        effective["logger"] = debug_logger()
+    effective = with_debug_logger(config, debug)
     return produce_lines(
         effective,
         topic,

@@ -30,7 +30,7 @@ from kshare_cli.dataplane.errors import (
     raise_for_client_error,
     raise_for_client_errors,
 )
-from kshare_cli.dataplane.logs import debug_logger, quiet_logger
+from kshare_cli.dataplane.logs import debug_logger, quiet_logger, with_debug_logger
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, Refused, UsageError
 from kshare_cli.kafka.api_keys import METADATA
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
@@ -221,3 +221,12 @@ def test_one_quiet_logger_and_one_debug_logger() -> None:
     assert formatter is not None
     record = logging.LogRecord("x", logging.DEBUG, __file__, 1, "BROKER up", None, None)
     assert formatter.format(record) == "librdkafka: BROKER up"
+
+
+def test_a_debug_run_logs_to_the_debug_logger_in_a_copy_of_the_config() -> None:
+    config = {"bootstrap.servers": "b:9092", "logger": quiet_logger()}
+    quiet = with_debug_logger(config, debug=False)
+    assert quiet == config and quiet is not config
+    debugged = with_debug_logger(config, debug=True)
+    assert debugged == {"bootstrap.servers": "b:9092", "logger": debug_logger()}
+    assert config["logger"] is quiet_logger()
