@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from kshare_cli.cli.durations import duration_help, timeout_seconds
-from kshare_cli.errors import ExitCode, KshareError
+from kshare_cli.errors import ExitCode, KshareError, UsageError
 
 if TYPE_CHECKING:
     from kshare_cli.connect.settings import ConnectionSettings
@@ -152,6 +152,25 @@ DEFAULT_TIMEOUT = "30s"
 def parse_timeout(text: str) -> float:
     """Seconds from ``--timeout``; a bare number is milliseconds, as in Kafka's tools."""
     return timeout_seconds(text)
+
+
+def check_group_id(group: str) -> None:
+    """A group id the cluster could know: an empty one is a usage error (exit 2, nothing sent)."""
+    if not group.strip():
+        raise UsageError("a group id cannot be empty")
+
+
+def check_groups(
+    groups: list[str], all_groups: bool, *, all_groups_flags: str = "--all-groups"
+) -> None:
+    """Group ids or ``--all-groups``, exactly one of the two (``all_groups_flags``: how the
+    command spells asking for every group), and no empty id."""
+    if groups and all_groups:
+        raise UsageError("give group ids or --all-groups, not both")
+    if not groups and not all_groups:
+        raise UsageError(f"name at least one group, or pass {all_groups_flags}")
+    for group in groups:
+        check_group_id(group)
 
 
 def resolve(

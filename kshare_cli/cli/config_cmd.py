@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kshare_cli.cli import common
-from kshare_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -43,11 +42,6 @@ def _complete_names(incomplete: str) -> list[str]:
     from kshare_cli.services.configs import SHARE_CONFIG_KEYS
 
     return [key.name for key in SHARE_CONFIG_KEYS if key.name.startswith(incomplete)]
-
-
-def check_group(group: str) -> None:
-    if not group.strip():
-        raise UsageError("a group id cannot be empty")
 
 
 Group = Annotated[
@@ -96,7 +90,7 @@ def get(
     only the group's own values, or every config with --all.
     """
     invocation = common.Invocation(debug=debug)
-    common.usage_guard(lambda: check_group(group), invocation)
+    common.usage_guard(lambda: common.check_group_id(group), invocation)
     settings, timeout_s, invocation = common.connection(
         bootstrap_server, command_config, profile, timeout, invocation
     )
@@ -213,7 +207,7 @@ def _change(
     """``set`` and ``unset``: the group and the change are checked before any I/O (exit 2),
     then the change is sent and its result reported, with its notes on stderr."""
     invocation = common.Invocation(debug=debug)
-    common.usage_guard(lambda: check_group(group), invocation)
+    common.usage_guard(lambda: common.check_group_id(group), invocation)
     common.usage_guard(check, invocation)
     settings, timeout_s, invocation = common.connection(
         bootstrap_server, command_config, profile, timeout, invocation

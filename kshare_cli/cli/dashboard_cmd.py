@@ -87,7 +87,7 @@ def dashboard(
     """
     invocation = common.Invocation(debug=debug)
     if group is not None:
-        common.usage_guard(lambda: _check_group(group), invocation)
+        common.usage_guard(lambda: common.check_group_id(group), invocation)
     refresh_s = common.usage_guard(
         lambda: parse_seconds("--refresh", refresh, MIN_REFRESH_S, MAX_REFRESH_S), invocation
     )
@@ -120,11 +120,6 @@ def dashboard(
             raise KeyboardInterrupt
 
     common.edge(run_dashboard, invocation)
-
-
-def _check_group(group: str) -> None:
-    if not group.strip():
-        raise UsageError("a group id cannot be empty")
 
 
 def _check_terminal() -> None:

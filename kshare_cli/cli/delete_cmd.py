@@ -63,23 +63,16 @@ def choose_mode(dry_run: bool, execute: bool) -> bool:
 
 
 def check_delete_args(groups: list[str], all_groups: bool, empty_only: bool) -> None:
-    if groups and all_groups:
-        raise UsageError("give group ids or --all-groups, not both")
-    if not groups and not all_groups:
-        raise UsageError("name at least one group, or pass --all-groups --empty-only")
+    common.check_groups(groups, all_groups, all_groups_flags="--all-groups --empty-only")
     if all_groups and not empty_only:
         raise UsageError(
             "--all-groups deletes only empty share groups: add --empty-only to say so "
             "(kshare never deletes a group with members)"
         )
-    for group in groups:
-        if not group.strip():
-            raise UsageError("a group id cannot be empty")
 
 
 def check_delete_offsets_args(group: str, topics: list[str]) -> None:
-    if not group.strip():
-        raise UsageError("a group id cannot be empty")
+    common.check_group_id(group)
     if not topics:
         raise UsageError("name at least one topic with --topic")
     for topic in topics:

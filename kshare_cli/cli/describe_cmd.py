@@ -40,16 +40,6 @@ def choose_view(offsets: bool, members: bool, state: bool) -> View:
     return chosen[0] if chosen else View.offsets
 
 
-def check_groups(groups: list[str], all_groups: bool) -> None:
-    if groups and all_groups:
-        raise UsageError("give group ids or --all-groups, not both")
-    if not groups and not all_groups:
-        raise UsageError("name at least one group, or pass --all-groups")
-    for group in groups:
-        if not group.strip():
-            raise UsageError("a group id cannot be empty")
-
-
 def _time_lag_needs_offsets() -> None:
     raise UsageError("--time-lag needs the offsets view, not --members or --state")
 
@@ -107,7 +97,7 @@ def describe(
     """
     invocation = common.Invocation(debug=debug)
     group_ids = groups or []
-    common.usage_guard(lambda: check_groups(group_ids, all_groups), invocation)
+    common.usage_guard(lambda: common.check_groups(group_ids, all_groups), invocation)
     view = common.usage_guard(lambda: choose_view(offsets, members, state), invocation)
     if time_lag and view is not View.offsets:
         common.usage_guard(_time_lag_needs_offsets, invocation)

@@ -47,8 +47,7 @@ def check_args(
     if groups and all_groups:
         raise UsageError("give --group or --all-groups, not both")
     for group in groups:
-        if not group.strip():
-            raise UsageError("a group id cannot be empty")
+        common.check_group_id(group)
     if not 0 < interval <= 3600:
         raise UsageError(f"--interval must be above 0 and at most 3600 s, not {interval:g}")
     if not stall_after > 0:

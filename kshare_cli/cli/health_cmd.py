@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kshare_cli.cli import common, durations, threshold_options
-from kshare_cli.cli.describe_cmd import check_groups
 from kshare_cli.cli.inflight_cmd import Output
 from kshare_cli.errors import ExitCode, UsageError
 
@@ -39,7 +38,7 @@ def check_args(
     output: common.OutputFormat,
 ) -> None:
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
-    check_groups(groups, all_groups)
+    common.check_groups(groups, all_groups)
     threshold_options.check_thresholds(lag_above, archived_above)
     if stall_after is not None and not 0 < stall_after <= 3600:
         raise UsageError(f"--stall-after must be above 0 and at most 3600 s, not {stall_after:g}")

@@ -67,8 +67,7 @@ Output = Annotated[
 
 def check_args(group: str, topics: list[str], width: int, output: common.OutputFormat) -> None:
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
-    if not group.strip():
-        raise UsageError("a group id cannot be empty")
+    common.check_group_id(group)
     for topic in topics:
         check_topic_name(topic)
     if not MIN_WIDTH <= width <= MAX_WIDTH:

@@ -85,3 +85,47 @@ def test_output_offers_exactly_the_formats_every_renderer_renders() -> None:
     from kshare_cli.render.output_formats import OutputFormat as RenderedFormats
 
     assert [each.value for each in OptionFormats] == [each.value for each in RenderedFormats]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["describe", " "],
+        ["health", " "],
+        ["inflight", " "],
+        ["delete", " "],
+        ["delete-offsets", " ", "-t", "orders"],
+        ["config", "get", " "],
+        ["config", "set", " ", "share.auto.offset.reset=earliest"],
+        ["config", "unset", " ", "share.auto.offset.reset"],
+        ["dashboard", " "],
+        ["exporter", "-g", " "],
+    ],
+)
+def test_every_command_refuses_an_empty_group_id_alike(argv: list[str]) -> None:
+    """One rule (``check_group_id``): exit 2 and one line, before any connection is tried."""
+    from typer.testing import CliRunner
+
+    from kshare_cli.cli.app import app
+
+    result = CliRunner().invoke(app, [*argv, "-b", "127.0.0.1:1"])
+    assert (result.exit_code, result.stderr) == (2, "kshare: error: a group id cannot be empty\n")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "refusal"),
+    [
+        (["describe"], "name at least one group, or pass --all-groups"),
+        (["health", "g", "--all-groups"], "give group ids or --all-groups, not both"),
+        (["delete"], "name at least one group, or pass --all-groups --empty-only"),
+        (["delete", "g", "--all-groups"], "give group ids or --all-groups, not both"),
+    ],
+)
+def test_group_ids_or_all_groups_is_one_rule(argv: list[str], refusal: str) -> None:
+    from typer.testing import CliRunner
+
+    from kshare_cli.cli.app import app
+
+    result = CliRunner().invoke(app, [*argv, "-b", "127.0.0.1:1"])
+    assert (result.exit_code, result.stderr) == (2, f"kshare: error: {refusal}\n")
