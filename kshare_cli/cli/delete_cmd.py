@@ -91,7 +91,8 @@ def _confirm(question: str) -> None:
 
 def _confirmed(
     deleting: Callable[[bool], Coroutine[Any, Any, Deletions]],
-    question: Callable[[Deletions], str | None],
+    ready_of: Callable[[Deletions], list[str]],
+    question: Callable[[list[str]], str],
     *,
     is_dry_run: bool,
     yes: bool,
@@ -99,15 +100,16 @@ def _confirmed(
 ) -> Deletions:
     """The deletion ``deleting(dry_run)`` runs, asked about first when someone can answer.
 
-    With --execute on a terminal and no --yes, a dry run shows what would go and
-    ``question`` asks about it (None: nothing would go, nothing to ask); a "no"
-    ends the command with nothing deleted.
+    With --execute on a terminal and no --yes, a dry run finds what would go
+    (``ready_of`` the plan: group ids or topics) and ``question`` asks about it
+    (nothing to ask when nothing would go); a "no" ends the command with nothing
+    deleted.
     """
     if not is_dry_run and not yes and _stdin_is_terminal():
         plan = common.run(lambda: deleting(True), invocation)
-        asked = question(plan)
-        if asked is not None:
-            _confirm(asked)
+        ready = ready_of(plan)
+        if ready:
+            _confirm(question(ready))
     return common.run(lambda: deleting(is_dry_run), invocation)
 
 
@@ -180,10 +182,7 @@ def delete(
 
     from kshare_cli.services import delete as delete_service
 
-    def question(plan: Deletions) -> str | None:
-        ready = [result.group_id for result in plan.succeeded()]
-        if not ready:
-            return None
+    def question(ready: list[str]) -> str:
         noun = "share group" if len(ready) == 1 else "share groups"
         return (
             f"Delete {noun} {_quoted(ready)} for good (offsets, in-flight state and "
@@ -192,6 +191,7 @@ def delete(
 
     deletions = _confirmed(
         lambda dry: delete_service.delete(settings, group_ids, all_groups, dry, timeout_s),
+        lambda plan: [result.group_id for result in plan.succeeded()],
         question,
         is_dry_run=is_dry_run,
         yes=yes,
@@ -241,10 +241,7 @@ def delete_offsets(
 
     from kshare_cli.services import delete as delete_service
 
-    def question(plan: Deletions) -> str | None:
-        ready = [result.topic for result in plan.succeeded() if result.topic is not None]
-        if not ready:
-            return None
+    def question(ready: list[str]) -> str:
         noun = "topic" if len(ready) == 1 else "topics"
         return (
             f"Delete the offsets of share group '{group}' on {noun} {_quoted(ready)} "
@@ -253,6 +250,7 @@ def delete_offsets(
 
     deletions = _confirmed(
         lambda dry: delete_service.delete_offsets(settings, group, topic_names, dry, timeout_s),
+        lambda plan: [result.topic for result in plan.succeeded() if result.topic is not None],
         question,
         is_dry_run=is_dry_run,
         yes=yes,
