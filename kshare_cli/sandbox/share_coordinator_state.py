@@ -62,12 +62,22 @@ class FencedLeaderEpochError(ShareStateWriteError):
     """The caller's leader epoch is older than one already recorded."""
 
     error_code = ErrorCode.fenced_leader_epoch
+    epoch_name: ClassVar[str] = "leader"
 
 
 class FencedStateEpochError(ShareStateWriteError):
     """The caller's state epoch is older than one already recorded (e.g. after a reset)."""
 
     error_code = ErrorCode.fenced_state_epoch
+    epoch_name: ClassVar[str] = "state"
+
+
+def _fence(
+    epoch: int, known_epoch: int | None, error: type[FencedLeaderEpochError | FencedStateEpochError]
+) -> None:
+    """Refuse a call whose epoch (unless -1, "unchanged") is older than the one recorded."""
+    if epoch != _UNCHANGED and known_epoch is not None and known_epoch > epoch:
+        raise error(f"{error.epoch_name} epoch {epoch} is older than {known_epoch}")
 
 
 def _wall_clock_ms() -> int:
@@ -145,12 +155,7 @@ class ShareCoordinatorState:
         Offset resets (kafka-share-groups --reset-offsets) arrive this way with
         a higher state epoch, which then fences writes from the old epoch.
         """
-        known_state_epoch = self._state_epochs.get(share_partition)
-        if state_epoch != _UNCHANGED and known_state_epoch is not None:
-            if known_state_epoch > state_epoch:
-                raise FencedStateEpochError(
-                    f"state epoch {state_epoch} is older than {known_state_epoch}"
-                )
+        _fence(state_epoch, self._state_epochs.get(share_partition), FencedStateEpochError)
         current = self.state(share_partition)
         now = self._clock()
         return StateRecord(
@@ -183,24 +188,8 @@ class ShareCoordinatorState:
         epoch already recorded, as Kafka does.
         """
         current = self._require_state(share_partition)
-        known_leader_epoch = self._leader_epochs.get(share_partition)
-        if (
-            leader_epoch != _UNCHANGED
-            and known_leader_epoch is not None
-            and known_leader_epoch > leader_epoch
-        ):
-            raise FencedLeaderEpochError(
-                f"leader epoch {leader_epoch} is older than {known_leader_epoch}"
-            )
-        known_state_epoch = self._state_epochs.get(share_partition)
-        if (
-            state_epoch != _UNCHANGED
-            and known_state_epoch is not None
-            and known_state_epoch > state_epoch
-        ):
-            raise FencedStateEpochError(
-                f"state epoch {state_epoch} is older than {known_state_epoch}"
-            )
+        _fence(leader_epoch, self._leader_epochs.get(share_partition), FencedLeaderEpochError)
+        _fence(state_epoch, self._state_epochs.get(share_partition), FencedStateEpochError)
         return self._state_record(
             share_partition,
             current,

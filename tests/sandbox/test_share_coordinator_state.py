@@ -245,13 +245,15 @@ def test_write_fencing() -> None:
     with pytest.raises(FencedLeaderEpochError) as fenced_leader:
         _write(coordinator, share_partition, 0, leader_epoch=2)
     assert fenced_leader.value.error_code == ErrorCode.fenced_leader_epoch
+    assert str(fenced_leader.value) == "leader epoch 2 is older than 3"
     _write(coordinator, share_partition, 0, leader_epoch=-1)
 
     coordinator.apply(coordinator.initialize(share_partition, state_epoch=3, start_offset=0))
     with pytest.raises(FencedStateEpochError) as fenced_state:
         _write(coordinator, share_partition, 1, leader_epoch=3, state_epoch=1)
     assert fenced_state.value.error_code == ErrorCode.fenced_state_epoch
-    with pytest.raises(FencedStateEpochError):
+    assert str(fenced_state.value) == "state epoch 1 is older than 3"
+    with pytest.raises(FencedStateEpochError, match="^state epoch 2 is older than 3$"):
         coordinator.initialize(share_partition, state_epoch=2, start_offset=0)
 
 
