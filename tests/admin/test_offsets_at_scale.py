@@ -32,6 +32,12 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.admin.models import GroupFailure, GroupOffsets
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.kafka.api_keys import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    CREATE_TOPICS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    SHARE_GROUP_HEARTBEAT,
+)
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
@@ -39,11 +45,6 @@ from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
 from tests.wire.conftest import Handler, replaced_handler
 
-CREATE_TOPICS = 19
-SHARE_GROUP_HEARTBEAT = 76
-DESCRIBE_SHARE_GROUP_OFFSETS = 90
-ALTER_SHARE_GROUP_OFFSETS = 91
-GROUP_AUTHORIZATION_FAILED = 30
 WAIT_S = 0.2
 GROUPS = 10
 PARTITIONS = 3
@@ -178,7 +179,7 @@ def test_a_group_whose_request_failed_is_a_failure_of_that_group_only(bed: Bed) 
         async def handler(broker: Broker, request: Request, connection: Connection) -> Any:
             response = await original(broker, request, connection)
             groups = tuple(
-                dataclasses.replace(group, error_code=ErrorCode(GROUP_AUTHORIZATION_FAILED))
+                dataclasses.replace(group, error_code=ErrorCode.group_authorization_failed)
                 if group.group_id == refused
                 else group
                 for group in response.groups
@@ -191,7 +192,7 @@ def test_a_group_whose_request_failed_is_a_failure_of_that_group_only(bed: Bed) 
         offsets, _ = _offsets(bed)
     failure = offsets.get(refused)
     assert isinstance(failure, GroupFailure)
-    assert failure.error.code == GROUP_AUTHORIZATION_FAILED
+    assert failure.error.code == ErrorCode.group_authorization_failed
     others = [group for group in bed.groups if group != refused]
     assert [group.group_id for group in offsets.succeeded()] == others
     assert all(isinstance(offsets.get(group), GroupOffsets) for group in others)

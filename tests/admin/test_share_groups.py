@@ -39,6 +39,7 @@ from kshare_cli.admin.models import (
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import UsageError
+from kshare_cli.kafka.api_keys import DELETE_SHARE_GROUP_OFFSETS, DESCRIBE_SHARE_GROUP_OFFSETS
 from kshare_cli.render.descriptions import render_members, render_states
 from kshare_cli.render.offsets import render_offsets
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
@@ -48,8 +49,6 @@ from tests.support.golden import wait_for
 
 T = TypeVar("T")
 
-DESCRIBE_SHARE_GROUP_OFFSETS = 90
-DELETE_SHARE_GROUP_OFFSETS = 92
 HEARTBEAT_MS = 100
 
 

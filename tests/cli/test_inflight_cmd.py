@@ -44,6 +44,7 @@ from confluent_kafka.admin import (
 from kio.schema.errors import ErrorCode
 
 from kshare_cli.errors import ExitCode
+from kshare_cli.kafka.api_keys import FETCH, METADATA
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
@@ -54,9 +55,6 @@ from tests.wire.conftest import Handler, replaced_handler
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE_TOPIC = "__share_group_state"
-FETCH = 1
-METADATA = 3
-TOPIC_AUTHORIZATION_FAILED = 29
 
 ACCEPT, RELEASE, REJECT, HOLD = "accept", "release", "reject", "hold"
 STATE_OF = {ACCEPT: "acknowledged", RELEASE: "available", REJECT: "archived"}
@@ -522,7 +520,7 @@ def _denying_state_topic(api_key: int) -> Any:
             response = await original(broker, request, connection)
             state = broker.topic(STATE_TOPIC)
             state_id = None if state is None else state.topic_id
-            denied = ErrorCode(TOPIC_AUTHORIZATION_FAILED)
+            denied = ErrorCode.topic_authorization_failed
             if api_key == FETCH:
 
                 def refuse(topic: Any) -> Any:
