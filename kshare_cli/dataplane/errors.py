@@ -68,10 +68,13 @@ class ErrorKind(enum.Enum):
     OTHER = "other"
 
 
+#: The one code :func:`configuration_refused` tells apart (a token callback's failure).
+_SASL_AUTHENTICATION_FAILED: Final = 58
+
 _KINDS: Final[dict[int, ErrorKind]] = {
     -191: ErrorKind.PARTITION_EOF,  # _PARTITION_EOF
     -169: ErrorKind.AUTHENTICATION,  # _AUTHENTICATION
-    58: ErrorKind.AUTHENTICATION,  # SASL_AUTHENTICATION_FAILED
+    _SASL_AUTHENTICATION_FAILED: ErrorKind.AUTHENTICATION,
     -181: ErrorKind.AUTHENTICATION,  # _SSL
     29: ErrorKind.AUTHORIZATION,  # TOPIC_AUTHORIZATION_FAILED
     31: ErrorKind.AUTHORIZATION,  # CLUSTER_AUTHORIZATION_FAILED
@@ -93,7 +96,6 @@ UNREACHABLE: Final = frozenset({ErrorKind.UNREACHABLE, ErrorKind.ALL_BROKERS_DOW
 _BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")
 #: librdkafka's words for a refused connection: nothing the control plane can add.
 _REFUSED: Final = "Connection refused"
-_SASL_AUTHENTICATION_FAILED: Final = 58
 
 
 def classify(error: KafkaError) -> ErrorKind:
