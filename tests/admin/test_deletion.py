@@ -46,6 +46,7 @@ from kshare_cli.admin.models import (
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.kafka.api_keys import DELETE_GROUPS, DELETE_SHARE_GROUP_OFFSETS, LIST_GROUPS
 from kshare_cli.wire.build import build
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode, ClusterMetadata
@@ -163,7 +164,7 @@ def _offsets_response(
     error_code: int = 0, error_message: str | None = None, topics: Sequence[Any] = ()
 ) -> Any:
     return build(
-        response_schema(92, 0),
+        response_schema(DELETE_SHARE_GROUP_OFFSETS, 0),
         {
             "throttle_time": datetime.timedelta(0),
             "error_code": error_code,
@@ -251,7 +252,7 @@ class ScriptedClient:
         return ClusterMetadata(None, 1, {1: BrokerNode(1, "b1", 9092)}, {})
 
     async def request(self, api_key: int, body: Any, **options: Any) -> tuple[int, Any]:
-        assert api_key == 16 and body["types_filter"] == []
+        assert api_key == LIST_GROUPS and body["types_filter"] == []
         groups = [
             {
                 "group_id": group_id,
@@ -262,7 +263,7 @@ class ScriptedClient:
             for group_id, kind in self.listed_types.items()
         ]
         response = build(
-            response_schema(16, 5),
+            response_schema(LIST_GROUPS, 5),
             {"throttle_time": datetime.timedelta(0), "error_code": 0, "groups": groups},
         )
         return 5, response
@@ -270,7 +271,7 @@ class ScriptedClient:
     async def fan_out_to_coordinators(
         self, api_key: int, group_ids: Sequence[str], body: Any, split: Any, **options: Any
     ) -> dict[str, Any]:
-        assert api_key == 42
+        assert api_key == DELETE_GROUPS
         request = body(2, group_ids)
         self.deleted_requests.append(list(request["groups_names"]))
         self.on_delete(group_ids)

@@ -36,6 +36,12 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.api_keys import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_HEARTBEAT,
+)
 from kshare_cli.state.records import (
     DELIVERY_COMPLETE_COUNT_UNKNOWN,
     ShareSnapshotValue,
@@ -89,7 +95,7 @@ def _recorded_topic_id() -> uuid.UUID:
     ids = {
         topic.topic_id
         for line in wire_lines("scenario-a")
-        if line.api_key == 90
+        if line.api_key == DESCRIBE_SHARE_GROUP_OFFSETS
         for group in line.response.groups
         for topic in group.topics
         if topic.topic_name == TOPIC
@@ -102,14 +108,14 @@ def _recorded_topic_id() -> uuid.UUID:
 def _leave_line() -> int:
     """The capture line of the share consumer's leave heartbeat (member epoch -1)."""
     for line in wire_lines("scenario-a"):
-        if line.api_key == 76 and int(line.request.member_epoch) == -1:
+        if line.api_key == SHARE_GROUP_HEARTBEAT and int(line.request.member_epoch) == -1:
             return line.line
     raise AssertionError("no leave heartbeat in the capture")
 
 
 def _about_scenario(line: WireLine) -> bool:
     """False for requests only about groups that pre-existed on the recording broker."""
-    if line.api_key == 90:
+    if line.api_key == DESCRIBE_SHARE_GROUP_OFFSETS:
         return any(group.group_id in SCENARIO_GROUPS for group in line.request.groups)
     return True
 
@@ -489,7 +495,9 @@ def test_golden_scenario_a(cluster: Cluster) -> None:
 
         # 4. The tools while the consumer is a member. The tool never sent its refused
         # dry run; the broker itself refuses an alter of a group with members too.
-        (first_alter,) = [line for line in closed_lines if line.api_key == 91][:1]
+        (first_alter,) = [
+            line for line in closed_lines if line.api_key == ALTER_SHARE_GROUP_OFFSETS
+        ][:1]
         refused = plain(replay.send(first_alter))
         assert (refused["error_code"], refused["responses"]) == (ErrorCode.non_empty_group, [])
         for line in member_lines:
@@ -498,7 +506,7 @@ def test_golden_scenario_a(cluster: Cluster) -> None:
         consumer.close()
 
     # 5-6. After close: the group empties, then resets, delete-offsets, delete, configs.
-    describe = next(line for line in closed_lines if line.api_key == 77)
+    describe = next(line for line in closed_lines if line.api_key == SHARE_GROUP_DESCRIBE)
     wait_for(lambda: _group_state(replay, describe) == "Empty", 15, what="golden-g to be Empty")
     for line in closed_lines:
         replay.replay(line)

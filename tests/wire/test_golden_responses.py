@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from kshare_cli.kafka.api_keys import DESCRIBE_SHARE_GROUP_OFFSETS
 from kshare_cli.wire.connection import decode_response_frame
 from tests.support.golden import GOLDEN
 
@@ -169,7 +170,7 @@ def test_the_client_decodes_the_recorded_response_as_kafka_did(
 
 
 def test_the_comparison_notices_a_wrong_missing_or_extra_field() -> None:
-    where, raw, decoded = next(p for p in PAIRS if p[1]["api_key"] == 90)
+    where, raw, decoded = next(p for p in PAIRS if p[1]["api_key"] == DESCRIBE_SHARE_GROUP_OFFSETS)
     frame = base64.b64decode(raw["response_b64"])
     _, response = decode_response_frame(raw["api_key"], raw["api_version"], frame)
     kafka = json.loads(json.dumps(decoded["response"]))
