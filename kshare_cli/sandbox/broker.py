@@ -876,7 +876,7 @@ def _fetch_once(
                 entry["last_stable_offset"] = log_.log_end_offset
                 entry["log_start_offset"] = log_.log_start_offset
                 if offset < log_.log_start_offset or offset > log_.log_end_offset:
-                    entry["error_code"] = 1  # OFFSET_OUT_OF_RANGE
+                    entry["error_code"] = ErrorCode.offset_out_of_range
                 elif budget > 0:
                     data = log_.read(offset, min(int(part.partition_max_bytes), budget))
                     entry["records"] = data

@@ -13,10 +13,12 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kshare_cli.kafka.api_keys import (
+    DELETE_SHARE_GROUP_STATE,
     INITIALIZE_SHARE_GROUP_STATE,
     READ_SHARE_GROUP_STATE,
     WRITE_SHARE_GROUP_STATE,
 )
+from kshare_cli.kafka.share_states import DeliveryState
 from kshare_cli.sandbox.share_coordinator_state import (
     FencedLeaderEpochError,
     FencedStateEpochError,
@@ -35,7 +37,17 @@ from kshare_cli.state.replay import SharePartitionKey
 from tests.state.test_replay import GOLDEN_LOG, GOLDEN_TOPIC_ID, P0, P1, _golden_g
 from tests.support.golden import GOLDEN
 
-ACKED, AVAILABLE, ARCHIVED = 2, 0, 4
+ACKED, AVAILABLE, ARCHIVED = (
+    DeliveryState.ACKNOWLEDGED,
+    DeliveryState.AVAILABLE,
+    DeliveryState.ARCHIVED,
+)
+_SHARE_STATE_KEYS = (
+    INITIALIZE_SHARE_GROUP_STATE,
+    READ_SHARE_GROUP_STATE,
+    WRITE_SHARE_GROUP_STATE,
+    DELETE_SHARE_GROUP_STATE,
+)
 
 
 def _load_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -57,7 +69,7 @@ def _share_state_calls() -> list[dict[str, Any]]:
     """golden-g's share-state RPCs from the broker's persister, in the order they were answered."""
     calls = []
     for line in _load_jsonl(GOLDEN / "decoded" / "scenario-a.wire.jsonl"):
-        if line["api_key"] in (83, 84, 85, 86) and line["request"]["groupId"] == "golden-g":
+        if line["api_key"] in _SHARE_STATE_KEYS and line["request"]["groupId"] == "golden-g":
             calls.append(line)
     return calls
 
