@@ -198,6 +198,7 @@ def state_batches_from_fields(fields: Sequence[int]) -> tuple[StateBatch, ...]:
     for first_offset, last_offset, delivery_state, delivery_count in zip(
         iterator, iterator, iterator, iterator, strict=True
     ):
+        # _build_state_batch, inlined: every snapshot's and every replayed state's batches.
         batch = _UnfrozenStateBatch()
         batch.first_offset = first_offset
         batch.last_offset = last_offset
