@@ -1,0 +1,71 @@
+"""services/sampling: one group's sample is read as each group of many is.
+
+The group and its log start offsets come from stand-ins of the admin layer: what is
+asserted is how a read becomes a ``Sample`` or an ERR result, not the RPCs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from types import SimpleNamespace
+from typing import Any, cast
+
+from kio.schema.errors import ErrorCode
+
+from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable, InflightService
+from kshare_cli.admin.models import GroupFailure, KafkaError, TopicPartition
+from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP
+from kshare_cli.services.health import GroupHealth, Sample
+from kshare_cli.services.sampling import sample_group, sample_groups
+
+
+class _Admin:
+    async def log_offsets(self, partitions: Collection[TopicPartition], timestamp: int) -> Any:
+        assert timestamp == EARLIEST_TIMESTAMP  # the log start offsets
+        return SimpleNamespace(offsets={each: 10 + each.partition for each in partitions})
+
+
+class _Service:
+    """Answers ``group`` with two share-partitions of ``orders``, or the group's failure."""
+
+    admin = _Admin()
+
+    async def group(self, group_id: str) -> Any:
+        if group_id == "gone":
+            raise GroupNotFound(_failure(group_id, ErrorCode.group_id_not_found))
+        if group_id == "denied":
+            raise GroupUnavailable(_failure(group_id, ErrorCode.group_authorization_failed))
+        partitions = [SimpleNamespace(topic="orders", partition=index) for index in (0, 1)]
+        return SimpleNamespace(group_id=group_id, partitions=partitions)
+
+
+def _failure(group_id: str, code: ErrorCode) -> GroupFailure:
+    return GroupFailure(group_id, KafkaError.of(code))
+
+
+def _clock() -> float:
+    return 42.0
+
+
+def test_one_group_is_sampled_as_each_of_many() -> None:
+    service = cast(InflightService, _Service())
+
+    async def both() -> tuple[object, ...]:
+        alone = [await sample_group(service, name, _clock) for name in ("g", "gone", "denied")]
+        together = await sample_groups(service, ["g", "gone", "denied"], _clock)
+        return tuple(alone), together
+
+    alone, together = asyncio.run(both())
+    assert alone == together
+    sample, gone, denied = cast(tuple[Sample, GroupHealth, GroupHealth], alone)
+    assert sample.taken_at == 42.0
+    assert sample.log_start_offsets == {
+        TopicPartition("orders", 0): 10,
+        TopicPartition("orders", 1): 11,
+    }
+    assert (gone.not_found, gone.reasons) == (True, ("share group 'gone': not found",))
+    assert (denied.not_found, denied.reasons) == (
+        False,
+        ("share group 'denied': GROUP_AUTHORIZATION_FAILED",),
+    )
