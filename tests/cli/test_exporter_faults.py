@@ -24,9 +24,9 @@ from kio.schema.errors import ErrorCode
 
 from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
-from kshare_cli.wire.framing import Request
 from tests.cli.conftest import KSHARE, process_env
 from tests.cli.test_cluster_faults import PARTITIONS, start_offsets_at_zero
 from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
@@ -66,7 +66,7 @@ class Bed:
             "--group",
             self.group,
             "--interval",
-            str(INTERVAL_S),
+            f"{INTERVAL_S}s",
             "--cluster-name",
             "test",
             "--timeout",
