@@ -63,13 +63,15 @@ from typing import Any
 
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.kafka.api_keys import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    CREATE_TOPICS,
+    SHARE_GROUP_HEARTBEAT,
+)
 from kshare_cli.sandbox.share import KAFKA_SUMMARY_READ_WAIT_S
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
 
-CREATE_TOPICS = 19
-SHARE_GROUP_HEARTBEAT = 76
-ALTER_SHARE_GROUP_OFFSETS = 91
 TOPIC = "fanout"
 PARTITIONS = 3
 #: Groups set up concurrently: enough to overlap round trips, few enough to stay polite.
