@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import threading
@@ -211,7 +212,7 @@ async def refresh_many(
         since = time.monotonic() - began if clock is None else clock()
         samples.append((index, since, rss))
         if on_sample is not None:
-            on_sample(index, rss)
+            on_sample(index, rss)  # a callback that collects garbage does it before this RSS
         if clock is not None:
             clock.tick()
     return samples
@@ -236,6 +237,7 @@ def hour(refresher: Refresher, groups: int, partitions: int) -> None:
     refresher.history_clock = clock
     page = MetricsPage(lambda: refresher.snapshot, "bench")
     refresher.on_snapshot = page.publish  # as exporter_server.serve wires it
+    blocks: list[int] = []
     start = rss_kib()
     print(
         f"memory, an hour of refreshes simulated: {HOUR_REFRESHES} refreshes at "
@@ -244,12 +246,17 @@ def hour(refresher: Refresher, groups: int, partitions: int) -> None:
     )
 
     def progress(index: int, rss: int) -> None:
+        # The Python heap's live blocks, garbage collected: a leak of objects grows this
+        # by its objects per refresh, where RSS moves by megabytes with the allocator.
+        gc.collect()
+        blocks.append(sys.getallocatedblocks())
         done = index + 1
         if done == 1 or done % HOUR_PRINT_EVERY == 0:
             minutes = done * HOUR_INTERVAL_S / 60
             print(
                 f"  after refresh {done:3d} (simulated {minutes:5.2f} min): "
-                f"RSS {rss / 1024:.1f} MiB ({rss - start:+d} KiB since start)",
+                f"RSS {rss / 1024:.1f} MiB ({rss - start:+d} KiB since start), "
+                f"{blocks[-1]:,} Python blocks allocated",
                 flush=True,
             )
 
@@ -280,6 +287,12 @@ def hour(refresher: Refresher, groups: int, partitions: int) -> None:
         f"{verdict(late < GROWTH_TARGET_KIB)}); RSS range there "
         f"{min(rss for _, _, rss in points[half:]) / 1024:.1f}-"
         f"{max(rss for _, _, rss in points[half:]) / 1024:.1f} MiB"
+    )
+    block_growth = slope(list(enumerate(blocks))[half:])
+    print(
+        f"memory: Python blocks allocated (after gc) over the second half hour: "
+        f"{min(blocks[half:]):,}-{max(blocks[half:]):,}, growth {block_growth:.1f} per refresh "
+        f"(a leak of one object per refresh is 1; flat: < 1: {verdict(block_growth < 1)})"
     )
 
 
