@@ -51,7 +51,7 @@ from kshare_cli.errors import (
     TimedOut,
 )
 from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS
-from kshare_cli.kafka.group_configs import BROKER_RESOURCE, GROUP_RESOURCE
+from kshare_cli.kafka.group_configs import BROKER_RESOURCE, GROUP_RESOURCE, ConfigSource
 from kshare_cli.state.partitioning import state_partition_for
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
@@ -579,6 +579,13 @@ async def _delivery_count_limit_from(
             continue
         for config in result.configs:
             text = config.value
+            # From 4.3 a group's DescribeConfigs lists the key even when the group never set
+            # it, carrying the broker's value: only the group's own setting is the group's.
+            if (
+                resource_type == GROUP_RESOURCE
+                and config.config_source != ConfigSource.GROUP_CONFIG
+            ):
+                continue
             if config.name == key and text is not None and text.strip().isdigit():
                 kind = "group" if resource_type == GROUP_RESOURCE else "broker"
                 return StatedDeliveryCountLimit(int(text.strip()), f"{kind} config {key}")

@@ -9,7 +9,6 @@ import io
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from kshare_cli.connect.resolve import resolve_settings
@@ -18,6 +17,7 @@ from kshare_cli.consumer.share_consume import consume as run_consumer
 from kshare_cli.errors import UsageError
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.services.consume import (
     ConsumeOptions,
     DeliveryLimit,
@@ -25,7 +25,8 @@ from kshare_cli.services.consume import (
     make_deserializer,
     make_formatter,
 )
-from tests.support.sandbox import Cluster, StartCluster
+from tests.cli.test_config_cmd import _kafka_43
+from tests.support.sandbox import StartCluster
 
 GROUP_LIMIT = "share.delivery.count.limit"
 BROKER_LIMIT = "group.share.delivery.count.limit"
@@ -49,25 +50,23 @@ def test_without_a_group_config_the_limit_is_the_brokers(
     )
 
 
-def test_a_group_config_wins_over_the_brokers(
-    cluster: Cluster, unique: str, tmp_path: Path
-) -> None:
-    """Kafka 4.3's group config; a 4.2 cluster (the sandbox's default) does not know it."""
-    settings = _settings(cluster.bootstrap, cluster.client_config, tmp_path)
+def test_a_group_config_wins_over_the_brokers(tmp_path: Path, unique: str) -> None:
+    """Kafka 4.3's group config (4.2 answers ``Unknown group config name``): a sandbox in its
+    4.3 profile, so the rule is tested on every bed, a real 4.2 cluster included."""
     group = f"limit-{unique}"
-    before = delivery_limit(settings, group, 10)
-    assert before.source == f"broker config {BROKER_LIMIT}" and not before.assumed
-    admin = AdminClient(cluster.config())
-    entry = ConfigEntry(GROUP_LIMIT, "2", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
-    try:
+    with SandboxThread() as sandbox:
+        _kafka_43(sandbox)
+        settings = _settings(sandbox.bootstrap, {}, tmp_path)
+        before = delivery_limit(settings, group, 10)
+        assert before.source == f"broker config {BROKER_LIMIT}" and not before.assumed
+        admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
+        entry = ConfigEntry(GROUP_LIMIT, "2", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
         for future in admin.incremental_alter_configs([resource]).values():
             future.result(30)
-    except KafkaException as refused:
-        if "Unknown group config name" in refused.args[0].str():
-            pytest.skip(f"{GROUP_LIMIT} is a group config from Kafka 4.3")
-        raise
-    assert delivery_limit(settings, group, 10) == DeliveryLimit(2, f"group config {GROUP_LIMIT}")
+        assert delivery_limit(settings, group, 10) == DeliveryLimit(
+            2, f"group config {GROUP_LIMIT}"
+        )
 
 
 def test_a_cluster_that_will_not_say_gets_kafkas_default_assumed(
