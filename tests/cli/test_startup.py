@@ -30,6 +30,9 @@ HEAVY = (
     "kshare_cli.pipeline",
     "kshare_cli.tui",
     "kshare_cli.consumer",
+    "kshare_cli.services",
+    "kshare_cli.dataplane",
+    "kshare_cli.state",
     "pyspark",
     "pyarrow",
 )
