@@ -34,8 +34,12 @@ KSHARE = Path(sys.executable).with_name("kshare")
 HELP_TARGET_S = 0.2
 #: Issue 17: the CPU time of ``kshare list`` against a broker.
 LIST_TARGET_CPU_S = 0.25
-#: The sandbox runs from this checkout in this interpreter: its cost is not measured.
-SANDBOX_COMMAND = [sys.executable, "-m", "kshare_cli", "sandbox", "--port", "0", "--demo"]
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# The sandbox runs from this checkout in this interpreter, in its own process (its cost
+# is not measured): describe_fanout's, started with --demo for a group to list.
+from describe_fanout import Sandbox  # noqa: E402 -- beside this file, found through the path above
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,30 +75,6 @@ def interpreter_of(kshare: Path) -> str:
     return first[2:].split()[0] if first.startswith("#!") else sys.executable
 
 
-class Sandbox:
-    """``kshare sandbox --port 0 --demo`` in its own process; the bootstrap is its first line."""
-
-    def __init__(self) -> None:
-        self._process = subprocess.Popen(
-            SANDBOX_COMMAND, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert self._process.stdout is not None
-        self.bootstrap = self._process.stdout.readline().strip()
-        if not self.bootstrap:
-            self.close()
-            raise RuntimeError("the sandbox printed no bootstrap address")
-
-    def close(self) -> None:
-        self._process.terminate()
-        self._process.wait(30)
-
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
 def wait_for_groups(kshare: Path, bootstrap: str, timeout_s: float = 60.0) -> str:
     """The demo's group, once ``kshare list`` shows it (the demo starts its consumers)."""
     deadline = time.monotonic() + timeout_s
@@ -123,7 +103,7 @@ def cpu_line(label: str, samples: list[Run]) -> str:
 
 def list_case(kshare: Path, runs: int) -> None:
     python = interpreter_of(kshare)
-    with Sandbox() as sandbox:
+    with Sandbox(options=["--demo"]) as sandbox:
         groups = wait_for_groups(kshare, sandbox.bootstrap)
         print(f"kshare list against the sandbox at {sandbox.bootstrap}: {groups.split()}")
         baseline = measure([python, "-c", "pass"], runs)

@@ -108,14 +108,14 @@ class SizeFigures:
 
 
 class Sandbox:
-    """``kshare sandbox --port 0`` in its own process; the bootstrap is its first stdout line.
+    """``kshare sandbox --port 0 [OPTIONS]`` in its own process; stdout's first line: the bootstrap.
 
     ``brokers`` above 1 starts a cluster (``--brokers N``): the first line then lists
     every node's address, a bootstrap list.
     """
 
-    def __init__(self, brokers: int = 1) -> None:
-        extra = ["--brokers", str(brokers)] if brokers > 1 else []
+    def __init__(self, brokers: int = 1, options: Sequence[str] = ()) -> None:
+        extra = [*(["--brokers", str(brokers)] if brokers > 1 else []), *options]
         self._process = subprocess.Popen(
             [*SANDBOX_COMMAND, *extra],
             stdout=subprocess.PIPE,
