@@ -351,19 +351,21 @@ class KafkaClient:
         return max(0.0, deadline - asyncio.get_running_loop().time())
 
     @contextlib.asynccontextmanager
-    async def bounded(self, what: str) -> AsyncIterator[None]:
+    async def bounded(self, what: str, timeout_s: float | None = None) -> AsyncIterator[None]:
         """Run several calls under one deadline, as one operation named ``what``.
 
         A command wraps its whole work in this (instead of a timeout of its own
         around the client), so that the fan-outs inside see the real deadline and
         end their slow branches as failures before it, and a command that does
-        time out says what it was doing and the last error seen.
+        time out says what it was doing and the last error seen. ``timeout_s``
+        shortens the deadline of this one operation (a dashboard refresh, which must
+        not wait out the client's whole timeout for one silent broker).
         """
-        async with self._bounded(what):
+        async with self._bounded(what, timeout_s):
             yield
 
     @contextlib.asynccontextmanager
-    async def _bounded(self, what: str) -> AsyncIterator[_Call]:
+    async def _bounded(self, what: str, timeout_s: float | None = None) -> AsyncIterator[_Call]:
         """Bound a public call by the client's timeout; nested calls share the outer deadline."""
         current = self._call.get()
         if current is not None:
@@ -371,14 +373,19 @@ class KafkaClient:
             return
         if self._closed:
             raise ConnectionFailed("the Kafka client is closed")
-        call = _Call(self._top_deadline())
+        deadline = self._top_deadline()
+        bound_s = self.timeout_s
+        if timeout_s is not None and timeout_s < bound_s:
+            deadline = min(deadline, asyncio.get_running_loop().time() + timeout_s)
+            bound_s = timeout_s
+        call = _Call(deadline)
         token = self._call.set(call)
         try:
             async with asyncio.timeout_at(call.deadline):
                 yield call
         except TimeoutError:
             detail = f" (last error: {call.last_error})" if call.last_error else ""
-            raise TimedOut(f"{what} did not finish within {self.timeout_s:g} s{detail}") from None
+            raise TimedOut(f"{what} did not finish within {bound_s:g} s{detail}") from None
         finally:
             self._call.reset(token)
 
