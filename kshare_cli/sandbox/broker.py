@@ -17,7 +17,8 @@ in-process model; what each node answers follows ``cluster.ClusterState``:
 Metadata lists the registered nodes and each partition's leader, FindCoordinator
 names the coordinator's node, and a request that needs a leader or a
 coordinator, sent to another node, gets Kafka's error for it. ``stop_node``,
-``hang_node``, ``restart_node``, ``move_leader`` and ``move_*_coordinator`` are
+``hang_node``, ``restart_node``, ``move_leader``, ``move_*_coordinator`` and
+``drop_answer`` (a request applied, its answer lost with the connection) are
 the faults a test can cause; a node down for ``broker.session.timeout.ms`` is
 fenced and its leaderships move.
 """
@@ -58,7 +59,7 @@ from kshare_cli.sandbox.cluster import (
 from kshare_cli.sandbox.framing import Request, encode_response
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
 from kshare_cli.sandbox.security import PLAINTEXT, ListenerSecurity
-from kshare_cli.sandbox.server import Connection, FrameServer
+from kshare_cli.sandbox.server import AnswerDropped, Connection, FrameServer
 from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, SHARE_STATE_TOPIC
 from kshare_cli.wire.build import build, has_field
 from kshare_cli.wire.framing import UnsupportedVersion
@@ -172,6 +173,10 @@ class Broker:
         self._data_changed = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
         self.extensions: list[BrokerExtension] = []
+        #: One-shot faults (``drop_answer``): the next request each matches goes unanswered.
+        self._answer_drops: list[Callable[[Request], bool]] = []
+        #: How many answers those faults withheld so far.
+        self.answers_dropped = 0
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -278,6 +283,15 @@ class Broker:
         """Move the ``__share_group_state`` partition of ``group:topicId:partition`` to the node."""
         return self.move_leader(*self.cluster.share_coordinator(key), node_id)
 
+    def drop_answer(self, match: Callable[[Request], bool]) -> None:
+        """Handle the next request ``match`` accepts, then close its connection unanswered.
+
+        The request takes effect (records acknowledged, offsets moved) and the
+        client sees only a lost connection: the case where it cannot know whether
+        the broker applied it. One request per call; ``answers_dropped`` counts them.
+        """
+        self._answer_drops.append(match)
+
     def _arm_fencing(self, node_id: int) -> None:
         if node_id in self.cluster.fenced or node_id in self._fencing:
             return
@@ -334,7 +348,13 @@ class Broker:
         if handler is None or not low <= request.api_version <= high:
             # ApiVersions gets a v0 error answer from the server; others are dropped.
             raise UnsupportedVersion(request.api_key, request.api_version, request.correlation_id)
-        return await handler(self, request, connection)
+        response = await handler(self, request, connection)
+        for index, match in enumerate(self._answer_drops):
+            if match(request):
+                del self._answer_drops[index]
+                self.answers_dropped += 1
+                raise AnswerDropped(request.api_key, request.correlation_id)
+        return response
 
     def api_versions_body(self, error_code: int) -> dict[str, Any]:
         return {

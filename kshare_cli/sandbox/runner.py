@@ -14,7 +14,8 @@ test can shorten the share coordinator's five-minute snapshot and prune timers.
 1's address, ``addresses`` every node's; ``stop_node`` (``kill -9``),
 ``hang_node``, ``restart_node``, ``fence_node``, ``move_leader`` and
 ``move_group_coordinator`` / ``move_share_coordinator`` cause what a test of a
-failing cluster needs, each taking effect before it returns.
+failing cluster needs, each taking effect before it returns; ``drop_answer``
+(any node count) applies a request and drops its connection unanswered.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.broker_config import BrokerConfigError, broker_config
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.security import ListenerSecurity
 
 T = TypeVar("T")
@@ -154,6 +156,15 @@ class SandboxThread:
     def move_share_coordinator(self, key: str, node_id: int) -> int:
         """Move the share coordinator of ``group:topicId:partition`` to the node."""
         return self.call(lambda broker: broker.move_share_coordinator(key, node_id))
+
+    def drop_answer(self, match: Callable[[Request], bool]) -> None:
+        """Apply the next request ``match`` accepts, then drop its connection unanswered."""
+        self.call(lambda broker: broker.drop_answer(match))
+
+    @property
+    def answers_dropped(self) -> int:
+        """How many answers ``drop_answer`` withheld so far."""
+        return self.call(lambda broker: broker.answers_dropped)
 
     @property
     def security(self) -> ListenerSecurity | None:

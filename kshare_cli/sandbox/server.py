@@ -71,6 +71,14 @@ class Connection:
     node_id: int = 1
 
 
+class AnswerDropped(Exception):
+    """Raised by ``dispatch`` after handling a request: close the connection, answer nothing.
+
+    A broker that applied a request and died (or lost the connection) before its
+    answer left: the client cannot tell whether the request took effect.
+    """
+
+
 Dispatch = Callable[[Request, Connection], Awaitable[Any | None]]
 UnsupportedApiVersions = Callable[[int], bytes]
 
@@ -213,6 +221,9 @@ class FrameServer:
                 continue
             except FrameError:
                 raise
+            except AnswerDropped:
+                log.info("dropped the connection from %s unanswered", connection.peer_host)
+                return
             except Exception:
                 # A bug in a handler must not take the broker down; Kafka would
                 # answer UNKNOWN_SERVER_ERROR, the closest we can do generically is

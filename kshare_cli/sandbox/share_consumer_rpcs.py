@@ -115,6 +115,17 @@ async def share_group_heartbeat(broker: Broker, request: Request, connection: Co
 # -- ShareFetch / ShareAcknowledge --------------------------------------------
 
 
+def carries_acknowledgements(request: Request) -> bool:
+    """Whether ``request`` is a ShareFetch or ShareAcknowledge with acknowledgements in it.
+
+    For ``Broker.drop_answer``: the request whose lost answer leaves a consumer
+    unable to tell whether its acknowledgements were applied.
+    """
+    if request.api_key not in (SHARE_FETCH, SHARE_ACKNOWLEDGE):
+        return False
+    return any(p.acknowledgement_batches for t in request.payload.topics for p in t.partitions)
+
+
 def _session_for(
     shares: ShareGroups, node_id: int, group_id: str, member_id: str, epoch: int
 ) -> tuple[ShareSession | None, int]:
