@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -56,6 +58,7 @@ from kshare_cli.state.partitioning import state_partition_for
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import InFlightWindow
+from kshare_cli.wire.client import GIVE_UP_FOR_S
 
 if TYPE_CHECKING:
     from kshare_cli.admin.share_groups import ShareGroupAdmin
@@ -223,13 +226,24 @@ class StateSource(Protocol):
 class TailingStateSource:
     """A ``StateSource`` over one long-lived ``StateTailer``.
 
-    Until a refresh has read the state topic to its end (``catch_up``), each
-    refresh tries that again, going on from what earlier attempts read; after
-    that, a refresh applies only what is new (``poll``), so a dashboard refresh
-    costs the records written since the last one. ``group_ids`` restricts the
-    tailer to those groups (records of others are skipped while reading); None
-    keeps every group, for a caller that moves between groups. Refreshes from
-    several threads take turns: the tailer serves one caller at a time.
+    Until a refresh has read every state partition to its end, each refresh tries
+    that again, going on from what earlier attempts read; after that, a refresh
+    applies only what is new (``poll``), so a dashboard refresh costs the records
+    written since the last one. ``group_ids`` restricts the tailer to those groups
+    (records of others are skipped while reading); None keeps every group, for a
+    caller that moves between groups.
+
+    Refreshes from several threads share one read rather than taking turns: a
+    refresh that waited while another read finishes takes that read's answer (or
+    its failure) instead of reading again with a full timeout of its own. On a
+    real cluster with one broker down, five groups' health refreshes each waited
+    out their own catch-up in turn (160 s for a 30 s --timeout); now the waiting
+    costs at most one read, and a refresh never waits past its own timeout.
+
+    A state partition whose leader is silent is given up on alone (``catch_up_each``):
+    the share-partitions it holds are left out of every answer (their partial states
+    would be wrong windows) and ``unread_reason`` says why, while every other
+    share-partition's window is shown.
     """
 
     def __init__(
@@ -241,31 +255,44 @@ class TailingStateSource:
         self._caught_up = False
         self._lock = threading.Lock()
         self._closed = False
+        #: When the last read ended (monotonic), and how it failed, for refreshes that
+        #: waited for it.
+        self._read_at: float | None = None
+        self._failure: StateTopicUnavailable | None = None
+        #: State partitions not read to their end by the last read, each with why, and
+        #: when they were given up on.
+        self._unread: dict[int, str] = {}
+        self._gave_up_at: float | None = None
 
     def refresh(
         self, group_ids: Collection[str], timeout_s: float
     ) -> Mapping[SharePartitionKey, SharePartitionState]:
-        from kshare_cli.state.tailer import StateTailer
-
-        with self._lock:
-            if self._closed:
-                raise StateTopicUnavailable("the state topic reader was closed")
-            if self._tailer is None:
-                self._tailer = StateTailer(self._config, group_ids=self._group_ids)
-            tailer = self._tailer
-            if self._caught_up:
-                tailer.poll(timeout_s)
-            else:
-                tailer.catch_up(timeout_s)
-                self._caught_up = True
+        asked = time.monotonic()
+        with self._turn(timeout_s):
+            if self._read_at is None or self._read_at < asked:
+                self._read(max(0.0, asked + timeout_s - time.monotonic()))
+            elif self._failure is not None:
+                # A read ended while this refresh waited for it: its failure is ours too.
+                raise self._failure
             wanted = frozenset(group_ids)
-            return {key: state for key, state in tailer.states().items() if key.group_id in wanted}
+            return {
+                key: state for key, state in self._read_states().items() if key.group_id in wanted
+            }
 
     def states(self) -> dict[SharePartitionKey, SharePartitionState]:
         """Every kept share-partition's state as last read, without reading again: for a
         caller that reads once (``refresh``) and answers many groups from that read."""
         with self._lock:
-            return {} if self._tailer is None else self._tailer.states()
+            return self._read_states()
+
+    def unread_reason(self, key: SharePartitionKey) -> str | None:
+        """Why the last read left ``key``'s state out (its state partition's leader was
+        silent), else None."""
+        with self._lock:
+            count = None if self._tailer is None else self._tailer.partition_count
+            if count is None or not self._unread:
+                return None
+            return self._unread.get(state_partition_for(key, count))
 
     def close(self) -> None:
         """Close the tailer; waits for a refresh in progress (at most its timeout)."""
@@ -274,6 +301,60 @@ class TailingStateSource:
             if self._tailer is not None:
                 self._tailer.close()
                 self._tailer = None
+
+    @contextmanager
+    def _turn(self, timeout_s: float) -> Iterator[None]:
+        """The reader, once the refresh before has ended: within ``timeout_s`` or not at all."""
+        if not self._lock.acquire(timeout=max(0.0, timeout_s)):
+            raise StateTopicUnavailable(
+                f"the state topic was still being read after {timeout_s:g} s "
+                "(a broker is slow or silent); in-flight windows cannot be shown"
+            )
+        try:
+            if self._closed:
+                raise StateTopicUnavailable("the state topic reader was closed")
+            yield
+        finally:
+            self._lock.release()
+
+    def _read(self, budget_s: float) -> None:
+        from kshare_cli.state.tailer import StateTailer
+
+        if self._tailer is None:
+            self._tailer = StateTailer(self._config, group_ids=self._group_ids)
+        tailer = self._tailer
+        self._failure = None
+        try:
+            # A state partition given up on a moment ago is not waited for again (the
+            # client does the same for a broker, GIVE_UP_FOR_S): each group of one
+            # command would pay its leader's silence anew.
+            recent = self._gave_up_at is not None and (
+                time.monotonic() - self._gave_up_at < GIVE_UP_FOR_S
+            )
+            if self._caught_up or recent:
+                tailer.poll(budget_s)
+            else:
+                self._unread = tailer.catch_up_each(budget_s)
+                self._caught_up = not self._unread
+                self._gave_up_at = time.monotonic() if self._unread else None
+        except StateTopicUnavailable as failure:
+            self._failure = failure
+            raise
+        finally:
+            self._read_at = time.monotonic()
+
+    def _read_states(self) -> dict[SharePartitionKey, SharePartitionState]:
+        if self._tailer is None:
+            return {}
+        states = self._tailer.states()
+        count = self._tailer.partition_count
+        if not self._unread or count is None:
+            return states
+        return {
+            key: state
+            for key, state in states.items()
+            if state_partition_for(key, count) not in self._unread
+        }
 
     def __enter__(self) -> TailingStateSource:
         return self
@@ -302,12 +383,11 @@ class PlacedStateSource(TailingStateSource):
         keys = frozenset(share_partitions)
         if not keys:
             return {}, {}
-        with self._lock:
-            if self._closed:
-                raise StateTopicUnavailable("the state topic reader was closed")
+        asked = time.monotonic()
+        with self._turn(timeout_s):
             groups = {key.group_id for key in keys}
             with StateTailer(self._config, group_ids=groups, share_partitions=keys) as tailer:
-                silent = tailer.catch_up_each(timeout_s)
+                silent = tailer.catch_up_each(max(0.0, asked + timeout_s - time.monotonic()))
                 count = tailer.partition_count
                 states = tailer.states()
         unread = {}
@@ -461,20 +541,22 @@ class InflightService:
     ) -> tuple[
         Mapping[SharePartitionKey, SharePartitionState] | None,
         str | None,
-        Mapping[SharePartitionKey, str],
+        Callable[[SharePartitionKey], str | None],
     ]:
         source = self._state
         if source is None:
-            return None, None, {}
+            return None, None, _nothing_unread
         timeout_s = self._state_timeout_s or self._admin.client.timeout_s
         try:
             if placed is not None and isinstance(source, PlacedStateSource):
                 read, unread = await asyncio.to_thread(source.read_placed, placed, timeout_s)
-                return read, None, unread
+                return read, None, unread.get
             states = await asyncio.to_thread(source.refresh, [group_id], timeout_s)
         except StateTopicUnavailable as unavailable:
-            return None, unavailable.reason, {}
-        return states, None, {}
+            return None, unavailable.reason, _nothing_unread
+        if isinstance(source, TailingStateSource):
+            return states, None, source.unread_reason
+        return states, None, _nothing_unread
 
     async def _topics(self, topics: Sequence[str]) -> tuple[dict[str, uuid.UUID], frozenset[str]]:
         """The topics' ids (to find their windows), and which of them do not exist."""
@@ -592,18 +674,23 @@ async def _delivery_count_limit_from(
     return None
 
 
+def _nothing_unread(key: SharePartitionKey) -> str | None:
+    """A source that reads every share-partition or fails as a whole leaves none unread."""
+    return None
+
+
 def _partition(
     offset: SharePartitionOffset,
     topic_id: uuid.UUID | None,
     group_id: str,
     states: Mapping[SharePartitionKey, SharePartitionState] | None,
-    unread: Mapping[SharePartitionKey, str],
+    unread: Callable[[SharePartitionKey], str | None],
 ) -> PartitionInflight:
     window = None
     window_error = None
     if states is not None and topic_id is not None:
         key = SharePartitionKey(group_id, topic_id, offset.partition)
-        window_error = unread.get(key)
+        window_error = unread(key)
         state = states.get(key)
         if state is not None:
             window = InFlightWindow.from_state(state)

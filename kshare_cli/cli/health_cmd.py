@@ -59,6 +59,8 @@ def finish(
     notes = dict.fromkeys(note for group in report.groups for note in group.notes)
     for note in notes:
         typer.echo(f"kshare: note: {note}", err=True)
+    for broker in report.broker_failures:
+        common.report_failure(str(broker))
     for group_id in report.not_found:
         common.report_failure(f"share group '{group_id}' does not exist")
     if report.not_found:

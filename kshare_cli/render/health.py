@@ -5,6 +5,8 @@ and the reasons in words (``; ``-joined in a table or CSV cell). json and yaml
 are one document with the run's status; jsonl and csv one row per group and per
 share-partition (a group's row has no topic and partition), so ``jq 'select(.status
 != "OK")'`` lists what needs attention. Kafka's tool has no such view: no ``plain``.
+A broker that did not list its groups (``--all-groups``) is an ERR row of its own,
+with no group (``broker_errors`` in json and yaml).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Final
 
 from kshare_cli.errors import UsageError
 from kshare_cli.render.ages import format_age
+from kshare_cli.render.listing import broker_errors_document
 from kshare_cli.render.output_formats import OutputFormat, add_row, dispatch, new_table, table_text
 from kshare_cli.services.health import GroupHealth, HealthReport, PartitionHealth
 
@@ -76,7 +79,8 @@ def _table(report: HealthReport, lag_ages: LagAges | None) -> str:
         return [format_age(seconds)] if lag_ages is not None else []
 
     for index, group in enumerate(report.groups):
-        last = index == len(report.groups) - 1
+        # A rule between the last group and the brokers that did not list theirs.
+        last = index == len(report.groups) - 1 and not report.broker_failures
         add_row(
             table,
             [
@@ -104,6 +108,8 @@ def _table(report: HealthReport, lag_ages: LagAges | None) -> str:
                 ],
                 end_section=position == len(group.partitions) - 1 and not last,
             )
+    for broker in report.broker_failures:
+        add_row(table, [None, None, None, "ERR", None, *age(None), str(broker)])
     return table_text(table, None)
 
 
@@ -171,7 +177,18 @@ def health_document(report: HealthReport, lag_ages: LagAges | None = None) -> di
             ):
                 partition_document["lag_seconds"] = _partition_age(group, partition, lag_ages)
         groups.append(document)
-    return {"status": report.status.value, "groups": groups}
+    return {
+        "status": report.status.value,
+        "groups": groups,
+        "broker_errors": [
+            {**document, "unknown_groups": list(broker.groups)}
+            for broker, document in zip(
+                report.broker_failures,
+                broker_errors_document(broker.failure for broker in report.broker_failures),
+                strict=True,
+            )
+        ],
+    }
 
 
 def health_rows(report: HealthReport, lag_ages: LagAges | None = None) -> list[dict[str, Any]]:
@@ -213,4 +230,13 @@ def health_rows(report: HealthReport, lag_ages: LagAges | None = None) -> list[d
                     **({"lag_seconds": _partition_age(group, partition, lag_ages)} if aged else {}),
                 }
             )
+    for broker in report.broker_failures:
+        rows.append(
+            {
+                **dict.fromkeys(CSV_HEADER),
+                "status": "ERR",
+                "reason": str(broker),
+                **({"lag_seconds": None} if aged else {}),
+            }
+        )
     return rows

@@ -32,7 +32,7 @@ from kshare_cli.admin.inflight import (
     GroupInflight,
     PartitionInflight,
 )
-from kshare_cli.admin.models import TopicPartition
+from kshare_cli.admin.models import BrokerFailure, TopicPartition
 from kshare_cli.state.window import WindowState
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "Sample",
     "Status",
     "Thresholds",
+    "UnlistedBroker",
     "evaluate",
     "evaluate_samples",
     "is_stalled",
@@ -209,6 +210,12 @@ def evaluate(
             "delivery-limit and archived rules not evaluated: no in-flight windows "
             f"({group.window_note})"
         )
+    for each in group.partitions:
+        if each.window_error is not None:
+            notes.append(
+                f"delivery-limit and archived rules not evaluated for {each.topic}:"
+                f"{each.partition}: {each.window_error}"
+            )
     return GroupHealth(
         group.group_id,
         worst(statuses),
@@ -234,6 +241,10 @@ def _partition(
     start = current.start_offset
     if current.error is not None:
         findings.append((Status.ERR, f"could not be read: {current.error}"))
+    elif current.end_offset_error is not None:
+        # The lag is unknown, not zero: an OK here would hide the share-partitions a
+        # dead or hung leader holds.
+        findings.append((Status.ERR, f"end offset unknown: {current.end_offset_error}"))
     if earlier is not None and elapsed is not None:
         unmoved = elapsed if start is not None and start == earlier.start_offset else 0.0
         if is_stalled(lag, unmoved, limits.stall_after_s):
@@ -313,10 +324,42 @@ def overall(groups: Sequence[GroupHealth]) -> Status:
 
 
 @dataclass(frozen=True, slots=True)
+class UnlistedBroker:
+    """A broker that did not list its groups (ListGroups failed on it), and the groups
+    found to be its elsewhere (the state topic names them, FindCoordinator points at
+    it), which are therefore unknown. Others of its groups may be unknown too: a group
+    that never stored state is named nowhere else."""
+
+    failure: BrokerFailure
+    groups: tuple[str, ...] = ()
+
+    @property
+    def broker(self) -> str:
+        """``broker 2 (HOST:PORT)``, as every kshare message names a broker."""
+        return f"broker {self.failure.node_id} ({self.failure.host}:{self.failure.port})"
+
+    def __str__(self) -> str:
+        count = len(self.groups)
+        if count:
+            noun = "group" if count == 1 else "groups"
+            unknown = f"{count} {noun} unknown ({', '.join(self.groups)}), maybe more"
+        else:
+            unknown = "the groups it coordinates are unknown"
+        return f"{self.broker} did not list its groups ({self.failure.error}): {unknown}"
+
+
+@dataclass(frozen=True, slots=True)
 class HealthReport:
-    """Every group's health, sorted by group id, as one run (or one refresh) found it."""
+    """Every group's health, sorted by group id, as one run (or one refresh) found it.
+
+    ``broker_failures`` are the brokers that did not list their groups (``--all-groups``):
+    the groups they coordinate are unknown, so the run is ERR however healthy the
+    listed groups are. A monitoring check that said OK with a broker's groups unread
+    would hide exactly the outage it exists for.
+    """
 
     groups: tuple[GroupHealth, ...]
+    broker_failures: tuple[UnlistedBroker, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -325,6 +368,8 @@ class HealthReport:
 
     @property
     def status(self) -> Status:
+        if self.broker_failures:
+            return Status.ERR
         return overall(self.groups)
 
     @property
@@ -336,6 +381,7 @@ def evaluate_samples(
     latest: Sequence[Sample | GroupHealth],
     earlier: Sequence[Sample | GroupHealth] = (),
     thresholds: Thresholds | None = None,
+    broker_failures: Sequence[UnlistedBroker] = (),
 ) -> HealthReport:
     """Each group's latest sample against its earlier one, when both were read."""
     before = {each.group.group_id: each for each in earlier if isinstance(each, Sample)}
@@ -345,5 +391,6 @@ def evaluate_samples(
             if isinstance(each, Sample)
             else each
             for each in latest
-        )
+        ),
+        tuple(broker_failures),
     )

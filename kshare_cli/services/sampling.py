@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from kshare_cli.admin.inflight import (
     GroupInflight,
@@ -23,11 +23,11 @@ from kshare_cli.admin.inflight import (
     GroupUnavailable,
     InflightService,
 )
-from kshare_cli.admin.models import TopicPartition
-from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP
-from kshare_cli.services.health import GroupHealth, Sample, unreadable
+from kshare_cli.admin.models import GroupListing, KafkaError, TopicPartition
+from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP, ShareGroupAdmin
+from kshare_cli.services.health import GroupHealth, Sample, UnlistedBroker, unreadable
 
-__all__ = ["sample_group", "sample_groups"]
+__all__ = ["sample_group", "sample_groups", "unlisted_groups"]
 
 
 async def sample_group(
@@ -93,3 +93,36 @@ async def _read(
     except GroupUnavailable as failed:
         return unreadable(group_id, str(failed))
     return group, clock()
+
+
+async def unlisted_groups(
+    admin: ShareGroupAdmin, listing: GroupListing, known: Collection[str]
+) -> tuple[tuple[GroupHealth, ...], tuple[UnlistedBroker, ...]]:
+    """The brokers that did not list their groups, and an ERR result for each group
+    ``known`` elsewhere (the state topic) that no broker listed because its coordinator
+    is one of them.
+
+    A listing only names the groups of the brokers that answered: without this, the
+    dead broker's groups simply vanished from ``health --all-groups`` and a check said
+    OK with them unmonitored. Groups whose coordinator is another broker were created
+    or deleted since the listing and are left out.
+    """
+    failed = {failure.node_id: failure for failure in listing.failures}
+    candidates = sorted(set(known) - set(listing.group_ids()))
+    theirs: dict[int, list[str]] = {node_id: [] for node_id in failed}
+    if failed and candidates:
+        coordinators = await admin.client.find_coordinators(candidates)
+        for group_id, coordinator in coordinators.items():
+            if not isinstance(coordinator, KafkaError) and coordinator.node_id in failed:
+                theirs[coordinator.node_id].append(group_id)
+    brokers = tuple(UnlistedBroker(failed[node_id], tuple(theirs[node_id])) for node_id in failed)
+    unknown = tuple(
+        unreadable(
+            group_id,
+            f"share group '{group_id}' not listed: its coordinator {broker.broker} "
+            f"did not list its groups ({broker.failure.error})",
+        )
+        for broker in brokers
+        for group_id in broker.groups
+    )
+    return unknown, brokers
