@@ -89,6 +89,11 @@ def groups_on_every_node(sandbox: SandboxThread, prefix: str) -> dict[int, str]:
 
 def start_offsets_at_zero(sandbox: SandboxThread, group: str, topic: str) -> None:
     """Create the share group with offsets (as ``reset-offsets --execute`` would): no clients."""
+    start_offsets_at(sandbox, group, topic, 0)
+
+
+def start_offsets_at(sandbox: SandboxThread, group: str, topic: str, start_offset: int) -> None:
+    """Create the share group with every partition's start offset at ``start_offset``."""
     coordinator = sandbox.addresses[coordinator_of(sandbox.bootstrap, group)]
 
     def altered() -> bool:
@@ -102,7 +107,7 @@ def start_offsets_at_zero(sandbox: SandboxThread, group: str, topic: str) -> Non
                         partitions=tuple(
                             AlterShareGroupOffsetsRequestPartition(
                                 partition_index=partition,  # type: ignore[arg-type]
-                                start_offset=0,  # type: ignore[arg-type]
+                                start_offset=start_offset,  # type: ignore[arg-type]
                             )
                             for partition in range(PARTITIONS)
                         ),
