@@ -53,6 +53,7 @@ from kshare_cli.dataplane.errors import (
     error_text,
     is_authentication_error,
     raise_for_client_error,
+    refused_by_broker,
 )
 from kshare_cli.dataplane.logs import quiet_logger
 from kshare_cli.errors import ConnectionFailed, KshareError, Refused, UsageError
@@ -136,22 +137,36 @@ class ConsumeOptions:
 
 @dataclass(frozen=True, slots=True)
 class AcknowledgementFailure:
-    """Acknowledgements the broker refused: those records will be delivered again."""
+    """Acknowledgements that failed, and whether the records will come back.
+
+    ``refused``: the broker answered with an error (an expired acquisition lock's
+    INVALID_RECORD_STATE...), so it did not apply them and the records are
+    delivered again (or archived, if that delivery was their last). Otherwise
+    the answer never came (a lost connection, a timeout): the broker may have
+    applied them -- a drain after such a failure on a real cluster found the
+    records accepted -- so nothing is claimed either way.
+    """
 
     topic: str
     partition: int
     records: int | None  # None: the commit said the partition failed, not how many records
     error: str
+    refused: bool = False
 
     def __str__(self) -> str:
         if self.records is None:
             what = "records"
         else:
             what = f"{self.records} record{'s' if self.records != 1 else ''}"
-        return (
-            f"acknowledging {what} of {self.topic}-{self.partition} failed ({self.error}); "
-            "they will be delivered again"
-        )
+        if self.refused:
+            outcome = (
+                "the broker did not apply them; they will be delivered again "
+                "unless that was their last delivery"
+            )
+        else:
+            outcome = "unknown whether applied; they may or may not be delivered again"
+        where = f"{self.topic}-{self.partition}"
+        return f"acknowledging {what} of {where} failed ({self.error}): {outcome}"
 
 
 class RecordUnreadable(KshareError):
@@ -283,7 +298,7 @@ class _ClientErrors:
 
 @dataclass(slots=True)
 class _Run:
-    """One run: the consumer, the counters, and the acknowledgements the broker refused."""
+    """One run: the consumer, the counters, and the acknowledgements that failed."""
 
     consumer: ShareConsumer
     options: ConsumeOptions
@@ -551,14 +566,18 @@ class _Run:
         self.returned += len(messages)
 
     def committed(self, offsets: Mapping[TopicPartition, set[int]], error: object) -> None:
-        """The acknowledgement-commit callback: keep what the broker refused."""
+        """The acknowledgement-commit callback: keep what failed, refused or unanswered."""
         for partition, acknowledged in offsets.items():
             problem = error if error is not None else getattr(partition, "error", None)
             if problem is None:
                 continue
             self.failures.append(
                 AcknowledgementFailure(
-                    partition.topic, partition.partition, len(acknowledged), error_text(problem)
+                    partition.topic,
+                    partition.partition,
+                    len(acknowledged),
+                    error_text(problem),
+                    refused=refused_by_broker(problem),
                 )
             )
 
@@ -577,7 +596,11 @@ class _Run:
             ):
                 self.failures.append(
                     AcknowledgementFailure(
-                        partition.topic, partition.partition, None, error_text(refused)
+                        partition.topic,
+                        partition.partition,
+                        None,
+                        error_text(refused),
+                        refused=refused_by_broker(refused),
                     )
                 )
 

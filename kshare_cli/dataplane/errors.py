@@ -10,6 +10,8 @@ caller decides what the answer means for it (the state tailer words its own
 "in-flight windows cannot be shown", the Spark source keeps reading through
 what is transient). :func:`raise_for_client_errors` is the one mapping of
 client errors onto kshare's errors and exit codes, for the commands.
+:func:`refused_by_broker` tells a request the broker answered with a refusal
+(not applied) from one whose answer never came (applied or not: nobody knows).
 
 The codes are librdkafka's (stable numbers, checked against confluent_kafka by
 the tests), so that importing this module does not import confluent_kafka.
@@ -44,8 +46,10 @@ __all__ = [
     "is_authentication_error",
     "is_transient",
     "plain_text",
+    "error_code",
     "raise_for_client_error",
     "raise_for_client_errors",
+    "refused_by_broker",
 ]
 
 #: librdkafka's error text to the control plane's diagnosis (``wire.diagnose``, time bound set).
@@ -93,6 +97,10 @@ MISSING_TOPIC: Final = frozenset({ErrorKind.UNKNOWN_TOPIC, ErrorKind.UNKNOWN_TOP
 #: The kinds that say the cluster could not be reached (so far: librdkafka keeps trying).
 UNREACHABLE: Final = frozenset({ErrorKind.UNREACHABLE, ErrorKind.ALL_BROKERS_DOWN})
 
+#: Broker error codes that are no refusal: the request may have been applied all the same
+#: (REQUEST_TIMED_OUT, NETWORK_EXCEPTION; the broker's UNKNOWN_SERVER_ERROR is -1, local).
+_UNANSWERED_BROKER_CODES: Final = frozenset({7, 13})
+
 _BROKER_PREFIX: Final = re.compile(r"^\S+/\S+: ")
 #: librdkafka's words for a refused connection: nothing the control plane can add.
 _REFUSED: Final = "Connection refused"
@@ -117,6 +125,32 @@ def is_transient(error: KafkaError) -> bool:
     if error.fatal():
         return False
     return error.retriable() or classify(error) in UNREACHABLE
+
+
+def error_code(error: object) -> int | None:
+    """The code of a KafkaError, or of the KafkaError a KafkaException carries; else None."""
+    code = getattr(error, "code", None)
+    if callable(code):
+        return int(code())
+    args = getattr(error, "args", ())
+    code = getattr(args[0], "code", None) if args else None
+    return int(code()) if callable(code) else None
+
+
+def refused_by_broker(error: object) -> bool:
+    """Whether ``error`` is a broker's answer refusing a request, so the request was not applied.
+
+    Only a broker's own error code (INVALID_RECORD_STATE for an acknowledgement
+    after the acquisition lock expired, NOT_LEADER_OR_FOLLOWER...) says so.
+    librdkafka's local errors -- a connection lost after the request left
+    (``_TRANSPORT``: a broker that applied an acknowledgement and died before
+    answering gives exactly this), a timeout (``_TIMED_OUT``, and the
+    REQUEST_TIMED_OUT that ``commit_sync`` reports for a broker that never
+    answered) -- leave it unknown whether the broker applied what was sent, and
+    so does anything that is not a KafkaError.
+    """
+    code = error_code(error)
+    return code is not None and code > 0 and code not in _UNANSWERED_BROKER_CODES
 
 
 def plain_text(text: str) -> str:

@@ -24,8 +24,11 @@ from typing import Any
 
 import pytest
 
+from kshare_cli.kafka.api_keys import SHARE_ACKNOWLEDGE, SHARE_FETCH
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from kshare_cli.sandbox.runner import SandboxThread
+from kshare_cli.sandbox.share_consumer_rpcs import carries_acknowledgements
 from tests.cli.conftest import (
     KSHARE,
     Kshare,
@@ -44,7 +47,8 @@ from tests.support.consume_beds import (
     sandbox_bed,
     values,
 )
-from tests.support.golden import GOLDEN, read_jsonl
+from tests.support.golden import GOLDEN, read_jsonl, wait_for
+from tests.support.sandbox import skip_on_real_cluster
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
 
 CONSOLE = GOLDEN / "tool-output" / "console-share-consumer"
@@ -469,6 +473,90 @@ def test_rejected_records_are_gone(fast: Kshare, bed: Bed) -> None:
     assert result.returncode == 0, result.stderr
     (partition,) = _offsets_view(fast, group)["partitions"]
     assert partition["lag"] == 0
+    assert drain(bed, topic, group) == []
+
+
+def _lost_answer_bed(bed: Bed) -> SandboxThread:
+    """The bed's sandbox, whose ``drop_answer`` loses an applied acknowledgement's answer."""
+    skip_on_real_cluster("it makes the broker apply an acknowledgement and drop the answer")
+    assert bed.sandbox is not None
+    return bed.sandbox
+
+
+def _first_deliveries(count: int) -> list[bytes]:
+    """``print.delivery=true`` lines of ``values(count)``, each printed on its first delivery."""
+    return [f"Delivery:1\tr-{index:05d}".encode() for index in range(count)]
+
+
+def _assert_unknown_outcome(stderr: bytes, topic: str, records: int) -> None:
+    """One failure line saying the outcome is unknown, and never that the records come back."""
+    text = stderr.decode()
+    (failure,) = [line for line in text.splitlines() if line.startswith("kshare: error: ")]
+    assert failure == (
+        f"kshare: error: acknowledging {records} records of {topic}-0 failed "
+        "(Local: Broker transport failure): "
+        "unknown whether applied; they may or may not be delivered again"
+    )
+    assert "will be delivered again" not in text
+
+
+def test_an_acknowledgement_applied_but_unanswered_is_reported_as_unknown(
+    fast: Kshare, bed: Bed
+) -> None:
+    """The last ShareAcknowledge is applied and its connection lost: librdkafka reports
+    ``_TRANSPORT``; the message must not promise a redelivery that will not happen."""
+    sandbox = _lost_answer_bed(bed)
+    topic, group = bed.names("cli-ack-lost")
+    bed.produce(topic, values(3))
+    sandbox.drop_answer(
+        lambda request: request.api_key == SHARE_ACKNOWLEDGE and carries_acknowledgements(request)
+    )
+    result = _run(
+        fast, "-t", topic, "-g", group, "--max-messages", "3", "--property", "print.delivery=true"
+    )
+    assert sandbox.answers_dropped == 1
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == _first_deliveries(3)
+    _assert_unknown_outcome(result.stderr, topic, 3)
+    assert result.stderr.endswith(b"Processed a total of 3 messages\n")
+    # The broker did apply them: nothing comes back.
+    assert drain(bed, topic, group) == []
+
+
+def test_acknowledgements_on_a_fetch_applied_but_unanswered_are_reported_as_unknown(
+    fast: Kshare, bed: Bed
+) -> None:
+    """The acknowledgements ride on the next ShareFetch, which is applied and its connection
+    lost; the run goes on (librdkafka reconnects) and reports them as unknown at the end."""
+    sandbox = _lost_answer_bed(bed)
+    topic, group = bed.names("cli-fetch-lost")
+    bed.produce(topic, values(3))
+    sandbox.drop_answer(
+        lambda request: request.api_key == SHARE_FETCH and carries_acknowledgements(request)
+    )
+    options = f"-t {topic} -g {group} --max-messages 4 --property print.delivery=true"
+    process = subprocess.Popen(
+        [str(KSHARE), "consume", *shlex.split(options), *fast.connection_args()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=process_env(fast.environment()),
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        # Read as a pipe's reader does: kshare waits for its lines to be taken.
+        printed = [process.stdout.readline() for _ in range(3)]
+        # The next poll's ShareFetch carries their acceptances; only then the fourth record.
+        wait_for(lambda: sandbox.answers_dropped == 1, 30, what="the acknowledging ShareFetch")
+        bed.produce(topic, [Record(b"r-00003")])
+        printed += process.stdout.read().splitlines(keepends=True)
+        assert process.wait(60) == 1
+        stderr = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert [line.rstrip(b"\n") for line in printed] == _first_deliveries(4)
+    _assert_unknown_outcome(stderr, topic, 3)
     assert drain(bed, topic, group) == []
 
 

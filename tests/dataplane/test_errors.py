@@ -23,12 +23,14 @@ from kshare_cli.dataplane.errors import (
     ErrorKind,
     classify,
     configuration_refused,
+    error_code,
     error_text,
     is_authentication_error,
     is_transient,
     plain_text,
     raise_for_client_error,
     raise_for_client_errors,
+    refused_by_broker,
 )
 from kshare_cli.dataplane.logs import debug_logger, quiet_logger, with_debug_logger
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, Refused, UsageError
@@ -84,6 +86,34 @@ def _client_errors(config: dict[str, object], topic: str = "t") -> list[KafkaErr
 def test_the_codes_are_confluent_kafkas(name: str, kind: ErrorKind) -> None:
     """The table is written in numbers (no import of confluent_kafka); the names must agree."""
     assert classify(KafkaError(getattr(KafkaError, name))) is kind
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("INVALID_RECORD_STATE", True),  # an acknowledgement after the lock expired
+        ("NOT_LEADER_FOR_PARTITION", True),
+        ("SHARE_SESSION_NOT_FOUND", True),
+        ("_TRANSPORT", False),  # the connection went after the request left
+        ("_TIMED_OUT", False),
+        ("_MSG_TIMED_OUT", False),
+        ("_DESTROY", False),
+        ("REQUEST_TIMED_OUT", False),  # commit_sync's word for a broker that never answered
+        ("NETWORK_EXCEPTION", False),
+        ("UNKNOWN", False),  # the broker's UNKNOWN_SERVER_ERROR: no telling what it did
+    ],
+)
+def test_only_a_brokers_refusal_says_a_request_was_not_applied(name: str, refused: bool) -> None:
+    error = KafkaError(getattr(KafkaError, name))
+    assert refused_by_broker(error) is refused
+    assert refused_by_broker(KafkaException(error)) is refused
+    assert error_code(KafkaException(error)) == getattr(KafkaError, name)
+
+
+def test_an_error_that_is_no_kafka_error_leaves_the_outcome_unknown() -> None:
+    assert error_code(RuntimeError("lost")) is None
+    assert not refused_by_broker(RuntimeError("lost"))
+    assert not refused_by_broker(None)
 
 
 def test_a_refused_connection_is_unreachable_then_a_connection_failure() -> None:

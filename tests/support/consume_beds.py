@@ -77,6 +77,8 @@ class Bed:
     client_config: dict[str, str] = field(default_factory=dict)
     mock: RdkafkaMockCluster | None = None
     admin_rpcs: bool = True  # the mock answers no DescribeShareGroupOffsets
+    #: The sandbox serving the bed, for its fault controls (None on the mock or a real cluster).
+    sandbox: SandboxThread | None = None
 
     def config(self, **extra: object) -> dict[str, object]:
         merged: dict[str, object] = {"bootstrap.servers": self.bootstrap}
@@ -183,7 +185,7 @@ def sandbox_bed(**settings: Any) -> Iterator[Bed]:
         **settings,
     )
     with SandboxThread(settings=group_settings) as sandbox:
-        yield Bed("sandbox", sandbox.bootstrap)
+        yield Bed("sandbox", sandbox.bootstrap, sandbox=sandbox)
 
 
 def mock_bed(mock: RdkafkaMockCluster) -> Bed:
