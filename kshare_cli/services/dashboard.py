@@ -4,7 +4,17 @@ The dashboard lives for hours inside Textual's event loop, unlike a command: it
 keeps one ``Session`` client, connected on its first call inside that loop (a
 failed connection is tried again on the next call), and bounds each call on its
 own, so a broker that stops answering becomes an error beside the last data,
-never a worker that waits forever. Groups, offsets and lag come from the admin
+never a worker that waits forever. A refresh of the groups is one operation of
+the client under one deadline, ``REFRESH_BOUND_S`` (or ``--timeout`` when
+shorter): listing, describing and reading offsets share it, so a silent broker
+is given up after half of it (its fan-out branch's share) while the healthy
+brokers' answers are kept, instead of each step waiting out a share of
+``--timeout`` of its own and the sum being thrown away by the call's bound.
+
+``KnownGroups`` remembers what earlier refreshes read: a group that a refresh
+could not read (its coordinator did not list its groups, or it could not be
+described) keeps its last figures, marked stale since when they were read and
+why, instead of vanishing from the screen. Groups, offsets and lag come from the admin
 RPCs, windows from a state-topic tailer kept across refreshes (both through
 ``InflightService``, as ``kshare inflight`` reads them), and the peek from a
 plain consumer that acquires nothing.
@@ -16,7 +26,9 @@ and consumer layers only through this service.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
 
 from kshare_cli.admin.inflight import (
     GroupInflight,
@@ -27,21 +39,144 @@ from kshare_cli.admin.inflight import (
     StateSource,
     TailingStateSource,
 )
-from kshare_cli.admin.models import BrokerFailure
+from kshare_cli.admin.models import BrokerFailure, GroupFailure
 from kshare_cli.consumer.records import ConsumedRecord
-from kshare_cli.services.session import Session
+from kshare_cli.errors import TimedOut
+from kshare_cli.services.session import BACKSTOP_S, Session
 
 __all__ = [
+    "REFRESH_BOUND_S",
     "BrokerFailure",
+    "BrokersUnlisted",
     "ConsumedRecord",
     "DashboardReads",
+    "GroupFailure",
     "GroupInflight",
     "GroupSummary",
     "GroupsOverview",
+    "GroupsView",
+    "KnownGroups",
     "PartitionInflight",
+    "StaleGroup",
     "StateSource",
     "TailingStateSource",
 ]
+
+#: The most one refresh of the groups may take (``--timeout`` when shorter). A silent
+#: broker's branch of a fan-out gets half of what is left, so it is given up after
+#: about 5 s and the healthy groups are shown; a dashboard refreshing every 2 s must
+#: not wait out a 30 s ``--timeout`` for one broker.
+REFRESH_BOUND_S: Final = 10.0
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokersUnlisted:
+    """Brokers that did not list their groups in one refresh, and the known groups it hid.
+
+    ``groups`` are the groups read earlier that this listing lacks: with one broker
+    failing they are its own (a group is listed by its coordinator); with several,
+    they are theirs together, as nothing says which coordinated which.
+    """
+
+    brokers: tuple[BrokerFailure, ...]
+    groups: tuple[str, ...] = ()
+
+    @property
+    def who(self) -> str:
+        """``broker 2 (HOST:PORT)``, or ``brokers 1 (HOST:PORT), 2 (HOST:PORT)``."""
+        addresses = [f"{each.node_id} ({each.host}:{each.port})" for each in self.brokers]
+        noun = "broker" if len(addresses) == 1 else "brokers"
+        return f"{noun} {', '.join(addresses)}"
+
+    def __str__(self) -> str:
+        one = len(self.brokers) == 1
+        head = f"{self.who} did not list {'its' if one else 'their'} groups"
+        count = len(self.groups)
+        if not count:
+            return f"{head}: any {'it coordinates' if one else 'they coordinate'} missing"
+        return f"{head}: {count} group{'' if count == 1 else 's'} unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class StaleGroup:
+    """A group this refresh could not read: its last figures, when they were read, and why."""
+
+    summary: GroupSummary
+    read_at: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsView:
+    """What the groups screen shows: this refresh's answer, and the groups it left unread.
+
+    ``stale`` keeps the last figures of every known group the refresh could not read;
+    ``unlisted`` names the brokers that did not list their groups (None when all did).
+    """
+
+    overview: GroupsOverview
+    stale: tuple[StaleGroup, ...] = ()
+    unlisted: BrokersUnlisted | None = None
+
+    @property
+    def groups(self) -> tuple[GroupSummary, ...]:
+        """The groups read by this refresh (fresh)."""
+        return self.overview.groups
+
+    @property
+    def failures(self) -> tuple[BrokerFailure | GroupFailure, ...]:
+        return self.overview.failures
+
+    @property
+    def count(self) -> int:
+        return len(self.overview.groups) + len(self.stale)
+
+
+class KnownGroups:
+    """Every group read so far, with when: so an unreadable group stays on screen, stale.
+
+    A group absent from a listing that every broker answered was deleted (or moved
+    and listed by its new coordinator): it is forgotten. One absent while a broker
+    did not answer may be that broker's, so it is kept, stale, naming the broker;
+    one listed but not described keeps its figures with the describe's error.
+    Recovery needs nothing: the next refresh that reads a group makes it fresh.
+    """
+
+    def __init__(self) -> None:
+        #: Each group's last summary and when it was read.
+        self._read: dict[str, tuple[GroupSummary, float]] = {}
+
+    def merge(self, overview: GroupsOverview, at: float) -> GroupsView:
+        """This refresh's answer at ``at`` (the dashboard clock), with the known groups it lacks."""
+        fresh = {group.group_id for group in overview.groups}
+        brokers = tuple(
+            failure for failure in overview.failures if isinstance(failure, BrokerFailure)
+        )
+        undescribed = {
+            failure.group_id: str(failure)
+            for failure in overview.failures
+            if isinstance(failure, GroupFailure)
+        }
+        unlisted = BrokersUnlisted(brokers) if brokers else None
+        stale: list[StaleGroup] = []
+        hidden: list[str] = []
+        for group_id, (summary, read_at) in sorted(self._read.items()):
+            if group_id in fresh:
+                continue
+            if group_id in undescribed:
+                stale.append(StaleGroup(summary, read_at, undescribed[group_id]))
+            elif unlisted is not None:
+                stale.append(StaleGroup(summary, read_at, f"{unlisted.who} did not list it"))
+                hidden.append(group_id)
+            else:
+                del self._read[group_id]
+        for group in overview.groups:
+            self._read[group.group_id] = (group, at)
+        if unlisted is not None:
+            unlisted = BrokersUnlisted(brokers, tuple(hidden))
+        return GroupsView(overview, tuple(stale), unlisted)
 
 
 class DashboardReads:
@@ -83,13 +218,38 @@ class DashboardReads:
                 self._service = self._session.inflight(admin, state)
             return self._service
 
+    @property
+    def refresh_bound_s(self) -> float:
+        """The most one refresh of the groups may take."""
+        return min(REFRESH_BOUND_S, self._session.timeout_s)
+
     async def overview(self) -> GroupsOverview:
+        """Every group, under one deadline of ``refresh_bound_s`` shared by its steps.
+
+        The client's deadline ends a silent broker's part as a failure before it (the
+        healthy groups' answers stand); the session's bound stays only as a backstop.
+        """
         service = await self._connected()
-        return await self._session.within(service.overview(), "listing share groups")
+        what = "listing share groups"
+        client = service.admin.client
+
+        async def bounded() -> GroupsOverview:
+            async with client.bounded(what, self.refresh_bound_s):
+                return await service.overview()
+
+        return await _backstopped(bounded(), what, self.refresh_bound_s)
 
     async def group(self, group_id: str) -> GroupInflight:
+        """One group, its steps under one deadline of the session's timeout (as a command's)."""
         service = await self._connected()
-        return await self._session.within(service.group(group_id), f"share group {group_id!r}")
+        what = f"share group {group_id!r}"
+        client = service.admin.client
+
+        async def bounded() -> GroupInflight:
+            async with client.bounded(what):
+                return await service.group(group_id)
+
+        return await _backstopped(bounded(), what, self._session.timeout_s)
 
     async def peek(
         self, topic: str, partition: int, offset: int, limit: int
@@ -122,3 +282,12 @@ class DashboardReads:
         self._service = None
         self._tailer = None
         await self._session.aclose()
+
+
+async def _backstopped(work: Coroutine[Any, Any, T], what: str, bound_s: float) -> T:
+    """``work`` runs under the client's own deadline of ``bound_s``, which keeps partial
+    answers; this outer bound fires only a moment after it, should that deadline fail."""
+    try:
+        return await asyncio.wait_for(work, bound_s + BACKSTOP_S)
+    except TimeoutError:
+        raise TimedOut(f"{what} did not answer within {bound_s:g} s") from None

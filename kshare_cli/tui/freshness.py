@@ -73,6 +73,9 @@ class Freshness:
             return Status(f"paused — data {age} old (p resumes)", stale=False)
         if self.error is not None:
             return Status(f"stale: {age} old — {self.error}", stale=True)
+        if self.overdue(now, refresh_s) and self.partial is not None:
+            # The refresh waits on the broker the last answer named: say which, not "a broker".
+            return Status(f"stale: {age} old — waiting on a refresh; partial: {self.partial}", True)
         if self.overdue(now, refresh_s):
             return Status(f"stale: {age} old — {NOT_ANSWERING}", stale=True)
         if self.partial is not None:

@@ -6,10 +6,18 @@ the total lag per second) and when it would be gone at that pace. The
 listing carries no offsets, so what is consumed and what arrives is on the
 group screen; the net drain and the time to empty are the same figures,
 from the same functions (``tui.history.Flow``), as there.
+
+A broker that does not answer costs only its own groups: the others are fresh
+at every refresh, and a group that a refresh could not read (its coordinator
+did not list its groups, or it could not be described) keeps its row and its
+last figures, its name marked ``stale`` with the age of those figures (the rates
+``-``: they would be the past's), while the status line names the broker. The
+next refresh that reads it makes it fresh again, with no key to press.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from rich.console import RenderableType
@@ -19,7 +27,13 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kshare_cli.render.offsets import total_lag_text
-from kshare_cli.services.dashboard import BrokerFailure, GroupsOverview, GroupSummary
+from kshare_cli.services.dashboard import (
+    GroupFailure,
+    GroupSummary,
+    GroupsView,
+    KnownGroups,
+    StaleGroup,
+)
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.history import group_key
@@ -44,8 +58,8 @@ def _right(text: str) -> Text:
     return Text(text, justify="right", no_wrap=True, end="")
 
 
-class GroupsScreen(LiveScreen[GroupsOverview]):
-    """Every share group, refreshed from ``DashboardSource.overview``."""
+class GroupsScreen(LiveScreen[GroupsView]):
+    """Every share group, refreshed from ``DashboardSource.overview``; unread ones kept, stale."""
 
     DEFAULT_CSS = """
     GroupsScreen #title { height: 1; text-style: bold; }
@@ -62,6 +76,7 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
         super().__init__()
         self.filter_text = ""
         self._table: TableSync | None = None
+        self._known = KnownGroups()
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -81,33 +96,43 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
         table.focus()
         super().on_mount()
 
-    async def fetch(self) -> GroupsOverview:
-        return await self.dashboard.source.overview()
+    async def fetch(self) -> GroupsView:
+        overview = await self.dashboard.source.overview()
+        return self._known.merge(overview, self.dashboard.now())
 
-    def partial_note(self, data: GroupsOverview) -> str | None:
-        """The brokers that did not list (by id and address), and the groups not described."""
-        brokers = [
-            f"broker {failure.node_id} ({failure.host}:{failure.port}) not answering"
-            for failure in data.failures
-            if isinstance(failure, BrokerFailure)
-        ]
-        groups = len(data.failures) - len(brokers)
+    def partial_note(self, data: GroupsView) -> str | None:
+        """The brokers that did not list (by id and address, with the groups that hides),
+        and the groups not described."""
+        notes = [] if data.unlisted is None else [str(data.unlisted)]
+        groups = sum(isinstance(failure, GroupFailure) for failure in data.failures)
         if groups:
-            brokers.append(f"{groups} group{'s' if groups != 1 else ''} not described")
-        return "; ".join(brokers) or None
+            notes.append(f"{groups} group{'s' if groups != 1 else ''} not described")
+        return "; ".join(notes) or None
 
-    def apply(self, data: GroupsOverview, at: float) -> None:
-        self.dashboard.record_overview(data, at)
+    def apply(self, data: GroupsView, at: float) -> None:
+        self.dashboard.record_overview(data.overview, at)
         self._show(data)
 
-    def _show(self, data: GroupsOverview) -> None:
+    def show_status(self) -> None:
+        super().show_status()
+        # The stale rows' ages count on between refreshes, as the status line's does.
+        if self.data is not None and self.data.stale:
+            self._show(self.data)
+
+    def _show(self, data: GroupsView) -> None:
         if self._table is None:
             return
         needle = self.filter_text.strip().lower()
-        shown = [group for group in data.groups if needle in group.group_id.lower()]
-        self._table.sync([(group.group_id, self._row(group)) for group in shown])
-        count = len(data.groups)
+        now = self.dashboard.now()
+        rows = [(group.group_id, self._row(group)) for group in data.groups]
+        rows.extend((stale.summary.group_id, self._stale_row(stale, now)) for stale in data.stale)
+        rows.sort(key=lambda row: row[0])
+        shown = [row for row in rows if needle in row[0].lower()]
+        self._table.sync(shown)
+        count = data.count
         title = f"Share groups ({count})" if count else "Share groups: none on this cluster"
+        if data.stale:
+            title += f", {len(data.stale)} stale"
         if needle:
             title += f" — {len(shown)} match '{self.filter_text.strip()}'"
         self.query_one("#title", Static).update(title)
@@ -131,6 +156,12 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
             fmt.rate(None if flow is None else flow.net_drain_per_s),
             fmt.empty_in(None if flow is None else flow.time_to_empty, compact=True),
         )
+
+    def _stale_row(self, stale: StaleGroup, now: float) -> tuple[Any, ...]:
+        """The last figures read, the name marked with their age; no rates (they were then)."""
+        row = self._row(stale.summary)
+        marked = _Stale(stale.summary.group_id, f"stale {fmt.short(now - stale.read_at)}")
+        return (marked, *row[1:-2], fmt.UNKNOWN, fmt.UNKNOWN)
 
     def selected_group(self) -> str | None:
         return None if self._table is None else self._table.cursor_key()
@@ -169,9 +200,23 @@ class GroupsScreen(LiveScreen[GroupsOverview]):
             self._show(self.data)
 
 
+@dataclass(frozen=True, slots=True)
+class _Stale:
+    """A stale row's name cell: the group id and ``stale <age>``."""
+
+    group_id: str
+    mark: str
+
+
 def _render_cell(column: int, value: Any) -> RenderableType:
     if column == 0:
-        return Text(fmt.truncate(str(value), _COLUMNS[0][2]), no_wrap=True, end="")
+        width = _COLUMNS[0][2]
+        if isinstance(value, _Stale):
+            name = fmt.truncate(value.group_id, width - len(value.mark) - 1)
+            text = Text(name, no_wrap=True, end="")
+            text.append(" " + value.mark, style="bold yellow")
+            return text
+        return Text(fmt.truncate(str(value), width), no_wrap=True, end="")
     if column == 1:
         style = {"Stable": "green", "Empty": "dim", "Dead": "red"}.get(str(value), "")
         return Text(str(value), style=style, end="")

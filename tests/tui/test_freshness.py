@@ -22,6 +22,19 @@ def test_a_fetch_slower_than_the_interval_makes_the_data_stale() -> None:
     assert status.stale
 
 
+def test_a_slow_fetch_after_a_partial_answer_names_what_the_answer_lacked() -> None:
+    """Issue 23: the refresh waits on the broker the last answer named; the status line
+    said "broker not answering" and named none."""
+    partial = "broker 2 (127.0.0.1:9092) did not list its groups: 1 group unknown"
+    freshness = Freshness().succeeded(100.0, partial).started(103.0)
+    assert freshness.status(104.0, 2.0).text == (
+        f"updated 4 s ago · refresh every 2 s — partial: {partial}"
+    )
+    status = freshness.status(108.0, 2.0)
+    assert status.text == f"stale: 8 s old — waiting on a refresh; partial: {partial}"
+    assert status.stale
+
+
 def test_a_failed_fetch_keeps_the_age_and_says_why() -> None:
     status = Freshness().succeeded(100.0).started(101.0).failed("cannot connect").status(130, 2)
     assert status.text == "stale: 30 s old — cannot connect"
