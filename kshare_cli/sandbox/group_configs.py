@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Literal
 
 from kio.schema.errors import ErrorCode
 
@@ -63,10 +62,8 @@ from kshare_cli.kafka.group_configs import (
     parse_value,
     validate_value,
 )
+from kshare_cli.kafka.versions import KafkaVersion, at_least
 from kshare_cli.state.partitioning import java_string_hash
-
-KafkaVersion = Literal["4.2", "4.3"]
-
 
 #: Kafka's cap on a stored config value (KRaft ConfigRecord), in characters.
 _MAX_VALUE_SIZE = 32767
@@ -299,7 +296,7 @@ class GroupConfigStore:
         self.broker = broker if broker is not None else BrokerGroupSettings()
         self.kafka_version: KafkaVersion = kafka_version
         self._definitions = tuple(
-            d for d in _DEFINITIONS if d.since != "4.3" or kafka_version == "4.3"
+            d for d in _DEFINITIONS if d.since != "4.3" or at_least(kafka_version, "4.3")
         )
         self._by_name = {d.name: d for d in self._definitions}
         self._describe_order = java_hashmap_order([d.name for d in self._definitions])
@@ -404,7 +401,7 @@ class GroupConfigStore:
         wanted = set(keys) if keys else None
         entries: list[ConfigEntry] = []
         for setting in sorted(fields(self.broker), key=lambda f: f.name):
-            if setting.name in _BROKER_SETTINGS_43 and self.kafka_version != "4.3":
+            if setting.name in _BROKER_SETTINGS_43 and not at_least(self.kafka_version, "4.3"):
                 continue
             name = "group." + setting.name.replace("_", ".")
             if wanted is not None and name not in wanted:
@@ -555,7 +552,7 @@ class GroupConfigStore:
         return value
 
     def _describe_default(self, definition: GroupConfigKey) -> Parsed:
-        if self.kafka_version == "4.3" or definition.name in _BROKER_DEFAULTED_42:
+        if at_least(self.kafka_version, "4.3") or definition.name in _BROKER_DEFAULTED_42:
             return self._broker_value(definition)
         return definition.default_value
 
@@ -571,7 +568,7 @@ class GroupConfigStore:
         if raw is None:
             return self._broker_value(definition)
         value = self._parse(definition, raw)
-        if self.kafka_version == "4.3" and isinstance(value, int):
+        if at_least(self.kafka_version, "4.3") and isinstance(value, int):
             value = self._clamp_43(name, value)
         return value
 
@@ -617,7 +614,7 @@ class GroupConfigStore:
                 (b.share_max_record_lock_duration_ms, "group.share.max.record.lock.duration.ms"),
             ),
         }
-        if self.kafka_version == "4.3":
+        if at_least(self.kafka_version, "4.3"):
             bounds["share.delivery.count.limit"] = (
                 (b.share_min_delivery_count_limit, "group.share.min.delivery.count.limit"),
                 (b.share_max_delivery_count_limit, "group.share.max.delivery.count.limit"),
@@ -650,7 +647,7 @@ class GroupConfigStore:
         combined: dict[str, str | Parsed] = {}
         for definition in self._definitions:
             use_broker = (
-                self.kafka_version == "4.3" and definition.default_from is not None
+                at_least(self.kafka_version, "4.3") and definition.default_from is not None
             ) or definition.name in _VALIDATION_BROKER_KEYS_42
             if use_broker:
                 combined[definition.name] = self._broker_value(definition)
