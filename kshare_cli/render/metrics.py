@@ -3,7 +3,11 @@
 Names follow kafka-lag-exporter and kminion: ``kshare_share_partition_*`` per
 share-partition and ``kshare_share_group_*`` per group, labelled ``cluster_name``,
 ``group``, ``topic``, ``partition``; ``kshare_exporter_*`` for the refresher,
-whose ``last_refresh_age_seconds`` tells a scraper how stale the rest is.
+whose ``last_refresh_age_seconds`` tells a scraper how stale the rest is. The
+per-broker series are labelled ``broker`` (the node id, as Kafka's ``node.id``
+and kafka_exporter's ``id`` name it: what a query selects and joins on) and
+``address`` (``host:port`` as the broker advertises it, for the reader), the
+same broker kshare's messages name as ``broker 2 (host:port)``.
 The collector builds the families from a snapshot (``MetricsPage`` renders each
 snapshot once, in the refresh), so a scrape never waits on Kafka, and a figure
 that is unknown (a lag the broker did not report, a window the state topic did
@@ -34,6 +38,7 @@ __all__ = ["METRICS", "MetricsPage", "SnapshotCollector", "index_page"]
 
 _PARTITION: Final = ("cluster_name", "group", "topic", "partition")
 _GROUP: Final = ("cluster_name", "group")
+_BROKER: Final = ("cluster_name", "broker", "address")
 
 #: Every metric the exporter serves, with its help: the collector's and the index page's.
 METRICS: Final = {
@@ -55,6 +60,9 @@ METRICS: Final = {
     "kshare_exporter_refresh_seconds": "How long the last successful refresh took.",
     "kshare_exporter_refresh_errors": "Refreshes that failed as a whole.",
     "kshare_exporter_group_errors": "Refreshes that could not read the group (whole ones too).",
+    "kshare_exporter_broker_errors": (
+        "Refreshes in which the broker did not list its groups (every broker from 0)."
+    ),
     "kshare_exporter_last_refresh_timestamp_seconds": "When the last refresh succeeded.",
     "kshare_exporter_last_refresh_age_seconds": (
         "Seconds since the last successful refresh, at scrape time: how old the figures are."
@@ -155,6 +163,15 @@ class SnapshotCollector(Collector):
             for group_id, count in sorted(snapshot.group_errors.items()):
                 group_errors.add_metric([cluster, group_id], count)
             yield group_errors
+        if snapshot.broker_errors:
+            broker_errors = CounterMetricFamily(
+                "kshare_exporter_broker_errors",
+                METRICS["kshare_exporter_broker_errors"],
+                labels=_BROKER,
+            )
+            for (node_id, address), count in sorted(snapshot.broker_errors.items()):
+                broker_errors.add_metric([cluster, str(node_id), address], count)
+            yield broker_errors
         if snapshot.refreshed_at is not None:
             last = _gauge("kshare_exporter_last_refresh_timestamp_seconds", ("cluster_name",))
             last.add_metric([cluster], snapshot.refreshed_at)

@@ -7,11 +7,11 @@ refresh loop runs on the main thread's event loop, where SIGTERM and SIGINT set
 the stop event: the server shuts down, the state-topic reader closes, and the
 command exits 0.
 
-A state-topic read is blocking and runs in a worker thread that cannot be
-cancelled; against a hung broker it lasts its whole share of ``--timeout``.
-Stopping must not wait for it: the loop's worker threads are daemon threads that
-shutdown does not join, and the reader is closed only if it is free within
-``CLOSE_WAIT_S`` (otherwise the process ends around it).
+A state-topic read is blocking and runs in a thread that cannot be cancelled
+(``StateReads``'s daemon thread); against a hung broker it lasts its whole share
+of ``--timeout``. Stopping must not wait for it: the loop's worker threads are
+daemon threads that shutdown does not join, and the reader is closed only if it
+is free within ``CLOSE_WAIT_S`` (otherwise the process ends around it).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from kshare_cli.admin.inflight import InflightService, TailingStateSource
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ConnectionFailed
 from kshare_cli.services.exporter import (
+    STATE_WAIT_SHARE,
     ExporterSnapshot,
     OneStateReadPerRefresh,
     Refresher,
+    StateReads,
     TimeLagLookup,
 )
 from kshare_cli.services.health import Thresholds
@@ -123,15 +125,18 @@ def build_refresher(
     closes it); ``benchmarks/exporter.py`` measures this same pair. ``time_lag``: each
     refresh also reads the oldest unacknowledged record of every share-partition with
     lag (one fetch each, within ``timeout_s``) for ``kshare_share_partition_lag_seconds``."""
-    # The session's client is opened per refresh and outside any command deadline: a
-    # refresh is bounded by the refresher itself. The caller closes the reader.
+    # The session's client is opened per refresh, under the session's deadline of one
+    # --timeout per refresh (``bounded``), which every RPC of the refresh shares. The
+    # caller closes the reader.
     session = Session(settings, timeout_s)
     source = session.tailing_state(group_ids)
+    reads = StateReads(source)
 
     @asynccontextmanager
     async def open_service() -> AsyncIterator[InflightService]:
         async with session.admin() as admin:
-            yield session.inflight(admin, OneStateReadPerRefresh(source))
+            state = OneStateReadPerRefresh(reads, interval_s * STATE_WAIT_SHARE)
+            yield session.inflight(admin, state)
 
     refresher = Refresher(
         open_service,
@@ -141,14 +146,15 @@ def build_refresher(
         timeout_s,
         on_error=lambda message: say(f"kshare: warning: refresh failed: {message}"),
         on_warning=lambda message: say(f"kshare: warning: {message}"),
-        time_lag=_time_lag_lookup(settings, timeout_s) if time_lag else None,
+        time_lag=_time_lag_lookup(settings) if time_lag else None,
+        bounded=session.bounded,
     )
     return refresher, source
 
 
-def _time_lag_lookup(settings: ConnectionSettings, timeout_s: float) -> TimeLagLookup:
+def _time_lag_lookup(settings: ConnectionSettings) -> TimeLagLookup:
     config = settings.confluent_config()
-    return lambda report: health_time_lags(report, config, timeout_s)
+    return lambda report, timeout_s: health_time_lags(report, config, timeout_s)
 
 
 def make_server(

@@ -7,6 +7,7 @@ other test; a real cluster cannot be hung node by node, so these tests skip ther
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import queue
 import signal
@@ -22,13 +23,20 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
+from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
+from kshare_cli.services.exporter_server import build_refresher
+from kshare_cli.services.health import Status, Thresholds
 from tests.cli.conftest import KSHARE, process_env
-from tests.cli.test_cluster_faults import PARTITIONS, start_offsets_at_zero
+from tests.cli.test_cluster_faults import (
+    PARTITIONS,
+    groups_on_every_node,
+    start_offsets_at_zero,
+)
 from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
 from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
 from tests.support.golden import wait_for
@@ -371,3 +379,231 @@ def test_one_group_failing_keeps_its_last_figures_counts_it_and_healthz_names_it
     assert per_group(after, group_errors)[OTHER_GROUP] >= missed  # a counter: never reset
     assert per_group(after, read_at)[OTHER_GROUP] > stamps[OTHER_GROUP]
     assert OTHER_GROUP not in exporter.get("/healthz")[1]
+
+
+# -- a three-node cluster, a group coordinated by each node, one node stopped or hung ------
+
+#: The node stopped or hung: not the first bootstrap server; it coordinates one group.
+VICTIM = 2
+#: A refresh's bound in the tests below: --timeout, and the margin allowed over it.
+REFRESH_TIMEOUT_S = 10.0
+MARGIN_S = 5.0
+
+
+@dataclass
+class ClusterBed:
+    """Three nodes; ``groups[n]`` is coordinated by node n, each with offsets at 0 on
+    ``topic``, whose partitions node 1 leads (so records can be produced while node 2
+    is down, and the healthy groups' figures are whole)."""
+
+    sandbox: SandboxThread
+    topic: str
+    groups: dict[int, str]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.sandbox.addresses[node] for node in sorted(self.sandbox.addresses))
+
+    def broker_named(self, node: int) -> str:
+        return f"broker {node} ({self.sandbox.addresses[node]})"
+
+    def produce(self, partition: int, count: int) -> None:
+        producer = Producer({"bootstrap.servers": self.sandbox.addresses[1]})
+        for index in range(count):
+            producer.produce(self.topic, value=f"r{index}".encode(), partition=partition)
+        assert producer.flush(15) == 0
+
+
+def make_cluster_bed(sandbox: SandboxThread) -> ClusterBed:
+    topic = "exported-everywhere"
+    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 3)]).values():
+        future.result(15)
+    for partition in range(PARTITIONS):
+        sandbox.move_leader(topic, partition, 1)
+    bed = ClusterBed(sandbox, topic, groups_on_every_node(sandbox, "exported"))
+    for partition in range(PARTITIONS):
+        bed.produce(partition, RECORDS)
+    for group in bed.groups.values():
+        start_offsets_at_zero(sandbox, group, topic)
+    return bed
+
+
+@pytest.mark.parametrize("fault", ["stopped", "hung", "stopped, then fenced", "hung, then fenced"])
+def test_one_refresh_ends_within_timeout_fresh_for_the_healthy_groups_err_for_the_others(
+    sandbox_cluster: StartCluster, fault: str
+) -> None:
+    """The exporter's own refresh (``build_refresher``), one refresh after the fault:
+    within --timeout; every healthy group read in it; the victim's group, when it is not
+    read, ERR with its last figures and the broker named, and only that broker counted."""
+    bed = make_cluster_bed(sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS))
+    settings = ConnectionSettings(bootstrap_servers=tuple(bed.bootstrap.split(",")))
+    refresher, source = build_refresher(
+        settings, None, Thresholds(), 15.0, REFRESH_TIMEOUT_S, lambda line: None
+    )
+    try:
+        asyncio.run(refresher.refresh())
+        before = refresher.snapshot
+        assert set(before.group_read_at) == set(bed.groups.values()), before.last_error
+        (bed.sandbox.hang_node if fault.startswith("hung") else bed.sandbox.stop_node)(VICTIM)
+        if fault.endswith("fenced"):
+            bed.sandbox.fence_node(VICTIM)
+        started = time.monotonic()
+        asyncio.run(refresher.refresh())
+        elapsed = time.monotonic() - started
+    finally:
+        bed.sandbox.restart_node(VICTIM)  # a hung node's connections must not hold the close
+        source.close()
+    snapshot = refresher.snapshot
+    message = f"{fault}: {elapsed:.2f} s, {snapshot.last_error}, unread {snapshot.unread}"
+    assert elapsed < REFRESH_TIMEOUT_S + MARGIN_S, message
+    assert snapshot.refresh_errors == 0, message
+    assert snapshot.refreshed_at is not None and snapshot.refreshed_at > (
+        before.refreshed_at or 0.0
+    )
+    statuses = {each.group_id: each for each in snapshot.report.groups}
+    assert set(statuses) == set(bed.groups.values()), message  # none dropped
+    victim = bed.groups[VICTIM]
+    for node, group in bed.groups.items():
+        if node != VICTIM:
+            assert group not in snapshot.unread, message
+            assert snapshot.group_read_at[group] == snapshot.refreshed_at, message
+            assert statuses[group].lag == RECORDS * PARTITIONS, message
+    counts = {node: count for (node, _), count in snapshot.broker_errors.items()}
+    if victim in snapshot.unread:
+        named = bed.broker_named(VICTIM)
+        assert named in snapshot.unread[victim], message
+        assert statuses[victim].status is Status.ERR
+        assert named in statuses[victim].reasons[0]
+        assert statuses[victim].lag == RECORDS * PARTITIONS  # its last figures
+        assert snapshot.group_read_at[victim] == before.group_read_at[victim]
+        assert named in snapshot.healthy(15.0, time.monotonic())[1]
+    else:  # fenced: the group moved to a live coordinator and was read there
+        assert fault.endswith("fenced"), message
+        assert snapshot.group_read_at[victim] == snapshot.refreshed_at
+    if not fault.endswith("fenced"):
+        assert victim in snapshot.unread, message
+        assert counts[VICTIM] == 1, counts
+    assert counts[1] == counts[3] == 0, counts  # the healthy brokers are never blamed
+
+
+def test_the_exporter_during_a_stopped_node_keeps_the_healthy_groups_fresh_and_names_it(
+    sandbox_cluster: StartCluster, beds: list[Bed]
+) -> None:
+    """``kshare exporter --all-groups`` scraped while node 2 is stopped (never fenced):
+    the healthy groups' lag moves with the records produced, node 2's group keeps its
+    last figures as ERR, the broker's error counter rises (the others' stay 0),
+    /healthz (200) names the broker and the group, stderr says it once; after the
+    restart the group is fresh again."""
+    bed = make_cluster_bed(sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS))
+    holder = Bed(bed.sandbox, bed.topic, "", [])
+    beds.append(holder)
+    exporter = start_all_groups(holder, bed.bootstrap)
+    victim = bed.groups[VICTIM]
+    healthy = [group for node, group in bed.groups.items() if node != VICTIM]
+    wait_for(
+        lambda: (
+            set(per_group(metrics(exporter), "kshare_share_group_lag")) == set(bed.groups.values())
+        ),
+        timeout=30,
+        what="every group exported",
+    )
+    before = metrics(exporter)
+    read_at = "kshare_share_group_last_read_timestamp_seconds"
+    assert broker_errors(before) == {"1": 0, "2": 0, "3": 0}
+
+    bed.sandbox.stop_node(VICTIM)
+    bed.produce(0, 2)
+    moved = {group: RECORDS * PARTITIONS + 2 for group in healthy}
+
+    def fresh_and_counted() -> bool:
+        found = metrics(exporter)
+        lags = per_group(found, "kshare_share_group_lag")
+        return (
+            all(lags.get(group) == lag for group, lag in moved.items())
+            and per_group(found, "kshare_share_group_status", status="ERR").get(victim) == 1
+            and broker_errors(found).get("2", 0) >= 2
+        )
+
+    wait_for(fresh_and_counted, timeout=30, what="fresh healthy groups, the victim ERR")
+    during = metrics(exporter)
+    status, health = exporter.get("/healthz")
+    named = bed.broker_named(VICTIM)
+    assert per_group(during, "kshare_share_group_lag")[victim] == RECORDS * PARTITIONS
+    assert group_lags(during)[(victim, "0")] == RECORDS  # its last figures, not the 2 new
+    for group in healthy:
+        assert group_lags(during)[(group, "0")] == RECORDS + 2
+        assert per_group(during, read_at)[group] > per_group(before, read_at)[group]
+    assert per_group(during, read_at)[victim] == per_group(before, read_at)[victim]
+    assert per_group(during, "kshare_exporter_group_errors_total")[victim] >= 2
+    assert {k: v for k, v in broker_errors(during).items() if k != "2"} == {"1": 0, "3": 0}
+    assert (
+        "kshare_exporter_broker_errors_total",
+        (
+            ("address", bed.sandbox.addresses[VICTIM]),
+            ("broker", "2"),
+            ("cluster_name", "test"),
+        ),
+    ) in during
+    assert during[("kshare_exporter_refresh_errors_total", CLUSTER)] == 0
+    assert status == 200, health
+    assert f"{named} did not list its groups: 1 group unknown" in health, health
+    assert victim in health, health
+    warned = [line for line in stderr_lines(exporter) if named in line]
+    assert len(warned) == 1 and "did not list its groups" in warned[0], warned
+
+    bed.sandbox.restart_node(VICTIM)
+    wait_for(
+        lambda: group_lags(metrics(exporter))[(victim, "0")] == RECORDS + 2,
+        timeout=30,
+        what="the victim's group fresh again",
+    )
+    after = metrics(exporter)
+    assert per_group(after, "kshare_share_group_status", status="ERR")[victim] == 0
+    assert broker_errors(after)["2"] >= broker_errors(during)["2"]  # a counter
+    assert named not in exporter.get("/healthz")[1]
+
+
+def start_all_groups(holder: Bed, bootstrap: str) -> Exporter:
+    """``kshare exporter --all-groups`` on every node's address, once it has refreshed."""
+    argv = [
+        str(KSHARE),
+        "exporter",
+        "--listen",
+        "127.0.0.1:0",
+        "--all-groups",
+        "--interval",
+        f"{INTERVAL_S}s",
+        "--cluster-name",
+        "test",
+        "--timeout",
+        "5s",
+        "-b",
+        bootstrap,
+    ]
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=process_env({"KSHARE_CONFIG": "/nonexistent", "KSHARE_BOOTSTRAP_SERVERS": None}),
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stderr is not None
+    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
+    first = lines.get(timeout=30)
+    assert "exporter listening on http://127.0.0.1:" in first, first
+    base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
+    exporter = Exporter(process, base, lines)
+    holder.exporters.append(exporter)
+    wait_for(lambda: exporter.get("/healthz")[0] == 200, timeout=30, what="a refresh")
+    return exporter
+
+
+def broker_errors(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[str, float]:
+    """broker id -> kshare_exporter_broker_errors_total, from a scrape."""
+    return {
+        dict(labels)["broker"]: value
+        for (name, labels), value in found.items()
+        if name == "kshare_exporter_broker_errors_total"
+    }

@@ -75,6 +75,7 @@ def _snapshot() -> ExporterSnapshot:
         time_lags={("orders-consumers", "orders", 0): 42.5},
         group_errors={"orders-consumers": 0},
         group_read_at={"orders-consumers": 1767225600.0},
+        broker_errors={(1, "kafka-1:9092"): 0, (2, "kafka-2:9092"): 3},
     )
 
 
@@ -104,6 +105,7 @@ def test_the_snapshot_exercises_every_metric_the_exporter_declares() -> None:
         "kshare_share_group_state": "_info",
         "kshare_exporter_refresh_errors": "_total",
         "kshare_exporter_group_errors": "_total",
+        "kshare_exporter_broker_errors": "_total",
     }
     assert set(EXPORTED) == {name + suffix.get(name, "") for name in METRICS}
 

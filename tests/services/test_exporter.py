@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import threading
+import time
+import types
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Collection
@@ -16,12 +18,33 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from kshare_cli.admin.inflight import InflightService, StateTopicUnavailable, TailingStateSource
+from kshare_cli.admin.inflight import (
+    GroupInflight,
+    GroupUnavailable,
+    InflightService,
+    PartitionInflight,
+    StateTopicUnavailable,
+    TailingStateSource,
+)
+from kshare_cli.admin.models import (
+    BrokerFailure,
+    GroupDescription,
+    GroupFailure,
+    GroupListing,
+    KafkaError,
+    ListedGroup,
+)
 from kshare_cli.errors import ConnectionFailed
 from kshare_cli.render.metrics import MetricsPage, SnapshotCollector
-from kshare_cli.services.exporter import ExporterSnapshot, OneStateReadPerRefresh, Refresher
-from kshare_cli.services.health import Thresholds
+from kshare_cli.services.exporter import (
+    ExporterSnapshot,
+    OneStateReadPerRefresh,
+    Refresher,
+    StateReads,
+)
+from kshare_cli.services.health import Status, Thresholds
 from kshare_cli.state.replay import SharePartitionKey
+from tests.support.golden import wait_for
 
 
 @asynccontextmanager
@@ -137,16 +160,218 @@ def test_one_state_read_answers_every_group_of_a_refresh() -> None:
     topic = uuid.uuid4()
     keys = [SharePartitionKey(f"g{n}", topic, 0) for n in range(3)]
     source = _CountingSource(dict.fromkeys(keys, "state"), None)
-    per_refresh = OneStateReadPerRefresh(source)
+    per_refresh = OneStateReadPerRefresh(StateReads(source), 1.0)
     for key in keys:
         assert per_refresh.refresh([key.group_id], 1.0) == {key: "state"}
     assert source.reads == 1
     refused = _CountingSource({}, "not authorized to read __share_group_state")
-    per_refresh = OneStateReadPerRefresh(refused)
+    per_refresh = OneStateReadPerRefresh(StateReads(refused), 1.0)
     for group in ("g0", "g1"):
         with pytest.raises(StateTopicUnavailable, match="not authorized"):
             per_refresh.refresh([group], 1.0)
     assert refused.reads == 1
+
+
+class _HeldSource(_CountingSource):
+    """A state source whose reads after the first wait until ``release`` is set, as a
+    read stuck on a hung broker waits out its timeout."""
+
+    def __init__(self, states: dict[SharePartitionKey, object]) -> None:
+        super().__init__(states, None)
+        self.release = threading.Event()
+
+    def refresh(self, group_ids: Collection[str], timeout_s: float) -> Any:
+        self.reads += 1
+        if self.reads > 1:
+            self.release.wait(30)
+        return {}
+
+
+def test_a_stuck_state_read_holds_no_refresh_past_its_wait_and_no_read_piles_up() -> None:
+    key = SharePartitionKey("g", uuid.uuid4(), 0)
+    source = _HeldSource({key: "state"})
+    reads = StateReads(source)
+    assert OneStateReadPerRefresh(reads, 0.2).refresh(["g"], 20.0) == {key: "state"}
+    for _ in range(3):  # the second read hangs: each refresh waits 0.2 s, not 20 s
+        started = time.monotonic()
+        assert OneStateReadPerRefresh(reads, 0.2).refresh(["g"], 20.0) == {key: "state"}
+        assert time.monotonic() - started < 5.0
+    assert source.reads == 2  # one read under way, none started behind it
+    source.release.set()
+    wait_for(lambda: reads.read(20.0, 5.0) is not None and source.reads == 3, 10, what="a read")
+
+
+def test_a_first_state_read_that_does_not_finish_leaves_the_windows_out_with_why() -> None:
+    source = _HeldSource({})
+    source.reads = 1  # every read waits
+    per_refresh = OneStateReadPerRefresh(StateReads(source), 0.1)
+    with pytest.raises(StateTopicUnavailable, match="not read within 0.3 s"):
+        per_refresh.refresh(["g"], 0.3)
+    source.release.set()
+
+
+# -- a refresh over fakes of the admin layer: brokers that do not list their groups ---------
+
+NODES = {1: ("127.0.0.1", 9091), 2: ("127.0.0.1", 9092), 3: ("127.0.0.1", 9093)}
+
+
+class _Node:
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.host, self.port = NODES[node_id]
+
+
+class _Metadata:
+    brokers = {node_id: _Node(node_id) for node_id in NODES}
+
+
+class _Client:
+    async def metadata(self, topics: Collection[str]) -> _Metadata:
+        return _Metadata()
+
+
+class _Cluster:
+    """What the fakes answer: the groups listed, the brokers failing, each group's
+    lag (or its error)."""
+
+    def __init__(self) -> None:
+        self.listed: tuple[str, ...] = ()
+        self.silent: tuple[int, ...] = ()
+        self.lags: dict[str, int | str] = {}
+
+
+class _Admin:
+    def __init__(self, cluster: _Cluster) -> None:
+        self._cluster = cluster
+        self.client = _Client()
+
+    async def list_groups(self) -> GroupListing:
+        failures = tuple(
+            BrokerFailure(n, *NODES[n], KafkaError.of(7, "no answer within 5 s"))
+            for n in self._cluster.silent
+        )
+        listed = tuple(ListedGroup(group_id, "Empty") for group_id in self._cluster.listed)
+        return GroupListing(listed, (), failures)
+
+    async def log_offsets(self, partitions: Collection[object], timestamp: int) -> Any:
+        return types.SimpleNamespace(offsets={})
+
+
+class _Service:
+    def __init__(self, cluster: _Cluster) -> None:
+        self._cluster = cluster
+        self.admin = _Admin(cluster)
+
+    async def group(self, group_id: str) -> GroupInflight:
+        lag = self._cluster.lags[group_id]
+        if isinstance(lag, str):
+            raise GroupUnavailable(GroupFailure(group_id, KafkaError.of(7, lag)))
+        description = GroupDescription(group_id, "Empty", None, 1, 1, "simple")
+        partition = PartitionInflight("t", 0, None, 0, lag, lag, None, None)
+        return GroupInflight(group_id, description, (partition,), None)
+
+
+def _refresher(
+    cluster: _Cluster, group_ids: list[str] | None = None
+) -> tuple[Refresher, list[str]]:
+    @asynccontextmanager
+    async def open_service() -> AsyncIterator[Any]:
+        yield _Service(cluster)
+
+    warnings: list[str] = []
+    refresher = Refresher(
+        open_service, group_ids, Thresholds(), 1.0, 5.0, on_warning=warnings.append
+    )
+    return refresher, warnings
+
+
+def _group(snapshot: ExporterSnapshot, group_id: str) -> Any:
+    (found,) = [each for each in snapshot.report.groups if each.group_id == group_id]
+    return found
+
+
+BROKER_2 = "broker 2 (127.0.0.1:9092)"
+
+
+def test_a_broker_that_does_not_list_its_groups_is_counted_named_and_its_groups_kept_err() -> None:
+    cluster = _Cluster()
+    cluster.listed, cluster.lags = ("g1", "g2"), {"g1": 5, "g2": 7}
+    refresher, warnings = _refresher(cluster)
+    asyncio.run(refresher.refresh())
+    first = refresher.snapshot
+    assert first.broker_errors == {
+        (1, "127.0.0.1:9091"): 0,
+        (2, "127.0.0.1:9092"): 0,
+        (3, "127.0.0.1:9093"): 0,
+    }
+
+    cluster.listed, cluster.silent, cluster.lags = ("g1",), (2,), {"g1": 6, "g2": 9}
+    asyncio.run(refresher.refresh())
+    asyncio.run(refresher.refresh())
+    snapshot = refresher.snapshot
+    assert snapshot.refresh_errors == 0
+    assert snapshot.broker_errors[(2, "127.0.0.1:9092")] == 2
+    assert snapshot.broker_errors[(1, "127.0.0.1:9091")] == 0
+    assert snapshot.group_errors == {"g1": 0, "g2": 2}
+    assert _group(snapshot, "g1").lag == 6  # fresh
+    kept = _group(snapshot, "g2")
+    assert (kept.lag, kept.status) == (7, Status.ERR)  # its last figures, ERR
+    assert kept.reasons == (f"share group 'g2' not listed: {BROKER_2} did not list its groups",)
+    assert snapshot.group_read_at["g2"] == first.group_read_at["g2"] < snapshot.group_read_at["g1"]
+    ok, reason = snapshot.healthy(1.0, snapshot.refreshed_monotonic or 0.0)
+    assert ok
+    assert f"{BROKER_2} did not list its groups: 1 group unknown (REQUEST_TIMED_OUT" in reason
+    assert "1 group not read, last figures kept: share group 'g2' not listed" in reason
+    assert warnings == [
+        f"{BROKER_2} did not list its groups: 1 group unknown "
+        "(REQUEST_TIMED_OUT: no answer within 5 s)"
+    ]  # said once, not at every refresh
+
+    cluster.silent = ()  # the listing is whole again: g2 is gone (deleted meanwhile)
+    asyncio.run(refresher.refresh())
+    snapshot = refresher.snapshot
+    assert [each.group_id for each in snapshot.report.groups] == ["g1"]
+    assert snapshot.broker_errors[(2, "127.0.0.1:9092")] == 2  # a counter: kept
+    assert snapshot.unlisted == ()
+    assert snapshot.healthy(1.0, snapshot.refreshed_monotonic or 0.0)[1].startswith("ok")
+
+
+def test_a_timeout_from_a_healthy_broker_names_the_silent_one_and_counts_only_it() -> None:
+    cluster = _Cluster()
+    cluster.listed, cluster.lags = ("g1", "g3"), {"g1": 5, "g3": 4}
+    refresher, _ = _refresher(cluster, ["g1", "g3"])
+    asyncio.run(refresher.refresh())
+    timed_out = "broker 1 (127.0.0.1:9091): DescribeShareGroupOffsets timed out"
+    cluster.silent, cluster.lags = (2,), {"g1": timed_out, "g3": 3}
+    asyncio.run(refresher.refresh())
+    snapshot = refresher.snapshot
+    (reason,) = _group(snapshot, "g1").reasons
+    assert timed_out in reason and BROKER_2 in reason, reason
+    assert snapshot.broker_errors == {
+        (1, "127.0.0.1:9091"): 0,
+        (2, "127.0.0.1:9092"): 1,
+        (3, "127.0.0.1:9093"): 0,
+    }
+    assert _group(snapshot, "g3").lag == 3
+    assert snapshot.unlisted == (
+        f"{BROKER_2} did not list its groups (REQUEST_TIMED_OUT: no answer within 5 s)",
+    )
+
+
+def test_a_refresh_that_reads_no_group_fails_and_turns_the_known_groups_err() -> None:
+    cluster = _Cluster()
+    cluster.listed, cluster.lags = ("g2",), {"g2": 7}
+    refresher, _ = _refresher(cluster)
+    asyncio.run(refresher.refresh())
+    cluster.listed, cluster.silent = (), (2,)  # the only group's coordinator is silent
+    asyncio.run(refresher.refresh())
+    snapshot = refresher.snapshot
+    assert snapshot.refresh_errors == 1
+    assert snapshot.last_error is not None and BROKER_2 in snapshot.last_error
+    kept = _group(snapshot, "g2")
+    assert (kept.lag, kept.status) == (7, Status.ERR)
+    assert BROKER_2 in kept.reasons[0]
+    assert snapshot.broker_errors[(2, "127.0.0.1:9092")] == 1
 
 
 def test_a_scraper_that_accepts_gzip_gets_the_same_page_gzipped() -> None:
