@@ -4,9 +4,10 @@
 (printOffsets in Kafka 4.2's ShareGroupCommand), except that kshare sorts groups
 and partitions everywhere. Like Kafka, it prints the broker's lag only: a lag
 kshare had to bound itself shows as ``-`` there. The table adds the log end
-offset, the total lag per group and the bound, marked ``≤``. The total is the
-sum of the known lags: when some share-partition's lag is unknown it is marked
-``≥`` (a lower bound), or ``≤N+?`` when the known parts are themselves bounds.
+offset, the total lag per group and the bound, marked ``≤`` (a bound of 0 is exact,
+and shown as ``0``). The total is the sum of the known lags: when some
+share-partition's lag is unknown it is marked ``≥`` (a lower bound), or ``≤N+?``
+when the known parts are themselves bounds.
 
 Groups that failed (not found, not authorised) are not rendered here: they are
 the result's ``errors()``, which the command reports on stderr. The structured
@@ -108,10 +109,19 @@ def render_offsets(
 
 
 def lag_text(lag: int | None, source: LagSource | None) -> str:
-    """A lag for people: ``12``, ``≤12`` for a bound, ``-`` when unknown."""
+    """A lag for people: ``12``, ``≤12`` for a bound, ``-`` when unknown.
+
+    A bound of 0 (the start offset at the log end, as after a reset to the latest
+    offset) is exact, as no lag is below 0: ``0``, with no sign.
+    """
     if lag is None:
         return "-"
-    return f"≤{lag}" if source == "bound" else str(lag)
+    return f"≤{lag}" if _upper_bound(lag, source) else str(lag)
+
+
+def _upper_bound(lag: int, source: LagSource | None) -> bool:
+    """Whether a lag is shown as an upper bound: kshare's bound, unless it is 0."""
+    return source == "bound" and lag != 0
 
 
 def total_lag_text(
@@ -132,7 +142,7 @@ def total_lag_text(
     figure = number(total)
     if complete is False:
         return f"≤{figure}+?" if source == "bound" else f"≥{figure}"
-    return f"≤{figure}" if source == "bound" else figure
+    return f"≤{figure}" if _upper_bound(total, source) else figure
 
 
 def total_lag_captions(totals: Iterable[tuple[LagSource | None, bool | None]]) -> list[str]:
@@ -195,7 +205,11 @@ def _table(
     if not groups:
         return ""
     with_errors = any(offset.error is not None for g in groups for offset in g.partitions)
-    with_bound = any(offset.lag_source == "bound" for g in groups for offset in g.partitions)
+    with_bound = any(
+        offset.lag is not None and _upper_bound(offset.lag, offset.lag_source)
+        for g in groups
+        for offset in g.partitions
+    )
     columns = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG"]
     if lag_ages is not None:
         columns.append("LAG-AGE")

@@ -27,3 +27,23 @@ def test_table_has_no_escape_codes_and_reads_ids_literally() -> None:
     text = render(listing, "table")
     assert "[bold]not-markup[/bold]" in text
     assert "\x1b" not in text
+
+
+def test_a_zero_bound_is_shown_as_an_exact_zero() -> None:
+    # After a reset to the log end the broker reports no lag (issue 24): kshare's bound,
+    # end - start, is 0, and no lag is below 0, so the table says 0, as plain does.
+    from kshare_cli.admin.models import GroupOffsets, ShareGroupOffsets, SharePartitionOffset
+    from kshare_cli.render.offsets import BOUND_CAPTION
+
+    at_end = SharePartitionOffset("orders", 0, 15, lag=0, lag_source="bound", end_offset=15)
+    behind = SharePartitionOffset("orders", 1, 10, lag=5, lag_source="bound", end_offset=15)
+    only_zero = ShareGroupOffsets((GroupOffsets("g", (at_end,)),))
+    text = render(only_zero, "table")
+    rows = [line.split() for line in text.splitlines() if line.startswith("g ")]
+    assert rows == [["g", "orders", "0", "15", "15", "0"], ["g", "TOTAL", "0"]]
+    assert "≤" not in text and BOUND_CAPTION not in text
+    assert render(only_zero, "plain").splitlines()[-1].split()[-1] == "-"  # Kafka's: no lag
+    mixed = render(ShareGroupOffsets((GroupOffsets("g", (at_end, behind)),)), "table")
+    rows = [line.split() for line in mixed.splitlines() if line.startswith("g ")]
+    assert [row[-1] for row in rows] == ["0", "≤5", "≤5"]
+    assert BOUND_CAPTION in " ".join(mixed.split())
