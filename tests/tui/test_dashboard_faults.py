@@ -105,8 +105,8 @@ def test_with_a_node_stopped_the_dashboard_shows_the_rest_and_names_the_broker(
 
 # -- issue 23: the healthy groups keep refreshing, the unreachable broker's stay stale ---------
 
-#: The node stopped or hung in the issue-23 tests: not the first bootstrap server (the
-#: client's spare connection for metadata), as in tests/cli/test_cluster_faults.py.
+#: The node stopped or hung in the issue-23 tests, as in the issue and in
+#: tests/cli/test_cluster_faults.py; one hung case takes node 1, the first bootstrap server.
 OUTAGE_VICTIM = 2
 #: Generous bounds for a loaded machine; the dashboard refreshes every second and gives a
 #: silent broker up after about 5 s.
@@ -115,15 +115,19 @@ UPDATE_WITHIN_S = 30.0
 NAMED_MARGIN_S = 2.0
 
 
+def every_node(sandbox: SandboxThread) -> str:
+    return ",".join(sandbox.addresses.values())
+
+
 def live_leaders(sandbox: SandboxThread, topic: str, victim: int) -> list[int]:
     """The topic's partitions led by another node than ``victim`` (producible while it is down)."""
-    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
+    admin = AdminClient({"bootstrap.servers": every_node(sandbox)})
     partitions = admin.list_topics(topic, timeout=15).topics[topic].partitions
     return sorted(index for index, partition in partitions.items() if partition.leader != victim)
 
 
 def produce_to(sandbox: SandboxThread, topic: str, partitions: list[int], count: int) -> None:
-    producer = Producer({"bootstrap.servers": sandbox.bootstrap})
+    producer = Producer({"bootstrap.servers": every_node(sandbox)})
     for partition in partitions:
         for index in range(count):
             producer.produce(topic, value=f"more-{index}".encode(), partition=partition)
@@ -145,26 +149,37 @@ def shown(table: DataTable[Any], group: str) -> bool:
 LAG_COLUMN = 4
 
 
-@pytest.mark.parametrize("fault", ["stopped", "hung"])
+@pytest.mark.parametrize(
+    ("fault", "victim", "recovery"),
+    [
+        ("stopped", OUTAGE_VICTIM, "restart"),
+        ("hung", OUTAGE_VICTIM, "restart"),
+        # The first bootstrap server, whose connection also served metadata.
+        ("hung", 1, "restart"),
+        # Still hung, fenced: its groups move to a live coordinator, which lists them.
+        ("hung", OUTAGE_VICTIM, "fence"),
+    ],
+)
 def test_during_an_outage_the_healthy_groups_keep_updating_and_the_others_stay_stale(
-    sandbox_cluster: StartCluster, tmp_path: Path, fault: str
+    sandbox_cluster: StartCluster, tmp_path: Path, fault: str, victim: int, recovery: str
 ) -> None:
     """Issue 23: every row froze, or the dead node's groups vanished, with no broker named.
 
-    Now the healthy groups' figures change while node 2 is down (records produced
-    after it stopped raise their lag), node 2's group keeps its row and last figures,
+    Now the healthy groups' figures change while the node is down (records produced
+    after it stopped raise their lag), the node's group keeps its row and last figures,
     marked stale with an age that grows, the status line names the broker, and once
-    the node is back the row is fresh again without a key press.
+    the node is back, or fenced and its groups moved, the row is fresh again without a
+    key press.
     """
     skip_on_real_cluster("it stops, hangs and restarts a node of a sandbox cluster")
     sandbox = sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS)
     bed = make_bed(sandbox, tmp_path / "config.toml")
     settings = ConnectionSettings(bootstrap_servers=tuple(bed.kshare.bootstrap.split(",")))
-    victim_group = bed.groups[OUTAGE_VICTIM]
-    healthy = sorted(group for node, group in bed.groups.items() if node != OUTAGE_VICTIM)
-    partitions = live_leaders(sandbox, bed.topic, OUTAGE_VICTIM)
+    victim_group = bed.groups[victim]
+    healthy = sorted(group for node, group in bed.groups.items() if node != victim)
+    partitions = live_leaders(sandbox, bed.topic, victim)
     assert partitions, "every partition is led by the victim"
-    named = f"broker {OUTAGE_VICTIM} ({bed.address(OUTAGE_VICTIM)}) did not list its groups"
+    named = f"broker {victim} ({bed.address(victim)}) did not list its groups"
 
     @run
     async def body() -> None:
@@ -183,9 +198,9 @@ def test_during_an_outage_the_healthy_groups_keep_updating_and_the_others_stay_s
             victim_before = cells(table, victim_group)
             assert "stale" not in victim_before[0]
             if fault == "stopped":
-                await asyncio.to_thread(sandbox.stop_node, OUTAGE_VICTIM)
+                await asyncio.to_thread(sandbox.stop_node, victim)
             else:
-                await asyncio.to_thread(sandbox.hang_node, OUTAGE_VICTIM)
+                await asyncio.to_thread(sandbox.hang_node, victim)
             started = time.monotonic()
             await until(
                 pilot,
@@ -225,7 +240,10 @@ def test_during_an_outage_the_healthy_groups_keep_updating_and_the_others_stay_s
                 what="the stale age to grow",
             )
             # Recovery needs no key press.
-            await asyncio.to_thread(sandbox.restart_node, OUTAGE_VICTIM)
+            if recovery == "restart":
+                await asyncio.to_thread(sandbox.restart_node, victim)
+            else:
+                await asyncio.to_thread(sandbox.fence_node, victim)
             await until(
                 pilot,
                 lambda: (
