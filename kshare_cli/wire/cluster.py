@@ -220,10 +220,18 @@ def our_versions(api_key: int) -> tuple[int, int] | None:
 
 @dataclass(frozen=True, slots=True)
 class BrokerApiVersions:
-    """What one broker said it speaks in ApiVersions, and the choice of version against ours."""
+    """What one broker said it speaks in ApiVersions, and the choice of version against ours.
+
+    ``finalized_features`` are the cluster's feature levels as this broker knows
+    them (ApiVersions v3+: ``share.version``, ``metadata.version``, ...), each its
+    finalized max level; ``supported_features`` the (min, max) levels this
+    broker's software supports. Both are empty from a broker that sends none.
+    """
 
     broker: str
     ranges: Mapping[int, tuple[int, int]]
+    finalized_features: Mapping[str, int] = field(default_factory=dict)
+    supported_features: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def choose(self, api_key: int, min_version: int = 0, max_version: int | None = None) -> int:
         """The highest version both sides speak within the bounds, else IncompatibleBroker."""

@@ -396,7 +396,18 @@ class BrokerConnection:
                 raise ConnectionFailed(
                     f"{self.address} answered ApiVersions with {error_name(code)}"
                 )
-            self._api_versions = BrokerApiVersions(self.address, ranges)
+            self._api_versions = BrokerApiVersions(
+                self.address,
+                ranges,
+                {
+                    str(feature.name): int(feature.max_version_level)
+                    for feature in getattr(response, "finalized_features", ()) or ()
+                },
+                {
+                    str(feature.name): (int(feature.min_version), int(feature.max_version))
+                    for feature in getattr(response, "supported_features", ()) or ()
+                },
+            )
             self._negotiating = False
             return
 
