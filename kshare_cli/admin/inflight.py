@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from kio.schema.errors import ErrorCode
 
@@ -73,6 +73,7 @@ __all__ = [
     "GroupUnavailable",
     "GroupsOverview",
     "InflightService",
+    "NamesUnread",
     "PartitionInflight",
     "PlacedStateSource",
     "StateSource",
@@ -221,6 +222,14 @@ class StateSource(Protocol):
     def refresh(
         self, group_ids: Collection[str], timeout_s: float
     ) -> Mapping[SharePartitionKey, SharePartitionState]: ...
+
+
+@runtime_checkable
+class NamesUnread(Protocol):
+    """A ``StateSource`` that gives up on a silent state partition alone, and says which
+    share-partitions that left out and why (their windows are then unknown, not empty)."""
+
+    def unread_reason(self, key: SharePartitionKey) -> str | None: ...
 
 
 class TailingStateSource:
@@ -554,7 +563,7 @@ class InflightService:
             states = await asyncio.to_thread(source.refresh, [group_id], timeout_s)
         except StateTopicUnavailable as unavailable:
             return None, unavailable.reason, _nothing_unread
-        if isinstance(source, TailingStateSource):
+        if isinstance(source, NamesUnread):
             return states, None, source.unread_reason
         return states, None, _nothing_unread
 

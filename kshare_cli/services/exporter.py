@@ -232,6 +232,10 @@ class StateReads:
         with self._lock:
             return self._finished
 
+    def unread_reason(self, key: SharePartitionKey) -> str | None:
+        """Why the reader left ``key``'s state out (its state partition's leader is silent)."""
+        return self._source.unread_reason(key)
+
     def _read(self, timeout_s: float, ended: threading.Event) -> None:
         refusal: StateTopicUnavailable | None = None
         by_group: dict[str, dict[SharePartitionKey, SharePartitionState]] = {}
@@ -284,6 +288,10 @@ class OneStateReadPerRefresh:
             for group_id in group_ids
             for key, state in read.by_group.get(group_id, {}).items()
         }
+
+    def unread_reason(self, key: SharePartitionKey) -> str | None:
+        """Why this refresh has no state for ``key``: its state partition's leader is silent."""
+        return self._reads.unread_reason(key)
 
 
 #: Opens what one refresh reads through (a client on the settings), closed after it.
