@@ -82,6 +82,7 @@ HELP_TEXT: Final = f"""\
   EMPTY IN        lag / net drain; "never" while the lag grows or stands still
   stalled (⚠)     lag above 0 and the start offset unmoved for the stall time
                   (kshare dashboard --stall-after)
+  stale 42s       last figures, that old, of a group whose broker is down (status line)
 
 [b]Windows[/b]
   Read from __share_group_state, which needs READ on that internal topic; with only
