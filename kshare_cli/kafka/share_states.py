@@ -21,17 +21,31 @@ class DeliveryState(IntEnum):
 
     ACQUIRED is never persisted (an acquisition lock lives only in the
     broker's memory), but it appears in the protocol and on screen.
+
+    ARCHIVING (Kafka 4.4, KIP-1191) is a record on its way to the group's
+    dead-letter queue: persisted before the broker writes the DLQ record, then
+    ARCHIVED once the write completed (or failed). It never returns to a
+    consumer, yet it is not delivery-complete: it is not counted in
+    deliveryCompleteCount and the start offset does not move past it. A state
+    3 left behind means the broker stopped between the two writes; it resumes
+    the DLQ write when it loads the share-partition again.
     """
 
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3
     ARCHIVED = 4
 
     @property
     def is_terminal(self) -> bool:
         """Terminal records never return to a consumer and count as delivery-complete."""
         return self in (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED)
+
+    @property
+    def is_final(self) -> bool:
+        """Never delivered again: the terminal states and ARCHIVING, which only becomes ARCHIVED."""
+        return self in (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVING, DeliveryState.ARCHIVED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,9 @@ class WindowState(StrEnum):
     AVAILABLE = "available"
     """A persisted Available batch; a delivery count of 1 or more means a redelivery is pending."""
     ACKNOWLEDGED = "acknowledged"
+    ARCHIVING = "archiving"
+    """Kafka 4.4: on its way to the group's dead-letter queue (persisted before the DLQ write,
+    ARCHIVED after it); never delivered again, yet not delivery-complete."""
     ARCHIVED = "archived"
     UNRECORDED = "unrecorded"
     """In the window but in no persisted batch: acquired right now, or never delivered."""
@@ -61,14 +64,17 @@ class WindowState(StrEnum):
 _STATE_OF: Final[dict[int, WindowState]] = {
     DeliveryState.AVAILABLE: WindowState.AVAILABLE,
     DeliveryState.ACKNOWLEDGED: WindowState.ACKNOWLEDGED,
+    DeliveryState.ARCHIVING: WindowState.ARCHIVING,
     DeliveryState.ARCHIVED: WindowState.ARCHIVED,
 }
 """Persisted delivery states; anything else (ACQUIRED, which Kafka never writes, or a
 state a newer broker invents) is shown as UNRECORDED rather than guessed at."""
 
 # Which state a strip cell shows when two cover the same number of its offsets:
-# the one an operator most needs to see first.
+# the one an operator most needs to see first (a record stuck on its way to the
+# dead-letter queue before one that made it there).
 _TIE_ORDER: Final[tuple[WindowState, ...]] = (
+    WindowState.ARCHIVING,
     WindowState.ARCHIVED,
     WindowState.AVAILABLE,
     WindowState.ACKNOWLEDGED,
@@ -78,6 +84,9 @@ _TIE_RANK: Final[dict[WindowState, int]] = {
     state: len(_TIE_ORDER) - 1 - rank for rank, state in enumerate(_TIE_ORDER)
 }
 _BY_TIE_RANK: Final[tuple[WindowState, ...]] = tuple(reversed(_TIE_ORDER))
+
+#: States whose records are never delivered again (a reset aside).
+_DONE: Final = frozenset({WindowState.ACKNOWLEDGED, WindowState.ARCHIVING, WindowState.ARCHIVED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +111,7 @@ class WindowCell:
     first_offset: int
     last_offset: int
     state: WindowState
-    """The state covering most of the cell's offsets (ties: ARCHIVED > AVAILABLE >
+    """The state covering most of the cell's offsets (ties: ARCHIVING > ARCHIVED > AVAILABLE >
     ACKNOWLEDGED > UNRECORDED, so a lone archived record is not hidden by a tie)."""
     delivery_count: int
     """The highest delivery count of any offset in the cell, whatever the cell's state."""
@@ -189,6 +198,10 @@ class InFlightWindow:
         return self.count(WindowState.ACKNOWLEDGED)
 
     @property
+    def archiving(self) -> int:
+        return self.count(WindowState.ARCHIVING)
+
+    @property
     def archived(self) -> int:
         return self.count(WindowState.ARCHIVED)
 
@@ -221,7 +234,7 @@ class InFlightWindow:
 
     def done_between(self, first_offset: int, end_offset: int) -> int:
         """Offsets in [first_offset, end_offset) that are done: below the start offset, or
-        Acknowledged or Archived in the window.
+        Acknowledged, Archiving or Archived in the window (none of them is delivered again).
 
         Everything below a share-partition's start offset is done by definition, and the
         terminal states are the records an offset reset (AlterShareGroupOffsets, which
@@ -234,7 +247,7 @@ class InFlightWindow:
         if self.start_offset >= 0:
             done += max(0, min(end_offset, self.start_offset) - first_offset)
         for run in self.runs:
-            if run.state is WindowState.ACKNOWLEDGED or run.state is WindowState.ARCHIVED:
+            if run.state in _DONE:
                 low = max(run.first_offset, first_offset)
                 high = min(run.last_offset + 1, end_offset)
                 if high > low:
@@ -242,13 +255,13 @@ class InFlightWindow:
         return done
 
     def first_not_done(self) -> int:
-        """The first offset at or after the start offset that is neither Acknowledged nor
-        Archived: where the group really resumes, as the stored start offset trails the
+        """The first offset at or after the start offset that is not Acknowledged, Archiving
+        or Archived: where the group really resumes, as the stored start offset trails the
         acknowledgements (Kafka moves it after the state write completes, and the
         delivery-complete count covers the rest). The window's end when all are done;
         the start offset (-1 when uninitialised) when nothing is persisted."""
         for run in self.runs:
-            if run.state is not WindowState.ACKNOWLEDGED and run.state is not WindowState.ARCHIVED:
+            if run.state not in _DONE:
                 return run.first_offset
         return self.end_offset
 
@@ -308,7 +321,7 @@ class InFlightWindow:
 
     def _tallied_cell(self, cell_first: int, cell_last: int, index: int) -> WindowCell:
         """A cell spanning several runs (and maybe the end of the window): the majority wins."""
-        covered = [0, 0, 0, 0]  # by tie rank: UNRECORDED, ACKNOWLEDGED, AVAILABLE, ARCHIVED
+        covered = [0] * len(_TIE_ORDER)  # by tie rank: UNRECORDED first
         delivery_count = 0
         runs = self.runs
         while index < len(runs):
@@ -386,7 +399,7 @@ def _append(
 class WindowCounts:
     """What `InFlightWindow` counts, without building its runs.
 
-    The audit's timeline asks these six figures of the state after every
+    The audit's timeline asks these figures of the state after every
     record of the state topic (millions of times), where building the runs
     only to add them up was half of the replay's cost.
     """
@@ -397,10 +410,13 @@ class WindowCounts:
     archived: int
     unrecorded: int
     max_delivery_count: int
+    archiving: int = 0
+    """Kafka 4.4's ARCHIVING records (last, with a default, so 4.2-era callers keep working)."""
 
 
 _AVAILABLE: Final = int(DeliveryState.AVAILABLE)
 _ACKNOWLEDGED: Final = int(DeliveryState.ACKNOWLEDGED)
+_ARCHIVING: Final = int(DeliveryState.ARCHIVING)
 _ARCHIVED: Final = int(DeliveryState.ARCHIVED)
 
 
@@ -414,7 +430,7 @@ def window_counts(state: SharePartitionState) -> WindowCounts:
     order (a damaged log) are left to the window itself.
     """
     start_offset = state.start_offset
-    available = acknowledged = archived = unrecorded = 0
+    available = acknowledged = archiving = archived = unrecorded = 0
     max_delivery_count = 0
     next_offset = start_offset
     previous_last: int | None = None
@@ -445,6 +461,8 @@ def window_counts(state: SharePartitionState) -> WindowCounts:
             acknowledged += size
         elif delivery_state == _ARCHIVED:
             archived += size
+        elif delivery_state == _ARCHIVING:
+            archiving += size
         else:
             unrecorded += size
             next_offset = last + 1
@@ -459,6 +477,7 @@ def window_counts(state: SharePartitionState) -> WindowCounts:
         archived,
         unrecorded,
         max_delivery_count,
+        archiving,
     )
 
 
@@ -470,4 +489,5 @@ def _counts_of(window: InFlightWindow) -> WindowCounts:
         window.archived,
         window.unrecorded,
         window.max_delivery_count,
+        window.archiving,
     )

@@ -12,13 +12,24 @@ def test_wire_ids_are_kafkas() -> None:
         ("AVAILABLE", 0),
         ("ACQUIRED", 1),
         ("ACKNOWLEDGED", 2),
+        ("ARCHIVING", 3),
         ("ARCHIVED", 4),
     ]
 
 
 def test_only_acknowledged_and_archived_are_terminal() -> None:
+    # ARCHIVING (Kafka 4.4) is not: it is not counted in deliveryCompleteCount.
     assert {state for state in DeliveryState if state.is_terminal} == {
         DeliveryState.ACKNOWLEDGED,
+        DeliveryState.ARCHIVED,
+    }
+
+
+def test_archiving_is_final_but_not_terminal() -> None:
+    # Never delivered again, yet the start offset waits for its ARCHIVED write.
+    assert {state for state in DeliveryState if state.is_final} == {
+        DeliveryState.ACKNOWLEDGED,
+        DeliveryState.ARCHIVING,
         DeliveryState.ARCHIVED,
     }
 

@@ -293,6 +293,7 @@ def test_delivery_state_numbers_are_kafkas() -> None:
         ("AVAILABLE", 0),
         ("ACQUIRED", 1),
         ("ACKNOWLEDGED", 2),
+        ("ARCHIVING", 3),
         ("ARCHIVED", 4),
     ]
 
