@@ -10,6 +10,8 @@ caller decides what the answer means for it (the state tailer words its own
 "in-flight windows cannot be shown", the Spark source keeps reading through
 what is transient). :func:`raise_for_client_errors` is the one mapping of
 client errors onto kshare's errors and exit codes, for the commands.
+:func:`is_retriable` says which failed requests are worth sending again (the
+data plane's reads of offsets, ``dataplane.offsets``, ask again through them);
 :func:`refused_by_broker` tells a request the broker answered with a refusal
 (not applied) from one whose answer never came (applied or not: nobody knows).
 
@@ -44,6 +46,7 @@ __all__ = [
     "configuration_refused",
     "error_text",
     "is_authentication_error",
+    "is_retriable",
     "is_transient",
     "plain_text",
     "error_code",
@@ -96,6 +99,22 @@ _KINDS: Final[dict[int, ErrorKind]] = {
 MISSING_TOPIC: Final = frozenset({ErrorKind.UNKNOWN_TOPIC, ErrorKind.UNKNOWN_TOPIC_OR_PARTITION})
 #: The kinds that say the cluster could not be reached (so far: librdkafka keeps trying).
 UNREACHABLE: Final = frozenset({ErrorKind.UNREACHABLE, ErrorKind.ALL_BROKERS_DOWN})
+
+#: librdkafka's own errors that a moment may cure: a connection lost or not made yet
+#: (it reconnects), a request that timed out, a topic or partition its metadata does not
+#: know yet (a topic just created), a leader or coordinator being looked up.
+_LOCAL_RETRIABLE: Final = frozenset(
+    {
+        -195,  # _TRANSPORT
+        -193,  # _RESOLVE
+        -187,  # _ALL_BROKERS_DOWN
+        -185,  # _TIMED_OUT
+        -188,  # _UNKNOWN_TOPIC
+        -190,  # _UNKNOWN_PARTITION
+        -182,  # _NODE_UPDATE
+        -180,  # _WAIT_COORD
+    }
+)
 
 #: Broker error codes that are no refusal: the request may have been applied all the same
 #: (REQUEST_TIMED_OUT, NETWORK_EXCEPTION; the broker's UNKNOWN_SERVER_ERROR is -1, local).
@@ -151,6 +170,32 @@ def refused_by_broker(error: object) -> bool:
     """
     code = error_code(error)
     return code is not None and code > 0 and code not in _UNANSWERED_BROKER_CODES
+
+
+def is_retriable(error: KafkaError) -> bool:
+    """Whether a request that failed with ``error`` is worth sending again, within a deadline.
+
+    A broker's code counts as Kafka classes it (``RetriableException`` and its
+    subclasses: NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION
+    for a topic a broker has not learnt of yet, REQUEST_TIMED_OUT...), the table kio
+    carries and the control plane's ``wire.errors.is_retriable`` reads too: librdkafka
+    marks few of them ``retriable()`` (NOT_LEADER_OR_FOLLOWER from a watermark read
+    is not), yet it refreshes its metadata on them, so the next request is answered.
+    librdkafka's own errors count when it says so or when they are in
+    :data:`_LOCAL_RETRIABLE`. A fatal error never does. Whoever asks again bounds it
+    by a deadline: a topic that does not exist also answers UNKNOWN_TOPIC_OR_PARTITION.
+    """
+    if error.fatal():
+        return False
+    code = error.code()
+    if code >= 0:
+        from kio.schema.errors import ErrorCode  # only once an error needs the answer
+
+        try:
+            return bool(ErrorCode(code).retriable)
+        except ValueError:  # newer than kio: nothing says it would pass
+            return False
+    return error.retriable() or code in _LOCAL_RETRIABLE
 
 
 def plain_text(text: str) -> str:

@@ -44,6 +44,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from kshare_cli.dataplane.clients import new_producer, new_reader
 from kshare_cli.dataplane.errors import ErrorKind, classify, error_text, is_transient
+from kshare_cli.dataplane.offsets import watermark_offsets
 from kshare_cli.pipeline.models import ArchivedRecord, DeadLetterCount
 
 __all__ = [
@@ -177,9 +178,8 @@ def _already_there(
         ends: dict[int, int] = {}
         starts: list[TopicPartition] = []
         for partition in sorted(found.partitions):
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=remaining(), cached=False
-            )
+            # A topic just created: its leader may answer NOT_LEADER_OR_FOLLOWER for a moment.
+            low, high = watermark_offsets(consumer, topic, partition, deadline)
             if high > low:
                 ends[partition] = high
                 starts.append(TopicPartition(topic, partition, low))

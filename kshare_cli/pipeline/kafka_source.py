@@ -71,6 +71,8 @@ from pyspark.sql.types import (
 
 from kshare_cli.dataplane.clients import new_reader
 from kshare_cli.dataplane.errors import ErrorKind, classify, is_transient
+from kshare_cli.dataplane.offsets import offsets_for_times
+from kshare_cli.dataplane.offsets import watermark_offsets as leader_watermarks
 from kshare_cli.errors import KshareError
 
 if TYPE_CHECKING:
@@ -475,8 +477,8 @@ class _ClusterView:
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         try:
-            low, high = self._consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=_METADATA_TIMEOUT_S, cached=False
+            low, high = leader_watermarks(
+                self._consumer, topic, partition, time.monotonic() + _METADATA_TIMEOUT_S
             )
         except KafkaException as error:
             raise KafkaSourceError(
@@ -487,9 +489,10 @@ class _ClusterView:
     def offsets_for_time(self, partitions: Sequence[tuple[str, int]], timestamp: int) -> list[int]:
         """The first offset at or after timestamp per partition; -1 where there is none."""
         try:
-            found = self._consumer.offsets_for_times(
+            found = offsets_for_times(
+                self._consumer,
                 [TopicPartition(topic, partition, timestamp) for topic, partition in partitions],
-                timeout=_METADATA_TIMEOUT_S,
+                time.monotonic() + _METADATA_TIMEOUT_S,
             )
         except KafkaException as error:
             raise KafkaSourceError(

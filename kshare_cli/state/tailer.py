@@ -33,8 +33,10 @@ from kshare_cli.dataplane.errors import (
     UNREACHABLE,
     ErrorKind,
     classify,
+    is_retriable,
     plain_text,
 )
+from kshare_cli.dataplane.offsets import offsets_for_times
 from kshare_cli.errors import KshareError
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.records import StateRecordError, decode_key, decode_record
@@ -363,29 +365,41 @@ class StateTailer:
         return f"state partition {partition}'s leader {leader} did not answer"
 
     def _end_offsets(self, consumer: Consumer, deadline: float) -> dict[int, int]:
-        """Every partition's end offset now, in one ListOffsets round (timestamp -1 = latest)."""
+        """Every partition's end offset now, in one ListOffsets round (timestamp -1 = latest).
+
+        A leader that moved answers NOT_LEADER_OR_FOLLOWER until librdkafka's metadata
+        catches up: the round is asked again (``dataplane.offsets``) until ``deadline``.
+        """
         from confluent_kafka import KafkaException, TopicPartition
 
         latest = [TopicPartition(self._topic, partition, -1) for partition in self._next_offsets]
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._unreachable("end offsets")
-            try:
-                answered = consumer.offsets_for_times(latest, timeout=min(remaining, _SLICE_S))
-            except KafkaException as failure:
-                self._raise_for(failure.args[0])
-                consumer.poll(0)
-                self._raise_for_client_errors()
-                continue
-            ends: dict[int, int] = {}
-            for answer in answered:
-                if answer.error is not None:
-                    self._raise_for(answer.error)
-                    break
-                ends[answer.partition] = answer.offset
-            else:
-                return ends
+
+        def between(_error: KafkaError) -> None:
+            consumer.poll(0)  # serves error_cb: refused credentials end the wait at once
+            self._raise_for_client_errors()
+
+        try:
+            answered = offsets_for_times(
+                consumer, latest, deadline, attempt_s=_SLICE_S, on_retry=between
+            )
+        except KafkaException as failure:
+            raise self._end_offsets_failed(failure.args[0]) from None
+        ends: dict[int, int] = {}
+        for answer in answered:
+            if answer.error is not None:
+                raise self._end_offsets_failed(answer.error)
+            ends[answer.partition] = answer.offset
+        return ends
+
+    def _end_offsets_failed(self, error: KafkaError) -> StateTopicUnavailable:
+        """Why the end offsets could not be read: in its own words, or no answer in time."""
+        self._raise_for(error)
+        if is_retriable(error):  # still failing when the time was up
+            return self._unreachable("end offsets")
+        return StateTopicUnavailable(
+            f"cannot read the end offsets of {self._topic}: {plain_text(error.str())}; "
+            f"{_WINDOWS_NOTE}"
+        )
 
     def _apply(self, messages: list[Message]) -> int:
         applied = 0

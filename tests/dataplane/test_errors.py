@@ -26,6 +26,7 @@ from kshare_cli.dataplane.errors import (
     error_code,
     error_text,
     is_authentication_error,
+    is_retriable,
     is_transient,
     plain_text,
     raise_for_client_error,
@@ -108,6 +109,34 @@ def test_only_a_brokers_refusal_says_a_request_was_not_applied(name: str, refuse
     assert refused_by_broker(error) is refused
     assert refused_by_broker(KafkaException(error)) is refused
     assert error_code(KafkaException(error)) == getattr(KafkaError, name)
+
+
+@pytest.mark.parametrize(
+    ("name", "retriable"),
+    [
+        ("NOT_LEADER_FOR_PARTITION", True),  # a watermark read of a moved partition
+        ("LEADER_NOT_AVAILABLE", True),
+        ("UNKNOWN_TOPIC_OR_PART", True),  # a topic a broker has not learnt of yet
+        ("FENCED_LEADER_EPOCH", True),
+        ("REQUEST_TIMED_OUT", True),
+        ("_TRANSPORT", True),
+        ("_TIMED_OUT", True),
+        ("_UNKNOWN_PARTITION", True),
+        ("_ALL_BROKERS_DOWN", True),
+        ("TOPIC_AUTHORIZATION_FAILED", False),
+        ("INVALID_RECORD_STATE", False),
+        ("_SSL", False),
+        ("_INVALID_ARG", False),
+    ],
+)
+def test_retriable_is_kafkas_retriable_and_librdkafkas_transient(
+    name: str, retriable: bool
+) -> None:
+    assert is_retriable(KafkaError(getattr(KafkaError, name))) is retriable
+
+
+def test_a_fatal_error_is_never_retriable() -> None:
+    assert not is_retriable(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, fatal=True))
 
 
 def test_an_error_that_is_no_kafka_error_leaves_the_outcome_unknown() -> None:

@@ -3,7 +3,8 @@
 The audit's own tests (tests/cli/test_audit_cmd.py) cover the common case end to
 end; these cover what a scripted share group does not give: a delivery count limit
 the cluster would not tell, a source record that itself carries ``__dlq.*`` headers
-(the source topic is a DLQ), a topic whose name is unknown.
+(the source topic is a DLQ), a topic whose name is unknown, a leader that refuses
+the read of what the topic holds for a moment (librdkafka's mock cluster).
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Message, TopicPartition
+import pytest
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kshare_cli.pipeline.dead_letters import produce_dead_letters
+from kshare_cli.kafka.api_keys import LIST_OFFSETS
+from kshare_cli.pipeline.dead_letters import DeadLetterError, produce_dead_letters
 from kshare_cli.pipeline.models import ArchivedRecord, DeadLetterCount
+from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import Cluster
 
 TOPIC_ID = "mSCBXRSwQxKnp8cV0x1v2A"
@@ -145,3 +149,35 @@ def test_a_source_records_own_dlq_headers_give_way_to_the_new_ones(
     again = produce_dead_letters([record], cluster.config(), dlq, "g1", delivery_limit=5)
     assert again == DeadLetterCount(produced=0, already_there=1)
     assert len(_read(cluster, dlq)) == 1
+
+
+def test_a_dlq_topic_whose_leader_refuses_for_a_moment_is_read_all_the_same(
+    rdkafka_mock: RdkafkaMockCluster,
+) -> None:
+    """Right after a topic's creation its leader may answer NOT_LEADER_OR_FOLLOWER (seen on
+    Kafka 4.2): librdkafka's mock answers ListOffsets so twice (two requests per watermark
+    read), and the reader's read of what the topic holds waits it out; a refusal that does
+    not pass fails within the timeout, naming it, and produces nothing."""
+    mocked = Cluster(rdkafka_mock.bootstrap_servers)
+    dlq = f"dlq-{uuid.uuid4().hex[:8]}"
+    rdkafka_mock.create_topic(dlq, 1)
+    record = _archived(4, 5)
+    first = produce_dead_letters([record], mocked.config(), dlq, "g1", delivery_limit=5)
+    assert first == DeadLetterCount(produced=1, already_there=0)
+
+    rdkafka_mock.push_request_errors(LIST_OFFSETS, [KafkaError.NOT_LEADER_FOR_PARTITION] * 4)
+    rdkafka_mock.start_request_tracking()
+    again = produce_dead_letters([record], mocked.config(), dlq, "g1", delivery_limit=5)
+    assert again == DeadLetterCount(produced=0, already_there=1)  # it read the topic
+    asked = [request for request in rdkafka_mock.requests() if request.api_key == LIST_OFFSETS]
+    assert len(asked) >= 4 + 2  # refused twice, then answered
+
+    rdkafka_mock.push_request_errors(LIST_OFFSETS, [KafkaError.NOT_LEADER_FOR_PARTITION] * 1000)
+    started = time.monotonic()
+    with pytest.raises(DeadLetterError, match="Not leader") as raised:
+        produce_dead_letters(
+            [_archived(5, 5)], mocked.config(), dlq, "g1", delivery_limit=5, timeout_s=2
+        )
+    assert time.monotonic() - started < 2 + 1.0, raised.value
+    rdkafka_mock.clear_request_errors(LIST_OFFSETS)
+    assert len(_read(mocked, dlq)) == 1
