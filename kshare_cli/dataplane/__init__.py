@@ -11,6 +11,8 @@ share lives here once, so that it cannot drift between copies:
 - :mod:`~kshare_cli.dataplane.clients`: the factories (a plain reader that
   assigns partitions, a producer, a share consumer, a metadata client), each
   turning a refused configuration into one error.
+- :mod:`~kshare_cli.dataplane.offsets`: watermark and end-offset reads, asked
+  again through a leader that moved or a topic just created, within a deadline.
 
 The configuration itself comes from ``ConnectionSettings.confluent_config()``
 (``connect/``), the one mapping of the settings onto librdkafka's names.
