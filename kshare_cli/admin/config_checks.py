@@ -7,6 +7,14 @@ checks first, with Kafka's rules from ``kafka/group_configs.py``, so a bad value
 is a usage error naming the bound and its value rather than a broker's refusal;
 a bound the broker would not report is checked against Kafka's default, with a
 note saying so. ``admin/group_configs.py``'s service runs them.
+
+Kafka 4.4 accepts some dead-letter-queue settings it will then not act on: a
+DLQ topic name without the cluster's ``errors.deadletterqueue.topic.name.prefix``
+(checked only when the broker writes a record), a topic that does not exist
+while ``errors.deadletterqueue.auto.create.topics.enable`` is false, a topic
+without ``errors.deadletterqueue.group.enable=true``, and any DLQ config on a
+cluster whose ``share.version`` is below 2. :func:`dlq_notes` names each of
+them; the command shows them as warnings and exits 0, as Kafka would.
 """
 
 from __future__ import annotations
@@ -18,12 +26,17 @@ from typing import TYPE_CHECKING, Final
 from kshare_cli.errors import UsageError
 from kshare_cli.kafka.group_configs import (
     AUTO_OFFSET_RESET,
+    DLQ_AUTO_CREATE_TOPICS_ENABLE,
+    DLQ_GROUP_ENABLE,
+    DLQ_TOPIC_NAME,
+    DLQ_TOPIC_NAME_PREFIX,
     JAVA_INT,
     SHARE_CONFIG_KEYS,
     BrokerBound,
     ConfigValueError,
     GroupConfigKey,
     Parsed,
+    check_dlq_topic_name,
     invalid_value,
     parse_auto_offset_reset,
     parse_value,
@@ -32,18 +45,22 @@ from kshare_cli.kafka.group_configs import (
 )
 
 if TYPE_CHECKING:
+    from kshare_cli.admin.cluster_facts import ClusterFacts
     from kshare_cli.admin.group_configs import BrokerSettings, GroupConfigs
 
 __all__ = [
     "BOUND_SETTINGS",
     "OTHER_GROUP_TYPES",
     "CheckedValue",
+    "DlqTopic",
     "check_against_broker",
     "check_assignments",
     "check_name",
     "check_names",
     "check_supported",
     "check_value",
+    "dlq_notes",
+    "dlq_topic_to_check",
     "parse_assignment",
     "valid_keys_text",
 ]
@@ -62,7 +79,7 @@ _HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 
 def valid_keys_text() -> str:
     return ", ".join(
-        key.name if key.since != "4.3" else f"{key.name} (Kafka 4.3+)"
+        key.name if key.since == "4.1" else f"{key.name} (Kafka {key.since}+)"
         for key in sorted(SHARE_CONFIG_KEYS, key=lambda key: key.name)
     )
 
@@ -79,14 +96,17 @@ def check_value(key: GroupConfigKey, raw: str) -> Parsed:
     """ConfigDef's parse and validator for ``key``: the typed value, or a UsageError.
 
     The messages are Kafka's (``Not a number of type INT``, ``Value must be at
-    least 1000``), so an operator finds them in Kafka's documentation and logs;
-    an auto offset reset names the rule in kshare's shorter words.
+    least 1000``, ``errors.deadletterqueue.topic.name: DLQ topic name must not
+    start with '__'``), so an operator finds them in Kafka's documentation and
+    logs; an auto offset reset names the rule in kshare's shorter words.
     """
     try:
         value = parse_value(key, raw)
         if key.name == AUTO_OFFSET_RESET and parse_auto_offset_reset(str(value)) is None:
             raise invalid_value(key.name, value, _AUTO_OFFSET_RESET_RULE)
         validate_value(key, value)
+        if key.name == DLQ_TOPIC_NAME:
+            check_dlq_topic_name(str(value))
     except ConfigValueError as refused:
         raise UsageError(refused.message) from None
     return value
@@ -243,3 +263,83 @@ def check_against_broker(
                 f"(it would be {session} <= {heartbeat} for this group)"
             )
     return tuple(dict.fromkeys(notes))
+
+
+# --------------------------------------------------------------------------- DLQ warnings
+
+
+@dataclass(frozen=True, slots=True)
+class DlqTopic:
+    """What the cluster said of a DLQ topic: whether it exists, and its group-enable value.
+
+    ``group_enable`` is the topic's ``errors.deadletterqueue.group.enable`` as
+    described (None when the topic is missing or the value could not be read);
+    ``error`` says why the topic could not be described, when it was not a
+    plain "does not exist".
+    """
+
+    name: str
+    exists: bool | None
+    group_enable: str | None = None
+    error: str | None = None
+
+
+def dlq_topic_to_check(values: Sequence[CheckedValue]) -> str | None:
+    """The DLQ topic a set names, if any: a blank name turns the DLQ off, nothing to check."""
+    for checked in values:
+        if checked.key.name == DLQ_TOPIC_NAME and isinstance(checked.value, str):
+            return checked.value or None
+    return None
+
+
+def dlq_notes(
+    values: Sequence[CheckedValue], facts: ClusterFacts, topic: DlqTopic | None
+) -> tuple[str, ...]:
+    """Warnings for DLQ settings Kafka accepts but will not act on, in the order they bite.
+
+    ``share.version`` below 2 first (the broker ignores every DLQ config), then
+    the DLQ topic's name against the cluster's prefix, its existence (when the
+    broker will not create it) and its ``errors.deadletterqueue.group.enable``.
+    """
+    if not any(checked.key.name.startswith("errors.deadletterqueue.") for checked in values):
+        return ()
+    notes: list[str] = []
+    lacking = facts.dead_letter_queue_lacking()
+    if lacking is not None:
+        notes.append(
+            f"{lacking}; until then the broker keeps the DLQ configs and ignores them "
+            "(rejected records are archived, nothing is written)"
+        )
+    name = dlq_topic_to_check(values)
+    if name is None:
+        return tuple(notes)
+    prefix = facts.dlq_topic_name_prefix
+    if prefix and not name.startswith(prefix):
+        notes.append(
+            f"{DLQ_TOPIC_NAME}={name} does not start with the cluster's "
+            f"{DLQ_TOPIC_NAME_PREFIX} '{prefix}': Kafka accepts it, but checks the prefix only "
+            "when it writes a dead letter, and will write none to this topic"
+        )
+    if topic is None:
+        return tuple(notes)
+    if topic.exists is False:
+        if facts.dlq_auto_create_topics is not True:
+            setting = (
+                "is false"
+                if facts.dlq_auto_create_topics is False
+                else "was not reported (Kafka's default is false)"
+            )
+            notes.append(
+                f"DLQ topic '{name}' does not exist and {DLQ_AUTO_CREATE_TOPICS_ENABLE} "
+                f"{setting}: the broker will write no dead letters until it is created "
+                f"with {DLQ_GROUP_ENABLE}=true"
+            )
+    elif topic.exists and (topic.group_enable or "").strip().lower() != "true":
+        notes.append(
+            f"DLQ topic '{name}' does not have {DLQ_GROUP_ENABLE}=true: the broker will write "
+            f"no dead letters to it (kafka-configs.sh --entity-type topics --entity-name {name} "
+            f"--alter --add-config {DLQ_GROUP_ENABLE}=true)"
+        )
+    elif topic.exists is None and topic.error is not None:
+        notes.append(f"DLQ topic '{name}' could not be checked: {topic.error}")
+    return tuple(notes)

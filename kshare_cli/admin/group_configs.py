@@ -38,10 +38,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kshare_cli.admin.config_checks import (
     BOUND_SETTINGS,
+    DlqTopic,
     check_against_broker,
     check_assignments,
     check_names,
     check_supported,
+    dlq_notes,
+    dlq_topic_to_check,
 )
 from kshare_cli.errors import (
     AuthenticationFailed,
@@ -53,15 +56,22 @@ from kshare_cli.errors import (
 from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_GROUPS
 from kshare_cli.kafka.group_configs import (
     BROKER_RESOURCE,
+    DLQ_GROUP_ENABLE,
     GROUP_RESOURCE,
     JAVA_INT,
+    TOPIC_RESOURCE,
     AlterConfigOpType,
     ConfigType,
+    is_share_group_config,
 )
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
+    from kshare_cli.admin.cluster_facts import ClusterFacts
     from kshare_cli.wire.client import KafkaClient
+
+#: UNKNOWN_TOPIC_OR_PARTITION: what DescribeConfigs answers for a TOPIC that does not exist.
+_UNKNOWN_TOPIC = 3
 
 __all__ = [
     "DYNAMIC_GROUP_CONFIG",
@@ -160,8 +170,8 @@ class GroupConfigs:
         return tuple(entry for entry in self.entries if entry.dynamic)
 
     def share(self) -> tuple[GroupConfigEntry, ...]:
-        """The ``share.*`` configs, with their defaults."""
-        return tuple(entry for entry in self.entries if entry.name.startswith("share."))
+        """The share-group configs (``share.*``, ``errors.deadletterqueue.*``), defaults too."""
+        return tuple(entry for entry in self.entries if is_share_group_config(entry.name))
 
     def names(self) -> frozenset[str]:
         return frozenset(entry.name for entry in self.entries)
@@ -357,6 +367,42 @@ class GroupConfigAdmin:
         )
         return configs, broker
 
+    async def describe_with_topic(
+        self, group_id: str, node_id: int | None, topic: str | None
+    ) -> tuple[GroupConfigs, DlqTopic | None]:
+        """The group's configs and, when ``topic`` is given, what that DLQ topic is, in one request.
+
+        A topic the broker does not know is ``exists=False``; another refusal
+        (TOPIC_AUTHORIZATION_FAILED ...) leaves its existence unknown, with the reason.
+        """
+        resources: list[Mapping[str, Any]] = [_group_resource(group_id)]
+        if topic is not None:
+            resources.append(
+                {
+                    "resource_type": TOPIC_RESOURCE,
+                    "resource_name": topic,
+                    "configuration_keys": [DLQ_GROUP_ENABLE],
+                }
+            )
+        _, response = await self._client.request(
+            DESCRIBE_CONFIGS,
+            {"resources": resources, "include_synonyms": False, "include_documentation": False},
+            node=node_id,
+            min_version=DESCRIBE_CONFIGS_WITH_SOURCE,
+        )
+        configs = _group_configs_or_refuse(response, group_id)
+        if topic is None:
+            return configs, None
+        result = describe_result_for(response, TOPIC_RESOURCE, topic)
+        if isinstance(result, KafkaError):
+            if result.code == _UNKNOWN_TOPIC:
+                return configs, DlqTopic(topic, False)
+            return configs, DlqTopic(topic, None, error=str(result))
+        enable = next(
+            (config.value for config in result.configs if config.name == DLQ_GROUP_ENABLE), None
+        )
+        return configs, DlqTopic(topic, True, enable)
+
     async def group_exists(self, group_id: str) -> bool | None:
         """Whether any broker lists ``group_id`` (any type); None when one could not be asked."""
         metadata = await self._client.metadata([])
@@ -431,20 +477,38 @@ class GroupConfigAdmin:
             raise Refused(f"the broker refused to update group {group_id!r}: {error}")
 
     async def set_configs(
-        self, group_id: str, assignments: Sequence[str], *, validate_only: bool = False
+        self,
+        group_id: str,
+        assignments: Sequence[str],
+        *,
+        validate_only: bool = False,
+        facts: ClusterFacts | None = None,
     ) -> ConfigUpdate:
         """Set ``KEY=VALUE`` share configs on a group, after every check Kafka would make.
 
         Static checks first (UsageError); then the group's configs and the broker's
-        bounds in one DescribeConfigs (a 4.3 key on an older broker, a value out of
-        the broker's bounds: UsageError); then IncrementalAlterConfigs, which with
-        ``validate_only`` makes the broker validate without changing anything.
+        bounds -- from ``facts`` when the session looked them up, else read here in
+        the same DescribeConfigs -- (a 4.3 key on an older broker, a value out of the
+        broker's bounds: UsageError); then IncrementalAlterConfigs, which with
+        ``validate_only`` makes the broker validate without changing anything. With
+        ``facts``, a DLQ setting Kafka accepts but will not act on comes back as
+        notes (``dlq_notes``), the DLQ topic described in the same request.
         """
         checked = check_assignments(assignments)
-        node = await self.any_broker()
-        configs, broker = await self.describe_with_broker(group_id, node)
+        if facts is None:
+            node = await self.any_broker()
+            configs, broker = await self.describe_with_broker(group_id, node)
+            topic = None
+        else:
+            node = facts.node_id if facts.node_id is not None else await self.any_broker()
+            configs, topic = await self.describe_with_topic(
+                group_id, node, dlq_topic_to_check(checked)
+            )
+            broker = facts.bounds()
         check_supported(configs, [value.key for value in checked])
         notes = check_against_broker(checked, configs, broker)
+        if facts is not None:
+            notes = (*notes, *dlq_notes(checked, facts, topic))
         await self.alter(
             group_id,
             [ConfigOperation(value.key.name, "set", value.raw) for value in checked],

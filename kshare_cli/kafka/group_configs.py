@@ -5,9 +5,15 @@ config resources. Two parts of kshare need the same facts about them: the
 client checks a value before it sends an alter (``admin/group_configs.py``),
 and the sandbox broker answers DescribeConfigs and IncrementalAlterConfigs as
 Kafka does (``sandbox/group_configs.py``). The table and the parsing rules are
-written down once, here, from Kafka's ``GroupConfig`` (branches 4.2 and 4.3),
+written down once, here, from Kafka's ``GroupConfig`` (branches 4.2, 4.3 and 4.4),
 ``GroupCoordinatorConfig`` and ``ShareGroupConfig``; what each side does with a
-refusal (a usage error, an INVALID_CONFIG answer) stays with it.
+refusal (a usage error, an INVALID_CONFIG answer) stays with it. So are the
+names and defaults of Kafka 4.4's dead-letter queue (KIP-1191): the group
+configs ``errors.deadletterqueue.topic.name`` and ``.copy.record.enable``, the
+cluster configs ``errors.deadletterqueue.topic.name.prefix`` and
+``.auto.create.topics.enable`` and the topic config
+``errors.deadletterqueue.group.enable``, and Kafka's one rule on a DLQ name
+(no ``__``, :func:`check_dlq_topic_name`).
 
 Value parsing follows ConfigDef, not Python: ``String.trim()`` (every char up to
 U+0020), ``Integer.parseInt`` (a sign, ASCII digits, 32 bits), and
@@ -27,6 +33,14 @@ from typing import Final, Literal
 __all__ = [
     "AUTO_OFFSET_RESET",
     "BROKER_RESOURCE",
+    "DLQ_AUTO_CREATE_TOPICS_ENABLE",
+    "DLQ_AUTO_CREATE_TOPICS_ENABLE_DEFAULT",
+    "DLQ_COPY_RECORD_ENABLE",
+    "DLQ_GROUP_ENABLE",
+    "DLQ_SHARE_VERSION",
+    "DLQ_TOPIC_NAME",
+    "DLQ_TOPIC_NAME_PREFIX",
+    "DLQ_TOPIC_NAME_PREFIX_DEFAULT",
     "GROUP_CONFIG_KEYS",
     "GROUP_RESOURCE",
     "JAVA_INT",
@@ -40,7 +54,9 @@ __all__ = [
     "ConfigValueError",
     "GroupConfigKey",
     "Parsed",
+    "check_dlq_topic_name",
     "group_config_key",
+    "is_share_group_config",
     "invalid_value",
     "java_str",
     "java_trim",
@@ -58,6 +74,23 @@ BROKER_RESOURCE: Final = 4
 GROUP_RESOURCE: Final = 32
 
 AUTO_OFFSET_RESET: Final = "share.auto.offset.reset"
+
+# Kafka 4.4's dead-letter queue for share groups (KIP-1191).
+#: Group config: the group's DLQ topic; blank (the default) is no DLQ.
+DLQ_TOPIC_NAME: Final = "errors.deadletterqueue.topic.name"
+#: Group config: whether a DLQ record carries the original key and value (false).
+DLQ_COPY_RECORD_ENABLE: Final = "errors.deadletterqueue.copy.record.enable"
+#: Cluster config: the prefix every DLQ topic name needs (checked only when a record is written).
+DLQ_TOPIC_NAME_PREFIX: Final = "errors.deadletterqueue.topic.name.prefix"
+DLQ_TOPIC_NAME_PREFIX_DEFAULT: Final = "dlq."
+#: Cluster config: whether the broker creates a missing DLQ topic.
+DLQ_AUTO_CREATE_TOPICS_ENABLE: Final = "errors.deadletterqueue.auto.create.topics.enable"
+DLQ_AUTO_CREATE_TOPICS_ENABLE_DEFAULT: Final = False
+#: Topic config: a topic must have it true before a broker writes dead letters to it.
+DLQ_GROUP_ENABLE: Final = "errors.deadletterqueue.group.enable"
+#: The ``share.version`` feature level from which the broker acts on the DLQ configs
+#: (``ShareVersion.SV_2``, "adds support for DLQ"); below it they are stored and ignored.
+DLQ_SHARE_VERSION: Final = 2
 
 
 class ConfigSource(enum.IntEnum):
@@ -117,12 +150,13 @@ class GroupConfigKey:
     ``choices`` are ConfigDef's validators; ``minimum`` and ``maximum`` are the
     broker settings ``GroupConfig.validateValues`` compares with; ``default_from``
     is the broker setting that supplies the default a group without its own
-    value gets. ``since`` is "4.3" for the keys Kafka 4.3 added and "4.1" (the
-    oldest release kshare supports) for the others.
+    value gets (from 4.3 on also the DEFAULT_CONFIG synonym DescribeConfigs
+    names). ``since`` is the release that added the key: "4.3", "4.4", or "4.1"
+    (the oldest release kshare supports) for the others.
     """
 
     name: str
-    value_type: Literal["INT", "STRING", "BOOLEAN"]
+    value_type: Literal["INT", "STRING", "BOOLEAN", "LIST"]
     since: str
     default: str
     documentation: str | None = None
@@ -139,6 +173,11 @@ class GroupConfigKey:
     @property
     def config_type(self) -> ConfigType:
         return ConfigType[self.value_type]
+
+    @property
+    def share_group(self) -> bool:
+        """A share group's config: ``share.*`` and the dead-letter queue's."""
+        return is_share_group_config(self.name)
 
     @property
     def default_value(self) -> Parsed:
@@ -169,7 +208,9 @@ _SHARE_ISOLATION_LEVEL_DOC = (
     "Non-transactional records will be returned unconditionally in either mode."
 )
 
-#: Every group config of Kafka 4.2, and those 4.3 added, in ConfigDef (validation) order.
+#: Every group config of Kafka 4.2, and those 4.3 and 4.4 added (the ones DescribeConfigs
+#: lists; 4.4's internal ``*.assignor.offload.enable`` and the like are never shown), in
+#: ConfigDef (validation) order.
 #: Static bounds from ``GroupConfig``'s ConfigDef; broker bounds and their defaults from
 #: ``GroupCoordinatorConfig`` and ``ShareGroupConfig`` (same values on 4.2 and 4.3).
 GROUP_CONFIG_KEYS: Final[tuple[GroupConfigKey, ...]] = (
@@ -190,6 +231,17 @@ GROUP_CONFIG_KEYS: Final[tuple[GroupConfigKey, ...]] = (
         "The heartbeat interval given to the members of a consumer group.",
         at_least=1,
         default_from="group.consumer.heartbeat.interval.ms",
+    ),
+    GroupConfigKey(
+        "consumer.assignment.interval.ms",
+        "INT",
+        "4.3",
+        "1000",
+        "The minimum interval between two assignment computations of a consumer group.",
+        at_least=0,
+        minimum=BrokerBound("group.consumer.min.assignment.interval.ms", 0),
+        maximum=BrokerBound("group.consumer.max.assignment.interval.ms", 15000),
+        default_from="group.consumer.assignment.interval.ms",
     ),
     GroupConfigKey(
         "share.session.timeout.ms",
@@ -310,10 +362,64 @@ GROUP_CONFIG_KEYS: Final[tuple[GroupConfigKey, ...]] = (
         at_least=0,
         default_from="group.streams.initial.rebalance.delay.ms",
     ),
+    GroupConfigKey(
+        "streams.assignment.interval.ms",
+        "INT",
+        "4.3",
+        "1000",
+        "The minimum interval between two assignment computations of a streams group.",
+        at_least=0,
+        minimum=BrokerBound("group.streams.min.assignment.interval.ms", 0),
+        maximum=BrokerBound("group.streams.max.assignment.interval.ms", 15000),
+        default_from="group.streams.assignment.interval.ms",
+    ),
+    GroupConfigKey(
+        "streams.rack.aware.assignment.tags",
+        "LIST",
+        "4.4",
+        "",
+        "List of client tag keys used to distribute standby replicas across Kafka Streams "
+        "instances.",
+        default_from="group.streams.rack.aware.assignment.tags",
+    ),
+    GroupConfigKey(
+        "streams.assignor.name",
+        "STRING",
+        "4.4",
+        "sticky",
+        "The task assignor to use for this streams group.",
+        default_from="group.streams.assignors",
+    ),
+    GroupConfigKey(
+        DLQ_TOPIC_NAME,
+        "STRING",
+        "4.4",
+        "",
+        "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share "
+        "group. If blank (the default), the group does not have a DLQ topic.",
+    ),
+    GroupConfigKey(
+        DLQ_COPY_RECORD_ENABLE,
+        "BOOLEAN",
+        "4.4",
+        "false",
+        "When writing onto the dead-letter queue topic, whether to copy the original record "
+        "onto the DLQ topic, or just write a record containing the context information headers.",
+    ),
 )
 
-#: The share-group configs (``share.*``), in the table's order.
-SHARE_CONFIG_KEYS: Final = tuple(key for key in GROUP_CONFIG_KEYS if key.name.startswith("share."))
+
+def is_share_group_config(name: str) -> bool:
+    """Whether ``name`` configures a share group: ``share.*`` or the dead-letter queue's.
+
+    Kafka 4.4's DLQ group configs (``errors.deadletterqueue.*``) apply to share
+    groups only (KIP-1191), so ``kshare config`` manages them with ``share.*``.
+    """
+    return name.startswith(("share.", "errors.deadletterqueue."))
+
+
+#: The share-group configs (``share.*``, ``errors.deadletterqueue.*``), in the table's order.
+SHARE_CONFIG_KEYS: Final = tuple(key for key in GROUP_CONFIG_KEYS if key.share_group)
 
 _KEYS_BY_NAME: Final = {key.name: key for key in GROUP_CONFIG_KEYS}
 
@@ -326,7 +432,18 @@ def group_config_key(name: str) -> GroupConfigKey | None:
 def share_config_key(name: str) -> GroupConfigKey | None:
     """The table entry for ``name``, None for a name that is not a share-group config."""
     key = _KEYS_BY_NAME.get(name)
-    return key if key is not None and key.name.startswith("share.") else None
+    return key if key is not None and key.share_group else None
+
+
+def check_dlq_topic_name(name: str) -> None:
+    """Kafka 4.4's one rule on a DLQ topic name (``GroupConfig.validateValues``).
+
+    Raises ConfigValueError with Kafka's message for a name in the ``__`` space
+    of internal topics; a blank name (no DLQ) passes. Nothing else is checked
+    here: the cluster's prefix only when the broker writes a record.
+    """
+    if name.startswith("__"):
+        raise ConfigValueError(f"{DLQ_TOPIC_NAME}: DLQ topic name must not start with '__'")
 
 
 # --------------------------------------------------------------------------- values

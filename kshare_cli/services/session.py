@@ -34,6 +34,8 @@ from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.wire.client import KafkaClient
 
 if TYPE_CHECKING:
+    from kshare_cli.admin.cluster_facts import ClusterFacts
+
     # Loaded by the methods that need them: a command that reads no state topic
     # (``kshare list``) does not pay for the state layer.
     from kshare_cli.admin.inflight import (
@@ -79,6 +81,7 @@ class Session:
         self._readers: list[TailingStateSource] = []
         self._kept: ShareGroupAdmin | None = None
         self._connecting: asyncio.Lock | None = None
+        self._facts: ClusterFacts | None = None
 
     @property
     def settings(self) -> ConnectionSettings:
@@ -150,6 +153,26 @@ class Session:
             return await asyncio.wait_for(work, self._timeout_s)
         except TimeoutError:
             raise TimedOut(f"{what} did not answer within {self._timeout_s:g} s") from None
+
+    # ------------------------------------------------------------------ the cluster
+
+    async def cluster_facts(self, admin: ShareGroupAdmin) -> ClusterFacts:
+        """The cluster's feature levels and share-related configs, looked up once per session.
+
+        Commands that offer a version-dependent feature (the dead-letter queue needs
+        ``share.version`` 2) ask here, so one run costs one DescribeConfigs however
+        many parts of it ask; the features come with the client's ApiVersions.
+        """
+        if self._facts is None:
+            from kshare_cli.admin.cluster_facts import read_cluster_facts
+
+            self._facts = await read_cluster_facts(admin.client)
+        return self._facts
+
+    @property
+    def known_cluster_facts(self) -> ClusterFacts | None:
+        """The facts if this session has looked them up (a screen header shows them)."""
+        return self._facts
 
     # ------------------------------------------------------------------ the state topic
 

@@ -52,7 +52,7 @@ FRESH_43 = GroupConfigs(
 # --------------------------------------------------------------------------- the table
 
 
-def test_the_table_is_kafkas_share_configs_of_42_and_43() -> None:
+def test_the_table_is_kafkas_share_configs_of_42_43_and_44() -> None:
     names_42 = {
         "share.session.timeout.ms",
         "share.heartbeat.interval.ms",
@@ -66,8 +66,10 @@ def test_the_table_is_kafkas_share_configs_of_42_and_43() -> None:
         "share.renew.acknowledge.enable",
         "share.assignment.interval.ms",
     }
-    assert {k.name for k in SHARE_CONFIG_KEYS if k.since != "4.3"} == names_42
+    names_44 = {"errors.deadletterqueue.topic.name", "errors.deadletterqueue.copy.record.enable"}
+    assert {k.name for k in SHARE_CONFIG_KEYS if k.since == "4.1"} == names_42
     assert {k.name for k in SHARE_CONFIG_KEYS if k.since == "4.3"} == names_43
+    assert {k.name for k in SHARE_CONFIG_KEYS if k.since == "4.4"} == names_44
     # The broker bounds, with Kafka's defaults (GroupCoordinatorConfig, ShareGroupConfig).
     bounds = {
         k.name: (k.at_least, k.minimum and k.minimum.default, k.maximum and k.maximum.default)
