@@ -1,7 +1,13 @@
-"""DescribeConfigs and IncrementalAlterConfigs: group configs and the broker's own settings.
+"""DescribeConfigs and IncrementalAlterConfigs: group, broker, cluster and topic configs.
 
-GROUP resources are answered from the cluster's ``GroupConfigStore``, BROKER
-resources with the broker's ``group.*`` settings, as Kafka 4.2 answers them.
+GROUP resources are answered from the cluster's ``GroupConfigStore``, a broker's
+own BROKER resource with its ``group.*`` settings (and, on 4.4, the DLQ cluster
+configs), the BROKER resource ``""`` with the dynamic cluster defaults (4.4:
+the DLQ's), as Kafka answers them. TOPIC resources list the configs a topic was
+created or altered with (``DYNAMIC_TOPIC_CONFIG``, as ``kafka-configs.sh
+--describe`` prints them) and, on 4.4, ``errors.deadletterqueue.group.enable``
+at its default; an alter of it is checked as Kafka's ConfigDef checks a BOOLEAN
+(the recorded run 12), and refused as unknown before 4.4.
 """
 
 from __future__ import annotations
@@ -14,7 +20,17 @@ from kshare_cli.kafka.api_keys import (
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
 )
-from kshare_cli.kafka.group_configs import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
+from kshare_cli.kafka.group_configs import (
+    BROKER_RESOURCE,
+    DLQ_GROUP_ENABLE,
+    GROUP_RESOURCE,
+    TOPIC_RESOURCE,
+    AlterConfigOpType,
+    ConfigSource,
+    ConfigType,
+    java_trim,
+)
+from kshare_cli.kafka.versions import at_least
 from kshare_cli.sandbox.broker import (
     Broker,
     handles,
@@ -23,8 +39,11 @@ from kshare_cli.sandbox.broker import (
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.group_configs import (
     ConfigEntry,
+    ConfigSynonym,
     GroupConfigError,
+    GroupConfigStore,
 )
+from kshare_cli.sandbox.log import Topic
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.sandbox.share_groups import (
     installed_share_groups,
@@ -77,6 +96,28 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
                     error_code=ErrorCode.unknown_topic_or_partition,
                     error_message=f"Topic {name} does not exist.",
                 )
+            else:
+                entry["configs"] = [
+                    _config_entry(c)
+                    for c in _topic_configs(
+                        topic,
+                        None if shares is None else shares.configs,
+                        None
+                        if resource.configuration_keys is None
+                        else list(resource.configuration_keys),
+                        include_synonyms,
+                    )
+                ]
+        elif kind == BROKER_RESOURCE and not name and shares is not None:
+            entry["configs"] = [
+                _config_entry(c)
+                for c in shares.configs.describe_cluster_defaults(
+                    None
+                    if resource.configuration_keys is None
+                    else list(resource.configuration_keys),
+                    include_synonyms=include_synonyms,
+                )
+            ]
         elif kind == BROKER_RESOURCE and name:
             # ConfigHelper: this broker's own id gets its configs (the sandbox has its
             # group.* settings), another id or a non-number is INVALID_REQUEST. The
@@ -116,6 +157,101 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
     return build(response_type(request), {"throttle_time": 0, "results": results})
 
 
+def _topic_configs(
+    topic: Topic,
+    store: GroupConfigStore | None,
+    keys: list[str] | None,
+    include_synonyms: bool,
+) -> list[ConfigEntry]:
+    """A topic's configs as the sandbox knows them: those it was given, then 4.4's DLQ flag."""
+    wanted = set(keys) if keys else None
+    entries: list[ConfigEntry] = []
+    for name, value in sorted(topic.configs.items()):
+        if wanted is not None and name not in wanted:
+            continue
+        synonym = ConfigSynonym(name, value, ConfigSource.TOPIC_CONFIG)
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                read_only=False,
+                source=ConfigSource.TOPIC_CONFIG,
+                is_sensitive=False,
+                synonyms=(synonym,) if include_synonyms else (),
+                config_type=ConfigType.BOOLEAN if name == DLQ_GROUP_ENABLE else ConfigType.STRING,
+                documentation=None,
+            )
+        )
+    if (
+        store is not None
+        and at_least(store.kafka_version, "4.4")
+        and DLQ_GROUP_ENABLE not in topic.configs
+        and (wanted is None or DLQ_GROUP_ENABLE in wanted)
+    ):
+        # No broker synonym: Kafka gives DEFAULT_CONFIG and no synonyms.
+        entries.append(
+            ConfigEntry(
+                name=DLQ_GROUP_ENABLE,
+                value="false",
+                read_only=False,
+                source=ConfigSource.DEFAULT_CONFIG,
+                is_sensitive=False,
+                synonyms=(),
+                config_type=ConfigType.BOOLEAN,
+                documentation=None,
+            )
+        )
+    return entries
+
+
+def topic_config_refusal(
+    store: GroupConfigStore | None, configs: dict[str, str | None]
+) -> tuple[int, str] | None:
+    """Kafka's refusal of a topic config the sandbox checks: 4.4's DLQ flag, a BOOLEAN.
+
+    Before 4.4 the name is unknown to Kafka. Other topic configs pass unchecked.
+    """
+    if DLQ_GROUP_ENABLE not in configs:
+        return None
+    if store is None or not at_least(store.kafka_version, "4.4"):
+        return ErrorCode.invalid_config, f"Unknown topic config name: {DLQ_GROUP_ENABLE}"
+    value = configs[DLQ_GROUP_ENABLE]
+    if value is not None and java_trim(value).lower() not in ("true", "false"):
+        return (
+            ErrorCode.invalid_config,
+            f"Invalid value {value} for configuration {DLQ_GROUP_ENABLE}: "
+            "Expected value to be either true or false",
+        )
+    return None
+
+
+def _alter_topic(
+    broker: Broker,
+    store: GroupConfigStore | None,
+    name: str,
+    ops: list[tuple[str, int, str | None]],
+    validate_only: bool,
+) -> tuple[int, str | None]:
+    topic = broker.topic(name)
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist."
+    merged: dict[str, str] = dict(topic.configs)
+    for key, op, value in ops:
+        if op == AlterConfigOpType.SET and value is not None:
+            merged[key] = value
+        elif op == AlterConfigOpType.DELETE:
+            merged.pop(key, None)
+        else:
+            return ErrorCode.invalid_request, f"Unknown operations type {op}"
+    refusal = topic_config_refusal(store, {key: merged.get(key) for key, _, _ in ops})
+    if refusal is not None:
+        return refusal
+    if not validate_only:
+        topic.configs.clear()
+        topic.configs.update(merged)
+    return 0, None
+
+
 def _config_entry(config: ConfigEntry) -> dict[str, Any]:
     """One DescribeConfigs result entry, for ``build``."""
     return {
@@ -142,11 +278,31 @@ async def incremental_alter_configs(
     for resource in payload.resources:
         kind = int(resource.resource_type)
         name = resource.resource_name
+        ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+        validate_only = bool(payload.validate_only)
+        store = None if shares is None else shares.configs
+        answer: tuple[int, str | None] | None = None
+        if kind == TOPIC_RESOURCE:
+            answer = _alter_topic(broker, store, name, ops, validate_only)
+        elif kind == BROKER_RESOURCE and not name and store is not None:
+            answer = store.alter_cluster_defaults(ops, validate_only)
+        if answer is not None:
+            code, message = answer
+            responses.append(
+                {
+                    "error_code": code,
+                    "error_message": message,
+                    "resource_type": kind,
+                    "resource_name": name,
+                }
+            )
+            continue
         if kind != GROUP_RESOURCE or shares is None:
             responses.append(
                 {
                     "error_code": ErrorCode.invalid_request,
-                    "error_message": "The sandbox only alters GROUP configs."
+                    "error_message": "The sandbox alters GROUP and TOPIC configs and the "
+                    "DLQ cluster defaults only."
                     if shares is not None
                     else "Unsupported resource type",
                     "resource_type": kind,
@@ -154,8 +310,7 @@ async def incremental_alter_configs(
                 }
             )
             continue
-        ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
-        code, message = shares.configs.incremental_alter(name, ops, bool(payload.validate_only))
+        code, message = shares.configs.incremental_alter(name, ops, validate_only)
         responses.append(
             {
                 "error_code": code,

@@ -36,19 +36,43 @@ What this reproduces from Apache Kafka 4.2.0 (``GroupConfig``,
 ``share.delivery.count.limit``, ``share.partition.max.record.locks`` and
 ``share.renew.acknowledge.enable`` do not exist as group configs in 4.2 (Kafka
 4.2 answers ``Unknown group config name``); they arrive in 4.3 and are enabled
-by ``kafka_version="4.3"``. In 4.2 the delivery limit and the record-lock cap
-come only from the broker (``group.share.delivery.count.limit``,
-``group.share.partition.max.record.locks``).
+by ``kafka_version="4.3"``, with the three ``*.assignment.interval.ms``.
+
+From 4.3 on (``ConfigHelper.createGroupConfigEntry``) a DEFAULT_CONFIG synonym
+names the broker config that supplies the default
+(``group.share.delivery.count.limit=5``; a broker config set in
+``server.properties`` adds its STATIC_BROKER_CONFIG synonym first), and a key
+the group sets lists its DYNAMIC_GROUP_CONFIG synonym before those: the 4.4
+recording's ``kafka-configs --describe`` output. Kafka 4.4 (``"4.4"``) adds the
+dead-letter-queue group configs ``errors.deadletterqueue.topic.name`` and
+``.copy.record.enable`` and Streams' ``streams.assignor.name`` and
+``streams.rack.aware.assignment.tags``, validates only the keys a group sets
+(``share.delivery.count.limit must be in the range 2 to 10 inclusive.``, the
+session timeout against the broker's heartbeat interval), refuses a DLQ name
+starting with ``__`` (Kafka's reason, recorded), and has the cluster configs
+``errors.deadletterqueue.topic.name.prefix`` and
+``errors.deadletterqueue.auto.create.topics.enable``, which may be set as
+dynamic cluster defaults (BROKER resource ``""``, recorded runs 13-16).
+
+In 4.2 the delivery limit and the record-lock cap come only from the broker
+(``group.share.delivery.count.limit``, ``group.share.partition.max.record.locks``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from typing import Final
 
 from kio.schema.errors import ErrorCode
 
 from kshare_cli.kafka.group_configs import (
+    DLQ_AUTO_CREATE_TOPICS_ENABLE,
+    DLQ_AUTO_CREATE_TOPICS_ENABLE_DEFAULT,
+    DLQ_COPY_RECORD_ENABLE,
+    DLQ_TOPIC_NAME,
+    DLQ_TOPIC_NAME_PREFIX,
+    DLQ_TOPIC_NAME_PREFIX_DEFAULT,
     GROUP_CONFIG_KEYS,
     AlterConfigOpType,
     AutoOffsetReset,
@@ -57,7 +81,10 @@ from kshare_cli.kafka.group_configs import (
     ConfigValueError,
     GroupConfigKey,
     Parsed,
+    check_dlq_topic_name,
+    invalid_value,
     java_str,
+    java_trim,
     parse_auto_offset_reset,
     parse_value,
     validate_value,
@@ -117,6 +144,16 @@ class BrokerGroupSettings:
     share_max_delivery_count_limit: int = 10
     share_min_partition_max_record_locks: int = 100
     share_max_partition_max_record_locks: int = 4000
+    # 4.3 only: the assignment intervals (KIP-1263) and their bounds.
+    consumer_assignment_interval_ms: int = 1000
+    consumer_min_assignment_interval_ms: int = 0
+    consumer_max_assignment_interval_ms: int = 15000
+    share_assignment_interval_ms: int = 1000
+    share_min_assignment_interval_ms: int = 0
+    share_max_assignment_interval_ms: int = 15000
+    streams_assignment_interval_ms: int = 1000
+    streams_min_assignment_interval_ms: int = 0
+    streams_max_assignment_interval_ms: int = 15000
 
     streams_session_timeout_ms: int = 45000
     streams_min_session_timeout_ms: int = 45000
@@ -215,12 +252,24 @@ class ConfigEntry:
 
 # --- the definitions -------------------------------------------------------------------------
 
-#: Group configs the sandbox does not emulate yet: Kafka 4.3's assignment interval.
-_NOT_EMULATED = frozenset({"share.assignment.interval.ms"})
 #: The group configs the sandbox answers for, in ConfigDef (validation) order.
-_DEFINITIONS: tuple[GroupConfigKey, ...] = tuple(
-    key for key in GROUP_CONFIG_KEYS if key.name not in _NOT_EMULATED
-)
+_DEFINITIONS: tuple[GroupConfigKey, ...] = GROUP_CONFIG_KEYS
+
+
+def _known_in(definition: GroupConfigKey, version: KafkaVersion) -> bool:
+    """Whether Kafka ``version`` has the group config (``since`` 4.1 is every profile)."""
+    since = definition.since
+    if since not in ("4.3", "4.4"):
+        return True
+    return at_least(version, "4.4" if since == "4.4" else "4.3")
+
+
+#: Kafka 4.4's cluster configs of the dead-letter queue, with their defaults: set
+#: statically on :class:`GroupConfigStore` or as dynamic cluster defaults.
+DLQ_CLUSTER_DEFAULTS: Final = {
+    DLQ_TOPIC_NAME_PREFIX: DLQ_TOPIC_NAME_PREFIX_DEFAULT,
+    DLQ_AUTO_CREATE_TOPICS_ENABLE: java_str(DLQ_AUTO_CREATE_TOPICS_ENABLE_DEFAULT),
+}
 
 
 def _broker_field(key: GroupConfigKey) -> str | None:
@@ -248,6 +297,15 @@ _BROKER_SETTINGS_43 = frozenset(
         "share_max_delivery_count_limit",
         "share_min_partition_max_record_locks",
         "share_max_partition_max_record_locks",
+        "consumer_assignment_interval_ms",
+        "consumer_min_assignment_interval_ms",
+        "consumer_max_assignment_interval_ms",
+        "share_assignment_interval_ms",
+        "share_min_assignment_interval_ms",
+        "share_max_assignment_interval_ms",
+        "streams_assignment_interval_ms",
+        "streams_min_assignment_interval_ms",
+        "streams_max_assignment_interval_ms",
     }
 )
 #: Keys 4.2's validation takes from the broker; the others use static defaults.
@@ -292,12 +350,20 @@ class GroupConfigStore:
         broker: BrokerGroupSettings | None = None,
         *,
         kafka_version: KafkaVersion = "4.2",
+        cluster_configs: Mapping[str, str] | None = None,
     ) -> None:
         self.broker = broker if broker is not None else BrokerGroupSettings()
         self.kafka_version: KafkaVersion = kafka_version
-        self._definitions = tuple(
-            d for d in _DEFINITIONS if d.since != "4.3" or at_least(kafka_version, "4.3")
-        )
+        #: The DLQ cluster configs as set in ``server.properties`` (4.4; Kafka's
+        #: defaults for the rest); dynamic cluster defaults override them.
+        self.static_cluster_configs: dict[str, str] = dict(cluster_configs or {})
+        unknown = set(self.static_cluster_configs) - set(DLQ_CLUSTER_DEFAULTS)
+        if unknown:
+            raise ValueError(f"not a DLQ cluster config: {sorted(unknown)[0]}")
+        for name, value in self.static_cluster_configs.items():
+            _check_cluster_value(name, value)
+        self._cluster_defaults: dict[str, str] = {}
+        self._definitions = tuple(d for d in _DEFINITIONS if _known_in(d, kafka_version))
         self._by_name = {d.name: d for d in self._definitions}
         self._describe_order = java_hashmap_order([d.name for d in self._definitions])
         self._overrides: dict[str, dict[str, str]] = {}
@@ -370,7 +436,13 @@ class GroupConfigStore:
                 value = self._describe_default(definition)
                 source = ConfigSource.DEFAULT_CONFIG
             text = java_str(value)
-            synonyms = (ConfigSynonym(name, text, source),) if include_synonyms else ()
+            every: tuple[ConfigSynonym, ...] = (ConfigSynonym(name, text, source),)
+            if at_least(self.kafka_version, "4.3"):
+                every = self._default_synonyms(definition)
+                if name in overrides:
+                    every = (ConfigSynonym(name, text, ConfigSource.GROUP_CONFIG), *every)
+                source = every[0].source
+            synonyms = every if include_synonyms else ()
             entries.append(
                 ConfigEntry(
                     name=name,
@@ -384,6 +456,30 @@ class GroupConfigStore:
                 )
             )
         return entries
+
+    def _default_synonyms(self, definition: GroupConfigKey) -> tuple[ConfigSynonym, ...]:
+        """4.3+: the broker config's synonyms (static, then default), or the group default's."""
+        broker_name = definition.default_from
+        field_name = _broker_field(definition)
+        if broker_name is None or field_name is None:
+            return (
+                ConfigSynonym(definition.name, definition.default, ConfigSource.DEFAULT_CONFIG),
+            )
+        default = self._field_defaults().get(field_name)
+        value = getattr(self.broker, field_name, None)
+        if value is None or default is None:
+            # A broker config the sandbox does not model (group.streams.assignors ...).
+            return (ConfigSynonym(broker_name, definition.default, ConfigSource.DEFAULT_CONFIG),)
+        synonyms = [ConfigSynonym(broker_name, java_str(default), ConfigSource.DEFAULT_CONFIG)]
+        if value != default:
+            synonyms.insert(
+                0, ConfigSynonym(broker_name, java_str(value), ConfigSource.STATIC_BROKER_CONFIG)
+            )
+        return tuple(synonyms)
+
+    @staticmethod
+    def _field_defaults() -> dict[str, object]:
+        return {f.name: f.default for f in fields(BrokerGroupSettings)}
 
     def describe_broker(
         self, keys: Sequence[str] | None = None, *, include_synonyms: bool = False
@@ -423,7 +519,117 @@ class GroupConfigStore:
                     documentation=None,
                 )
             )
+        for name in self.cluster_config_names():
+            if wanted is not None and name not in wanted:
+                continue
+            chain = self._cluster_synonyms(name)
+            entries.append(
+                ConfigEntry(
+                    name=name,
+                    value=chain[0].value,
+                    read_only=False,
+                    source=chain[0].source,
+                    is_sensitive=False,
+                    synonyms=chain if include_synonyms else (),
+                    config_type=_cluster_config_type(name),
+                    documentation=None,
+                )
+            )
+        entries.sort(key=lambda entry: entry.name)
         return entries
+
+    # -- the DLQ cluster configs (4.4)
+
+    def cluster_config_names(self) -> tuple[str, ...]:
+        """The dynamic cluster configs this Kafka version has: the DLQ's, from 4.4 on."""
+        return tuple(DLQ_CLUSTER_DEFAULTS) if at_least(self.kafka_version, "4.4") else ()
+
+    def cluster_config(self, name: str) -> str:
+        """The value a broker acts on: the dynamic cluster default, static, or Kafka's default."""
+        return self._cluster_synonyms(name)[0].value or ""
+
+    @property
+    def dlq_topic_name_prefix(self) -> str:
+        """``errors.deadletterqueue.topic.name.prefix``: every DLQ topic name's start."""
+        return self.cluster_config(DLQ_TOPIC_NAME_PREFIX)
+
+    @property
+    def dlq_auto_create_topics(self) -> bool:
+        """``errors.deadletterqueue.auto.create.topics.enable``: create a missing DLQ topic."""
+        return self.cluster_config(DLQ_AUTO_CREATE_TOPICS_ENABLE).strip().lower() == "true"
+
+    def _cluster_synonyms(self, name: str) -> tuple[ConfigSynonym, ...]:
+        synonyms = [ConfigSynonym(name, DLQ_CLUSTER_DEFAULTS[name], ConfigSource.DEFAULT_CONFIG)]
+        if name in self.static_cluster_configs:
+            synonyms.insert(
+                0,
+                ConfigSynonym(
+                    name, self.static_cluster_configs[name], ConfigSource.STATIC_BROKER_CONFIG
+                ),
+            )
+        if name in self._cluster_defaults:
+            synonyms.insert(
+                0,
+                ConfigSynonym(
+                    name, self._cluster_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+                ),
+            )
+        return tuple(synonyms)
+
+    def describe_cluster_defaults(
+        self, keys: Sequence[str] | None = None, *, include_synonyms: bool = False
+    ) -> list[ConfigEntry]:
+        """DescribeConfigs of the BROKER resource ``""``: the dynamic cluster defaults set."""
+        wanted = set(keys) if keys else None
+        return [
+            ConfigEntry(
+                name=name,
+                value=value,
+                read_only=False,
+                source=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                is_sensitive=False,
+                synonyms=(
+                    (ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),)
+                    if include_synonyms
+                    else ()
+                ),
+                config_type=_cluster_config_type(name),
+                documentation=None,
+            )
+            for name, value in sorted(self._cluster_defaults.items())
+            if wanted is None or name in wanted
+        ]
+
+    def alter_cluster_defaults(
+        self, ops: Sequence[tuple[str, int, str | None]], validate_only: bool = False
+    ) -> tuple[int, str | None]:
+        """IncrementalAlterConfigs on the BROKER resource ``""`` for the DLQ cluster configs.
+
+        Kafka takes many more dynamic cluster defaults; the sandbox models only the
+        DLQ's (4.4), and says so for any other name.
+        """
+        known = self.cluster_config_names()
+        merged = dict(self._cluster_defaults)
+        for name, op, value in ops:
+            if name not in known:
+                return (
+                    ErrorCode.invalid_request,
+                    f"The sandbox does not emulate the cluster config {name}; it has: "
+                    + (", ".join(known) or "none in this Kafka version"),
+                )
+            if op == AlterConfigOpType.SET and value is not None:
+                try:
+                    _check_cluster_value(name, value)
+                except ConfigValueError as error:
+                    return ErrorCode.invalid_config, error.message
+                merged[name] = value
+            elif op == AlterConfigOpType.DELETE:
+                merged.pop(name, None)
+            else:
+                return ErrorCode.invalid_request, f"Unknown operations type {op}"
+        if not validate_only:
+            self._cluster_defaults = merged
+        return 0, None
 
     # -- IncrementalAlterConfigs
 
@@ -542,13 +748,35 @@ class GroupConfigStore:
         value = self._effective(group, "share.isolation.level")
         return value if isinstance(value, str) else "read_uncommitted"
 
+    def assignment_interval_ms(self, group: str) -> int:
+        """``share.assignment.interval.ms``: the least time between two assignments (4.3+).
+
+        4.2 has no such config: assignments change at once (0).
+        """
+        if not at_least(self.kafka_version, "4.3"):
+            return 0
+        return self._effective_int(group, "share.assignment.interval.ms")
+
+    def dlq_topic_name(self, group: str) -> str:
+        """``errors.deadletterqueue.topic.name``: the group's DLQ topic, "" for none (or < 4.4)."""
+        if DLQ_TOPIC_NAME not in self._by_name:
+            return ""
+        value = self._effective(group, DLQ_TOPIC_NAME)
+        return value if isinstance(value, str) else ""
+
+    def dlq_copy_record(self, group: str) -> bool:
+        """``errors.deadletterqueue.copy.record.enable``: DLQ records carry key and value."""
+        if DLQ_COPY_RECORD_ENABLE not in self._by_name:
+            return False
+        return self._effective(group, DLQ_COPY_RECORD_ENABLE) is True
+
     # -- internals
 
     def _broker_value(self, definition: GroupConfigKey) -> Parsed:
         field_name = _broker_field(definition)
-        if field_name is None:
+        value = None if field_name is None else getattr(self.broker, field_name, None)
+        if not isinstance(value, int):
             return definition.default_value
-        value: int = getattr(self.broker, field_name)
         return value
 
     def _describe_default(self, definition: GroupConfigKey) -> Parsed:
@@ -587,7 +815,11 @@ class GroupConfigStore:
         return max(low, min(high, value))
 
     def _parse(self, definition: GroupConfigKey, raw: str) -> Parsed:
-        return parse_value(definition, raw)
+        value = parse_value(definition, raw)
+        if definition.value_type == "LIST" and isinstance(value, str) and value:
+            # ConfigDef's LIST: split at commas, each item trimmed; printed joined by ",".
+            value = ",".join(java_trim(item) for item in value.split(","))
+        return value
 
     def _bounds(self) -> dict[str, tuple[tuple[int, str], tuple[int, str]]]:
         """Per key: ((min, broker min name), (max, broker max name)), in check order."""
@@ -629,6 +861,18 @@ class GroupConfigStore:
                     "group.share.max.partition.max.record.locks",
                 ),
             )
+        if at_least(self.kafka_version, "4.3"):
+            for kind in ("consumer", "share", "streams"):
+                bounds[f"{kind}.assignment.interval.ms"] = (
+                    (
+                        getattr(b, f"{kind}_min_assignment_interval_ms"),
+                        f"group.{kind}.min.assignment.interval.ms",
+                    ),
+                    (
+                        getattr(b, f"{kind}_max_assignment_interval_ms"),
+                        f"group.{kind}.max.assignment.interval.ms",
+                    ),
+                )
         bounds["streams.heartbeat.interval.ms"] = (
             (b.streams_min_heartbeat_interval_ms, "group.streams.min.heartbeat.interval.ms"),
             (b.streams_max_heartbeat_interval_ms, "group.streams.max.heartbeat.interval.ms"),
@@ -644,6 +888,9 @@ class GroupConfigStore:
         for name in merged:
             if name not in self._by_name:
                 raise ConfigValueError(f"Unknown group config name: {name}")
+        if at_least(self.kafka_version, "4.4"):
+            self._validate_44(merged)
+            return
         combined: dict[str, str | Parsed] = {}
         for definition in self._definitions:
             use_broker = (
@@ -664,6 +911,50 @@ class GroupConfigStore:
             validate_value(definition, value)
             values[definition.name] = value
         self._check_bounds(values)
+
+    def _validate_44(self, merged: Mapping[str, str]) -> None:
+        """Kafka 4.4's ``GroupConfig.validate``: only the keys the group sets are held to bounds.
+
+        ConfigDef parses every key (the unset ones at their valid defaults), then each
+        set key is checked against the broker's range (``must be in the range 2 to 10
+        inclusive.``), a session timeout against the heartbeat interval (the broker's
+        for the one not set), and a DLQ name against ``__``.
+        """
+        values: dict[str, Parsed] = {}
+        for definition in self._definitions:
+            raw = merged.get(definition.name)
+            if raw is None:
+                continue
+            value = self._parse(definition, raw)
+            validate_value(definition, value)
+            values[definition.name] = value
+        for name, ((low, _), (high, _)) in self._bounds().items():
+            bounded = values.get(name)
+            if isinstance(bounded, int) and not low <= bounded <= high:
+                raise ConfigValueError(f"{name} must be in the range {low} to {high} inclusive.")
+        replicas = values.get("streams.num.standby.replicas")
+        if isinstance(replicas, int) and replicas > self.broker.streams_max_standby_replicas:
+            raise ConfigValueError(
+                "streams.num.standby.replicas must be less than or equal to "
+                f"{self.broker.streams_max_standby_replicas}"
+            )
+        for kind in ("consumer", "share", "streams"):
+            session_name, heartbeat_name = (
+                f"{kind}.session.timeout.ms",
+                f"{kind}.heartbeat.interval.ms",
+            )
+            if session_name not in values and heartbeat_name not in values:
+                continue
+            session = values.get(session_name, self._broker_value(self._by_name[session_name]))
+            heartbeat = values.get(
+                heartbeat_name, self._broker_value(self._by_name[heartbeat_name])
+            )
+            assert isinstance(session, int) and isinstance(heartbeat, int)
+            if session <= heartbeat:
+                raise ConfigValueError(f"{session_name} must be greater than {heartbeat_name}")
+        dlq_name = values.get(DLQ_TOPIC_NAME)
+        if isinstance(dlq_name, str):
+            check_dlq_topic_name(dlq_name)
 
     def _check_bounds(self, values: Mapping[str, Parsed]) -> None:
         for name, ((low, low_name), (high, high_name)) in self._bounds().items():
@@ -689,3 +980,13 @@ class GroupConfigStore:
                 raise ConfigValueError(
                     f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
                 )
+
+
+def _cluster_config_type(name: str) -> ConfigType:
+    return ConfigType.BOOLEAN if name == DLQ_AUTO_CREATE_TOPICS_ENABLE else ConfigType.STRING
+
+
+def _check_cluster_value(name: str, value: str) -> None:
+    """ConfigDef's parse of a DLQ cluster config: the auto-create flag is a BOOLEAN."""
+    if name == DLQ_AUTO_CREATE_TOPICS_ENABLE and java_trim(value).lower() not in ("true", "false"):
+        raise invalid_value(name, value, "Expected value to be either true or false")
