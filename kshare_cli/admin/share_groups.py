@@ -56,6 +56,7 @@ from kshare_cli.kafka.api_keys import (
     LIST_OFFSETS,
     SHARE_GROUP_DESCRIBE,
 )
+from kshare_cli.wire.errors import is_retriable
 
 if TYPE_CHECKING:
     from kshare_cli.wire.client import KafkaClient
@@ -124,11 +125,18 @@ class ShareGroupAdmin:
         tool); an unknown state is a UsageError. A broker that fails to answer
         (unreachable, silent for its share of the deadline, too old for ListGroups v5)
         is recorded in ``failures`` and the groups of the others are still returned.
+        A broker still loading a group-coordinator partition answers
+        COORDINATOR_LOAD_IN_PROGRESS for all its groups: it is asked again, as Java's
+        admin client does, and fails only if it is still loading when its share of
+        the deadline runs out.
         """
         states_filter = parse_state_filter(states)
         body = {"states_filter": list(states_filter), "types_filter": ["Share"]}
         answers = await self._client.fan_out_to_brokers(
-            LIST_GROUPS, body, min_version=LIST_GROUPS_WITH_TYPES
+            LIST_GROUPS,
+            body,
+            min_version=LIST_GROUPS_WITH_TYPES,
+            error_code=lambda response: int(response.error_code),
         )
         groups: list[ListedGroup] = []
         failures: list[BrokerFailure] = []
@@ -319,23 +327,15 @@ def _split_partitions(response: Any) -> Mapping[tuple[str, int], tuple[int, Any]
     }
 
 
-#: Per-partition errors of DescribeShareGroupOffsets that last only while a leader or
-#: share coordinator moves (seen on Kafka 4.2 during controlled shutdowns).
-_MOVING: Final = frozenset(
-    {
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.leader_not_available,
-        ErrorCode.coordinator_load_in_progress,
-        ErrorCode.coordinator_not_available,
-        ErrorCode.not_coordinator,
-    }
-)
-
-
 def _leader_moving(group: Any) -> bool:
-    """Whether a group's offsets answer carries a share-partition error worth asking again."""
+    """Whether a group's offsets answer carries a share-partition error worth asking again.
+
+    Any retriable one: NOT_LEADER_OR_FOLLOWER while a leader or share coordinator
+    moves (seen on Kafka 4.2 during controlled shutdowns), a share coordinator still
+    loading, UNKNOWN_TOPIC_OR_PARTITION from one that has not learnt of a new topic.
+    """
     return any(
-        int(partition.error_code) in _MOVING
+        is_retriable(int(partition.error_code))
         for topic in group.topics
         for partition in topic.partitions
     )

@@ -7,9 +7,12 @@ too), ApiVersions negotiation per broker, a metadata and coordinator cache
 timeout, or the command's deadline handed in by the caller, never a second one
 wrapped around it -- inside which dropped connections, moved leaders and moved
 coordinators are retried with exponential backoff after fresh metadata, as
-Java's admin client does. Whatever is still unfinished at the deadline becomes
-``TimedOut`` naming the last error seen, so an operator learns why, not only
-that, it took too long.
+Java's admin client does. So is every error Kafka classes as retriable
+(``errors.is_retriable``), at each level a broker reports one: a broker's whole
+answer (ListGroups' COORDINATOR_LOAD_IN_PROGRESS while it loads a group
+coordinator), a group's, a partition's. Whatever is still unfinished at the
+deadline becomes ``TimedOut`` naming the last error seen, so an operator learns
+why, not only that, it took too long.
 
 The fan-outs (``fan_out_to_brokers``, ``fan_out_to_leaders``,
 ``fan_out_to_coordinators``) never let one broker cost the whole answer: each
@@ -71,6 +74,8 @@ from kshare_cli.wire.errors import (
     KafkaError,
     NodeLeft,
     NotKafka,
+    is_retriable,
+    retriable_for_topic,
 )
 from kshare_cli.wire.framing import request_schema
 
@@ -110,20 +115,6 @@ BOOTSTRAP_STAGGER_S: Final = 0.5
 #: then describe, then end offsets) paid a hung broker's 5 s handshake again; after it,
 #: one attempt is made, so a broker that came back is asked within a metadata age.
 GIVE_UP_FOR_S: Final = 5.0
-#: Per-partition errors after which the partition's leader is looked up again in
-#: fresh metadata and the partition asked again (Java's admin client does the same
-#: for these InvalidMetadataException errors): NOT_LEADER_OR_FOLLOWER,
-#: LEADER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE, FENCED_LEADER_EPOCH,
-#: UNKNOWN_LEADER_EPOCH.
-LEADER_MOVED: Final = frozenset(
-    {
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.leader_not_available,
-        ErrorCode.replica_not_available,
-        ErrorCode.fenced_leader_epoch,
-        ErrorCode.unknown_leader_epoch,
-    }
-)
 _ZERO_UUID: Final = uuid.UUID(int=0)
 
 Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
@@ -141,6 +132,10 @@ class _Backoff:
     def fits_before(self, deadline: float) -> bool:
         """Whether waiting once more still ends before ``deadline``."""
         return asyncio.get_running_loop().time() + self._delay < deadline
+
+    def fits_within(self, remaining_s: float) -> bool:
+        """Whether waiting once more still leaves time, of ``remaining_s``, to ask again."""
+        return self._delay < remaining_s
 
     async def wait(self) -> None:
         await asyncio.sleep(self._delay)
@@ -718,10 +713,11 @@ class KafkaClient:
     ) -> dict[str, BrokerNode | KafkaError]:
         """Each group's coordinator: cached, else one batched FindCoordinator for all missing.
 
-        Coordinators still loading or not yet elected are asked again with
-        backoff for ``BRANCH_SHARE`` of what is left of the deadline, then come back
-        as their last error, like any other per-group error: a group without a
-        coordinator must not cost the other groups their answers.
+        Coordinators still loading or not yet elected (any retriable error) are
+        asked again with backoff for ``BRANCH_SHARE`` of what is left of the
+        deadline, then come back as their last error, like any other per-group
+        error: a group without a coordinator must not cost the other groups their
+        answers.
         """
         wanted = list(dict.fromkeys(group_ids))
         async with self._bounded("FindCoordinator"):
@@ -740,11 +736,7 @@ class KafkaClient:
                 missing = []
                 retry = backoff.fits_before(give_up_at)
                 for group_id, answer in answers.items():
-                    if (
-                        retry
-                        and isinstance(answer, KafkaError)
-                        and answer.code in COORDINATOR_MOVED
-                    ):
+                    if retry and isinstance(answer, KafkaError) and is_retriable(answer.code):
                         self._note(f"FindCoordinator for group {group_id!r}: {answer}")
                         missing.append(group_id)
                         continue
@@ -797,6 +789,7 @@ class KafkaClient:
         *,
         min_version: int = 0,
         max_version: int | None = None,
+        error_code: Callable[[Any], int] | None = None,
     ) -> dict[BrokerNode, tuple[int, Any] | KafkaError]:
         """Send one request to every broker in the metadata (ListGroups' way of listing).
 
@@ -806,6 +799,11 @@ class KafkaClient:
         or without the API or version (UNSUPPORTED_VERSION). A broker that left
         the metadata after failing is still reported (what only it knew may not
         have reached the others yet); brokers that joined meanwhile are asked.
+
+        ``error_code(response)`` reads a response's top-level error: a broker that
+        answers a retriable one (a Kafka 4.2 broker's ListGroups while it loads a
+        group-coordinator partition: COORDINATOR_LOAD_IN_PROGRESS) is asked again
+        with backoff within its share; its last answer stands when the share runs out.
         """
         async with self._bounded(api_name(api_key)):
             results: dict[BrokerNode, tuple[int, Any] | KafkaError] = {}
@@ -821,13 +819,28 @@ class KafkaClient:
                     return results
 
                 def ask(broker: BrokerNode) -> Callable[[], Awaitable[tuple[int, Any]]]:
-                    return lambda: self.request(
-                        api_key,
-                        body,
-                        node=broker.node_id,
-                        min_version=min_version,
-                        max_version=max_version,
-                    )
+                    async def until_not_retriable() -> tuple[int, Any]:
+                        backoff = _Backoff()
+                        while True:
+                            answer = await self.request(
+                                api_key,
+                                body,
+                                node=broker.node_id,
+                                min_version=min_version,
+                                max_version=max_version,
+                            )
+                            code = 0 if error_code is None else int(error_code(answer[1]))
+                            if not is_retriable(code) or not backoff.fits_within(
+                                self.remaining_s()
+                            ):
+                                return answer
+                            self._note(
+                                f"{api_name(api_key)} from broker {broker.node_id} ({broker}): "
+                                f"{KafkaError.of(code)}"
+                            )
+                            await backoff.wait()
+
+                    return until_not_retriable
 
                 outcomes = await asyncio.gather(
                     *(self._within_share(ask(broker)) for broker in todo),
@@ -860,11 +873,13 @@ class KafkaClient:
 
         ``body(version, partitions)`` describes the request; ``split(response)``
         maps each (topic, partition) answered to (error code, result). Partitions
-        answered with a leader error (``LEADER_MOVED``) or whose leader left the
+        answered with a retriable error (a moved leader, a leader that does not
+        know the topic yet, OFFSET_NOT_AVAILABLE...), that fresh metadata gives
+        without a leader or with a retriable error, or whose leader left the
         metadata are looked up again in fresh metadata and re-asked with backoff,
         for ``BRANCH_SHARE`` of what is left of the deadline; after that they keep
-        their last error. Unknown topics and partitions, unreachable or silent
-        leaders, and leaders without the API are per-partition KafkaErrors.
+        their last error. Unknown topics (``retriable_for_topic``), unreachable or
+        silent leaders, and leaders without the API are per-partition KafkaErrors.
         """
         wanted = list(dict.fromkeys(partitions))
         async with self._bounded(api_name(api_key)):
@@ -882,12 +897,16 @@ class KafkaClient:
                     topic = metadata.topics.get(key[0])
                     if topic is not None and topic.error_code != 0:
                         results[key] = KafkaError.of(topic.error_code)
+                        if retriable_for_topic(topic.error_code):
+                            retry.append(key)
                         continue
                     partition = None if topic is None else topic.partitions.get(key[1])
                     if partition is None:
                         results[key] = KafkaError.of(ErrorCode.unknown_topic_or_partition)
-                    elif partition.leader_id < 0 or partition.error_code in LEADER_MOVED:
-                        results[key] = KafkaError.of(ErrorCode.leader_not_available)
+                    elif partition.leader_id < 0 or is_retriable(partition.error_code):
+                        results[key] = KafkaError.of(
+                            partition.error_code or ErrorCode.leader_not_available
+                        )
                         retry.append(key)
                     else:
                         by_leader.setdefault(partition.leader_id, []).append(key)
@@ -933,7 +952,7 @@ class KafkaClient:
                             results[key] = result
                             continue
                         results[key] = KafkaError.of(code, getattr(result, "error_message", None))
-                        if code in LEADER_MOVED:
+                        if is_retriable(code):
                             self._note(f"{api_name(api_key)} for {key[0]}-{key[1]}: {results[key]}")
                             retry.append(key)
                 if not retry or not backoff.fits_before(give_up_at):
@@ -959,12 +978,13 @@ class KafkaClient:
 
         ``body(version, group_ids)`` describes the request for some groups;
         ``split(response)`` maps each group in a response to (error code, result).
-        Groups answered with NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
-        COORDINATOR_NOT_AVAILABLE, or whose coordinator could not be reached, are
-        found again and re-asked with backoff for ``BRANCH_SHARE`` of what is left
-        of the deadline. The answer maps every group to its result, or to a
-        KafkaError: any other error code, the last coordinator error once the
-        time for re-asking is over, a coordinator that stayed unreachable
+        Groups answered with a retriable error are re-asked with backoff for
+        ``BRANCH_SHARE`` of what is left of the deadline; those answered with
+        NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE
+        (``COORDINATOR_MOVED``), or whose coordinator could not be reached, have
+        their coordinator found again first. The answer maps every group to its
+        result, or to a KafkaError: any other error code, the last retriable
+        error once the time for re-asking is over, a coordinator that stayed unreachable
         (NETWORK_EXCEPTION naming it), silent (REQUEST_TIMED_OUT) or without the
         API (UNSUPPORTED_VERSION). ``ask_again(result)`` marks an answer as
         transient (a share-partition whose leader is moving): it is asked again
@@ -1096,11 +1116,12 @@ class KafkaClient:
                 if ask_again is not None and ask_again(result):
                     self._note(f"{api_name(api_key)} for group {group_id!r}: a transient error")
                     retry.append(group_id)
-            elif code in COORDINATOR_MOVED:
+            elif is_retriable(code):
                 self._note(f"{api_name(api_key)} for group {group_id!r}: {KafkaError.of(code)}")
                 answered[group_id] = KafkaError.of(code, getattr(result, "error_message", None))
                 retry.append(group_id)
-                moved.append(group_id)
+                if code in COORDINATOR_MOVED:
+                    moved.append(group_id)
             else:
                 answered[group_id] = KafkaError.of(code, getattr(result, "error_message", None))
         self._cluster.forget_coordinators(moved)

@@ -1,10 +1,17 @@
-"""Kafka's error codes as plain data, and the one transport error the client retries.
+"""Kafka's error codes as plain data, which of them are asked again, and the transport errors.
 
 A broker reports most failures per group or per partition inside a successful
 response; kshare reports them the same way (partial failure as data), so the
 client hands them up as ``KafkaError`` values rather than raising. Names are
 Kafka's own upper-case names (``NOT_COORDINATOR``), the ones an operator finds
 in broker logs and Kafka's documentation.
+
+Which errors are worth asking again is decided here, once, for every level the
+client meets them at (a broker's whole answer, a group, a partition): the ones
+Kafka classes as retriable (``is_retriable``), with the two refinements below
+(``COORDINATOR_MOVED``, ``retriable_for_topic``). The client asks again only
+within the command's deadline, so a retriable error that does not pass is
+reported as it was last answered.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ ILLEGAL_SASL_STATE: Final = ErrorCode.illegal_sasl_state
 UNSUPPORTED_SASL_MECHANISM: Final = ErrorCode.unsupported_sasl_mechanism
 UNSUPPORTED_VERSION: Final = ErrorCode.unsupported_version
 
-#: Per-group errors that mean "ask again where the group lives now", not "the group failed".
+#: Retriable per-group errors after which the group's coordinator is found again before
+#: the group is asked again (the others are asked of the same coordinator).
 COORDINATOR_MOVED: Final = frozenset(
     {
         ErrorCode.coordinator_load_in_progress,
@@ -40,11 +48,32 @@ def error_name(code: int) -> str:
 
 
 def is_retriable(code: int) -> bool:
-    """Whether Kafka classes the error as retriable (kio carries Kafka's table)."""
+    """Whether Kafka classes the error as retriable: worth asking again, within the deadline.
+
+    Kafka's rule is its exception classes: an error is retriable when its exception
+    extends ``RetriableException`` (``clients/.../common/errors/``, through
+    ``InvalidMetadataException`` and ``RefreshRetriableException`` too), and its admin
+    client retries those. kio's ``ErrorCode.retriable`` carries that table (for
+    Kafka 4.2: the same 32 codes; ``tests/wire/test_errors.py`` holds them to it). A
+    code newer than kio is not retried: nothing says it would pass.
+    """
     try:
         return bool(ErrorCode(code).retriable)
     except ValueError:
         return False
+
+
+def retriable_for_topic(code: int) -> bool:
+    """Whether a topic-level Metadata error is worth asking again (LEADER_NOT_AVAILABLE is).
+
+    UNKNOWN_TOPIC_OR_PARTITION is retriable, yet for a whole topic it mostly means a
+    topic that does not exist (a typo, a deleted topic), and asking again would cost
+    every such answer a share of the deadline: Java's admin client fails it at once
+    too (Kafka 4.2 ``PartitionLeaderStrategy.handleTopicError`` for ListOffsets).
+    Per partition, and from a partition's leader, it stays retriable: a topic just
+    created that a broker has not learnt of yet.
+    """
+    return code != ErrorCode.unknown_topic_or_partition and is_retriable(code)
 
 
 @dataclass(frozen=True, slots=True)
