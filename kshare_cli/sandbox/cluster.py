@@ -24,7 +24,8 @@ on their own:
   is fenced; a fenced replica that comes back leads its leaderless partitions again.
 - A partition of a coordinator topic that gets a new leader is loading there for
   ``coordinator_load_s``: its groups' RPCs get COORDINATOR_LOAD_IN_PROGRESS,
-  as on Kafka while the new coordinator replays the partition; the share-partitions
+  as on Kafka while the new coordinator replays the partition, and so does the
+  new leader's ListGroups, for all its groups; the share-partitions
   whose state a moved ``__share_group_state`` partition holds are described with
   NOT_LEADER_OR_FOLLOWER meanwhile (measured on Kafka 4.2.0 during reassignments).
 """
@@ -249,6 +250,19 @@ class ClusterState:
     def loading(self, topic: str, partition: int) -> bool:
         """Whether a coordinator partition's new leader is still loading it."""
         return self._clock() < self._loading_until.get((topic, partition), 0.0)
+
+    def group_coordinator_loading(self, node_id: int) -> bool:
+        """Whether ``node_id`` is still loading a ``__consumer_offsets`` partition it leads.
+
+        ListGroups asks every group-coordinator partition a broker holds, and one that
+        is still loading fails the whole answer (see ``share_admin_rpcs.list_groups``).
+        """
+        now = self._clock()
+        return any(
+            now < until and self.leader(topic, partition) == node_id
+            for (topic, partition), until in self._loading_until.items()
+            if topic == GROUP_METADATA_TOPIC
+        )
 
     def group_coordinator(self, group_id: str) -> tuple[str, int]:
         return GROUP_METADATA_TOPIC, coordinator_partition(group_id, GROUP_METADATA_PARTITIONS)

@@ -47,8 +47,26 @@ from kshare_cli.wire.build import build
 
 @handles(LIST_GROUPS)
 async def list_groups(broker: Broker, request: Request, connection: Connection) -> Any:
+    """The groups this node coordinates, or COORDINATOR_LOAD_IN_PROGRESS and none at all.
+
+    Kafka 4.2's ``GroupCoordinatorService.listGroups`` reads every group-coordinator
+    partition the broker holds (``CoordinatorRuntime.scheduleReadAllOperation``); a
+    partition still loading fails its read with COORDINATOR_LOAD_IN_PROGRESS, which
+    fails the combined answer: a top-level error and an empty list, even for the
+    groups of the partitions already loaded. (NOT_COORDINATOR from a partition being
+    unloaded is dropped: it lists nothing.) Java's admin client retries the error.
+    """
     shares = installed_share_groups(broker)
     payload = request.payload
+    if broker.cluster.group_coordinator_loading(connection.node_id):
+        return build(
+            response_type(request),
+            {
+                "throttle_time": 0,
+                "error_code": ErrorCode.coordinator_load_in_progress,
+                "groups": [],
+            },
+        )
     states = {s.lower() for s in (getattr(payload, "states_filter", ()) or ())}
     types = {t.lower() for t in (getattr(payload, "types_filter", ()) or ())}
     groups = []

@@ -500,6 +500,41 @@ def test_each_node_lists_the_groups_it_coordinates(sandbox: SandboxThread) -> No
     assert len({seen[group] for group in groups}) > 1
 
 
+def test_a_node_loading_a_group_coordinator_answers_list_groups_with_no_group(
+    sandbox_cluster: StartCluster,
+) -> None:
+    """Kafka 4.2: one partition loading fails the node's whole ListGroups (issue 23)."""
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
+
+    sandbox = sandbox_cluster(3, coordinator_load_ms=1000)
+    suffix = uuid.uuid4().hex[:6]
+    coordinators: dict[str, int] = {}
+    for index in range(1000):  # until every node coordinates two groups
+        if all(list(coordinators.values()).count(node) >= 2 for node in (1, 2, 3)):
+            break
+        group = f"loading-{index}-{suffix}"
+        coordinators[group] = _find_coordinator(sandbox.bootstrap, group).node_id
+    groups = list(coordinators)
+    sandbox.call(lambda broker: _ensure(broker, groups))
+    moved = groups[0]
+    target = next(node for node in (1, 2, 3) if node != coordinators[moved])
+    # Groups of partitions the node has loaded long ago: not listed either meanwhile.
+    stays = [group for group in groups if coordinators[group] == target]
+
+    def listed(node: int) -> tuple[int, set[str]]:
+        response = call(
+            sandbox.addresses[node], ListGroupsRequest(states_filter=(), types_filter=())
+        )
+        return int(response.error_code), {group.group_id for group in response.groups}
+
+    sandbox.move_group_coordinator(moved, target)
+    assert listed(target) == (ErrorCode.coordinator_load_in_progress, set())
+    others = [node for node in (1, 2, 3) if node != target]
+    assert all(listed(node)[0] == ErrorCode.none for node in others)
+    _wait_for(lambda: listed(target)[0] == ErrorCode.none, 10, "the node to finish loading")
+    assert {moved, *stays} <= listed(target)[1]
+
+
 def _ensure(broker: Any, groups: list[str]) -> None:
     """Empty share groups, as an AlterShareGroupOffsets would leave them (no clients needed)."""
     from kshare_cli.sandbox.share import share_groups

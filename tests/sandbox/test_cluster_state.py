@@ -143,3 +143,23 @@ def test_broker_session_timeout_and_default_replication_factor_configs() -> None
         broker_config({"broker.session.timeout.ms": "9s"})
     with pytest.raises(BrokerConfigError, match="Value must be at least 1"):
         broker_config({"default.replication.factor": "0"})
+
+
+def test_a_node_loading_a_group_coordinator_partition_it_leads_is_loading_for_list_groups() -> None:
+    clock = Clock()
+    cluster = ClusterState(3, coordinator_load_s=0.5, clock=clock)
+    assert not any(cluster.group_coordinator_loading(node) for node in (1, 2, 3))
+    partition = next(p for p in range(50) if cluster.leader(GROUP_METADATA_TOPIC, p) == 1)
+    cluster.move_leader(GROUP_METADATA_TOPIC, partition, 2)
+    # Only the new leader loads, for all its groups: the old one no longer holds it.
+    assert [cluster.group_coordinator_loading(node) for node in (1, 2, 3)] == [False, True, False]
+    # A share-state partition loading is no group coordinator loading.
+    cluster.assign("__share_group_state", 1, 3)
+    cluster.move_leader("__share_group_state", 0, 3)
+    assert not cluster.group_coordinator_loading(3)
+    clock.now += 0.5
+    assert not cluster.group_coordinator_loading(2)
+    # A partition that moves on while loading stops loading where it was.
+    cluster.move_leader(GROUP_METADATA_TOPIC, partition, 3)
+    cluster.move_leader(GROUP_METADATA_TOPIC, partition, 1)
+    assert [cluster.group_coordinator_loading(node) for node in (1, 2, 3)] == [True, False, False]
