@@ -77,6 +77,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self.filter_text = ""
         self._table: TableSync | None = None
         self._known = KnownGroups()
+        self._ages_shown: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -115,17 +116,26 @@ class GroupsScreen(LiveScreen[GroupsView]):
 
     def show_status(self) -> None:
         super().show_status()
-        # The stale rows' ages count on between refreshes, as the status line's does.
-        if self.data is not None and self.data.stale:
-            self._show(self.data)
+        # The stale rows' ages count on between refreshes, as the status line's does; the
+        # rows are drawn again only when an age's text changed (once a second at most).
+        data = self.data
+        if data is not None and data.stale and self._ages(data) != self._ages_shown:
+            self._show(data)
+
+    def _ages(self, data: GroupsView) -> tuple[str, ...]:
+        now = self.dashboard.now()
+        return tuple(fmt.short(now - stale.read_at) for stale in data.stale)
 
     def _show(self, data: GroupsView) -> None:
         if self._table is None:
             return
         needle = self.filter_text.strip().lower()
-        now = self.dashboard.now()
+        self._ages_shown = ages = self._ages(data)
         rows = [(group.group_id, self._row(group)) for group in data.groups]
-        rows.extend((stale.summary.group_id, self._stale_row(stale, now)) for stale in data.stale)
+        rows.extend(
+            (stale.summary.group_id, self._stale_row(stale, age))
+            for stale, age in zip(data.stale, ages, strict=True)
+        )
         rows.sort(key=lambda row: row[0])
         shown = [row for row in rows if needle in row[0].lower()]
         self._table.sync(shown)
@@ -157,10 +167,10 @@ class GroupsScreen(LiveScreen[GroupsView]):
             fmt.empty_in(None if flow is None else flow.time_to_empty, compact=True),
         )
 
-    def _stale_row(self, stale: StaleGroup, now: float) -> tuple[Any, ...]:
+    def _stale_row(self, stale: StaleGroup, age: str) -> tuple[Any, ...]:
         """The last figures read, the name marked with their age; no rates (they were then)."""
         row = self._row(stale.summary)
-        marked = _Stale(stale.summary.group_id, f"stale {fmt.short(now - stale.read_at)}")
+        marked = _Stale(stale.summary.group_id, f"stale {age}")
         return (marked, *row[1:-2], fmt.UNKNOWN, fmt.UNKNOWN)
 
     def selected_group(self) -> str | None:
