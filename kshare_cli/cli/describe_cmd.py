@@ -7,7 +7,9 @@ group of another type (a consumer group) is such another failure: "group 'X' is
 not a share group", exit 1, as ``kshare delete`` refuses one; it exists, so
 "not found" (5) would send a script looking for a group that is there. With
 ``--all-groups``, a broker that did not answer the listing is named too (exit 1):
-the groups it coordinates are missing, so an answer without them is partial.
+any groups it coordinates are unknown, so the answer may be partial. Only "may":
+a broker that coordinates nothing fails its listing just the same, and nothing
+tells the two apart, so the message claims no missing groups.
 """
 
 from __future__ import annotations
@@ -129,7 +131,10 @@ def describe(
     for line in notices(report, output.value):
         typer.echo(line, err=True)
     for unlisted in report.broker_failures:
-        common.report_failure(f"{unlisted}: the share groups it coordinates are missing")
+        common.report_failure(
+            f"broker {unlisted.node_id} ({unlisted.host}:{unlisted.port}) did not list its "
+            f"share groups, so any it coordinates are unknown: {unlisted.error}"
+        )
     failures = report.errors()
     for failure in failures:
         common.report_failure(str(failure))

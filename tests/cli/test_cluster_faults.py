@@ -206,6 +206,13 @@ def test_describe_all_groups_names_the_broker_that_did_not_list(broken: FaultBed
         VICTIM,
         broken.address(VICTIM),
     )
+    # One line for the listing, claiming no more than it knows: its groups are unknown.
+    head = f"kshare: error: {broken.broker_named(VICTIM)}"
+    (said,) = [line for line in result.stderr.splitlines() if line.startswith(head)]
+    assert said.startswith(
+        f"{head} did not list its share groups, so any it coordinates are unknown: "
+    ), said
+    assert "missing" not in said, said
 
 
 def test_describe_all_groups_members_view_names_the_broker_too(broken: FaultBed) -> None:
