@@ -58,6 +58,7 @@ from kshare_cli.sandbox.cluster import (
 )
 from kshare_cli.sandbox.framing import Request, encode_response
 from kshare_cli.sandbox.log import LogStore, PartitionLog, RecordBatchError, Topic
+from kshare_cli.sandbox.profile import KafkaProfile
 from kshare_cli.sandbox.security import PLAINTEXT, ListenerSecurity
 from kshare_cli.sandbox.server import AnswerDropped, Connection, FrameServer
 from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, SHARE_STATE_TOPIC
@@ -141,12 +142,15 @@ class Broker:
         session_timeout_ms: int = 9000,
         default_replication_factor: int = 1,
         coordinator_load_ms: int = 200,
+        profile: KafkaProfile | None = None,
     ) -> None:
         if not 1 <= default_replication_factor <= nodes:
             raise ValueError(
                 f"default replication factor {default_replication_factor} needs 1..{nodes}"
             )
         self.logs = LogStore(data_dir)
+        #: The Kafka release (and ``share.version``) the whole cluster behaves as.
+        self.profile = profile or KafkaProfile()
         #: Which node leads what and which nodes are registered (``--brokers``).
         self.cluster = ClusterState(nodes, coordinator_load_s=coordinator_load_ms / 1000)
         #: Kafka's ``broker.session.timeout.ms``: how long a silent node stays registered.
@@ -364,17 +368,15 @@ class Broker:
                 for k, (lo, hi) in sorted(self.supported_versions().items())
             ],
             "throttle_time": 0,
-            "supported_features": (
-                [{"name": "share.version", "min_version": 0, "max_version": 1}]
-                if self.share_groups
-                else []
-            ),
+            "supported_features": [
+                {"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
+                for f in self.profile.supported_features(share_groups=self.share_groups)
+            ],
             "finalized_features_epoch": 1,
-            "finalized_features": (
-                [{"name": "share.version", "max_version_level": 1, "min_version_level": 1}]
-                if self.share_groups
-                else []
-            ),
+            "finalized_features": [
+                {"name": f.name, "max_version_level": f.level, "min_version_level": f.level}
+                for f in self.profile.features(share_groups=self.share_groups)
+            ],
         }
 
     def unsupported_api_versions(self, correlation_id: int) -> bytes:
@@ -531,7 +533,12 @@ class BrokerExtension:
 
 @handles(API_VERSIONS)
 async def api_versions(broker: Broker, request: Request, connection: Connection) -> Any:
-    return build(response_type(request), broker.api_versions_body(ErrorCode.none))
+    body = broker.api_versions_body(ErrorCode.none)
+    if request.api_version < 4:
+        # KIP-1022: a v3 client may not understand a supported range from 0, so Kafka
+        # leaves those features out below v4 (the 4.2 recording: metadata.version only).
+        body["supported_features"] = [f for f in body["supported_features"] if f["min_version"]]
+    return build(response_type(request), body)
 
 
 # -- SaslHandshake / SaslAuthenticate -------------------------------------------

@@ -208,9 +208,13 @@ class ShareGroupCoordinator:
         auto_initialize: bool = True,
         initialize_retry_interval_ms: int = DEFAULT_INITIALIZE_RETRY_INTERVAL_MS,
         on_member_removed: Callable[[RemovedMember], None] | None = None,
+        extra_epoch_before_initialization: bool = False,
     ) -> None:
         self.configs = configs if configs is not None else GroupConfigStore()
         self.auto_initialize = auto_initialize
+        #: Kafka 4.4 (``KafkaProfile.extra_epoch_before_initialization``): a group's first
+        #: initialisation comes one group epoch later, so its state epoch is 2, not 1.
+        self.extra_epoch_before_initialization = extra_epoch_before_initialization
         self.initialize_retry_interval_ms = initialize_retry_interval_ms
         self.on_member_removed = on_member_removed
         self._groups: dict[str, _Group] = {}
@@ -593,6 +597,12 @@ class ShareGroupCoordinator:
                     wanted[topic] = missing
         if not wanted:
             return None
+        if (
+            self.extra_epoch_before_initialization
+            and not group.initialized
+            and not any(group.initializing.values())
+        ):
+            group.group_epoch += 1
         for topic, parts in wanted.items():
             pending = group.initializing.get(topic)
             earlier = pending[0] if pending is not None else set()

@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime
 import io
 import struct
+from collections.abc import Sequence
 
-from kio.records.schema import NewRecordBatch, Record
+from kio.records.schema import NewRecordBatch, Record, RecordHeader
 from kio.records.writers import write_new_batch
 from kio.static.primitive import i8, i16, i32, i64
 
@@ -36,12 +37,16 @@ def rebase(batch: bytes | memoryview, base_offset: int, leader_epoch: int = 0) -
 
 
 def encode_batch(
-    records: list[tuple[bytes | None, bytes | None]], timestamp_ms: int, base_offset: int = 0
+    records: list[tuple[bytes | None, bytes | None]],
+    timestamp_ms: int,
+    base_offset: int = 0,
+    headers: Sequence[Sequence[tuple[str, bytes]]] | None = None,
 ) -> bytes:
     """An uncompressed v2 batch of (key, value) records, all with one CreateTime.
 
-    Brokers write their own internal records (``__share_group_state``) this way;
-    producers' batches never pass through here.
+    Brokers write their own records (``__share_group_state``, a share group's
+    dead-letter records, with ``headers`` per record) this way; producers'
+    batches never pass through here.
     """
     moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
     batch = NewRecordBatch(
@@ -58,7 +63,10 @@ def encode_batch(
                 offset=i64(base_offset + index),
                 key=key,
                 value=value,
-                headers=(),
+                headers=tuple(
+                    RecordHeader(key=name.encode(), value=data)
+                    for name, data in (headers[index] if headers is not None else ())
+                ),
             )
             for index, (key, value) in enumerate(records)
         ),

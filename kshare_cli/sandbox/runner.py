@@ -6,7 +6,11 @@ runs a function on that loop to inspect or change broker state safely.
 
 ``security`` makes the listener SSL, SASL_PLAINTEXT or SASL_SSL (see
 ``security.ListenerSecurity``); ``share_groups=False`` gives a broker without
-share groups, as a Kafka 3.x cluster would be. ``config`` takes broker configs
+share groups, as a Kafka 3.x cluster would be. ``kafka_version`` ("4.2", "4.3",
+"4.4") and ``share_version`` pick the Kafka release the sandbox behaves as
+(``profile.py``): ``SandboxThread(kafka_version="4.4")`` is a 4.4 cluster with
+``share.version`` 2 (the dead-letter queue on), ``share_version=1`` one as a new 4.4
+cluster is formatted. ``config`` takes broker configs
 by Kafka's names, as ``kshare sandbox --config`` does (``broker_config``), so a
 test can shorten the share coordinator's five-minute snapshot and prune timers.
 
@@ -28,9 +32,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kshare_cli.kafka.versions import KafkaVersion
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.broker_config import BrokerConfigError, broker_config
 from kshare_cli.sandbox.framing import Request
+from kshare_cli.sandbox.profile import DEFAULT_KAFKA_VERSION, KafkaProfile
 from kshare_cli.sandbox.security import ListenerSecurity
 
 T = TypeVar("T")
@@ -45,6 +51,8 @@ def new_broker(
     config: Mapping[str, str] | None = None,
     brokers: int = 1,
     coordinator_load_ms: int = 200,
+    kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
+    share_version: int | None = None,
     **options: Any,
 ) -> Broker:
     """A broker with every part of the emulator installed (``brokers`` nodes of it).
@@ -55,6 +63,9 @@ def new_broker(
     given, override its ``auto.create.topics.enable`` and ``num.partitions``.
     ``coordinator_load_ms`` is how long a node that just took over a coordinator
     partition answers COORDINATOR_LOAD_IN_PROGRESS for its groups.
+    ``kafka_version`` is the Kafka release the whole cluster behaves as
+    (``profile.KafkaProfile``) and ``share_version`` its finalized ``share.version``
+    (None: the release's own; 1 or 2 on 4.4, where 2 turns the dead-letter queue on).
     ``options`` configure the share groups (``settings``); with
     ``share_groups=False`` there are none to configure.
     """
@@ -81,6 +92,7 @@ def new_broker(
         session_timeout_ms=configured.broker_session_timeout_ms,
         default_replication_factor=configured.default_replication_factor,
         coordinator_load_ms=coordinator_load_ms,
+        profile=KafkaProfile(kafka_version, share_version),
     )
     if share_groups:
         install_share_groups(broker, coordinator=configured.share_coordinator, **options)

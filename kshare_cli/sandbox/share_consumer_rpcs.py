@@ -301,9 +301,12 @@ def _session_node(broker: Broker, connection: Connection) -> int | None:
     return connection.node_id if len(broker.cluster.node_ids) > 1 else None
 
 
-def _commit(deferred: list[SharePartition]) -> None:
+def _commit(shares: ShareGroups, deferred: list[SharePartition]) -> None:
+    """The deferred acknowledgements' writes completed; then any DLQ writes they started."""
     for share_partition in deferred:
         share_partition.commit_pending()
+    if any(share_partition.has_dead_letters for share_partition in deferred):
+        shares.drain_dead_letters()
     deferred.clear()
 
 
@@ -374,13 +377,13 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
             )
             if not fetched and deferred:
                 # Kafka parks such a fetch until the acknowledgement's write completes.
-                _commit(deferred)
+                _commit(shares, deferred)
                 continue
             remaining = deadline - loop.time()
             if fetched or ack_results or remaining <= 0:
                 break
             await broker.wait_data_changed(remaining)
-    _commit(deferred)
+    _commit(shares, deferred)
     touched = set(ack_results) | set(fetched) | set(errors)
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     leaders: set[int] = set()

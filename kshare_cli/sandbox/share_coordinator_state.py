@@ -148,12 +148,18 @@ class ShareCoordinatorState:
     # ------------------------------------------------------------------ calls
 
     def initialize(
-        self, share_partition: SharePartitionKey, *, state_epoch: int, start_offset: int
+        self,
+        share_partition: SharePartitionKey,
+        *,
+        state_epoch: int,
+        start_offset: int,
+        delivery_complete_count: int = DELIVERY_COMPLETE_COUNT_UNKNOWN,
     ) -> StateRecord:
         """The snapshot an InitializeShareGroupState call writes: a fresh start, no batches.
 
         Offset resets (kafka-share-groups --reset-offsets) arrive this way with
-        a higher state epoch, which then fences writes from the old epoch.
+        a higher state epoch, which then fences writes from the old epoch. Kafka 4.2
+        writes them with an unknown (-1) delivery-complete count, 4.4 with 0.
         """
         _fence(state_epoch, self._state_epochs.get(share_partition), FencedStateEpochError)
         current = self.state(share_partition)
@@ -165,7 +171,7 @@ class ShareCoordinatorState:
                 state_epoch=state_epoch,
                 leader_epoch=_UNINITIALIZED_EPOCH,
                 start_offset=start_offset,
-                delivery_complete_count=DELIVERY_COMPLETE_COUNT_UNKNOWN,
+                delivery_complete_count=delivery_complete_count,
                 create_timestamp=now,
                 write_timestamp=now,
                 state_batches=(),

@@ -12,6 +12,7 @@ persisted state after a leader change). The RPC handlers that reach it are in
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +20,13 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
+from kshare_cli.kafka.group_configs import (
+    DLQ_COPY_RECORD_ENABLE,
+    DLQ_GROUP_ENABLE,
+    DLQ_TOPIC_NAME,
+    DLQ_TOPIC_NAME_PREFIX_DEFAULT,
+)
+from kshare_cli.kafka.share_states import DeliveryState
 from kshare_cli.sandbox.broker import (
     SHARE_STATE_PARTITIONS,
     Broker,
@@ -37,12 +45,18 @@ from kshare_cli.sandbox.record_batches import encode_batch
 from kshare_cli.sandbox.share_coordinator import SnapshotOffsets, cold_snapshots
 from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.sandbox.share_partition import (
+    DeadLetter,
     SharePartition,
     SharePartitionConfig,
     StateWrite,
 )
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
-from kshare_cli.state.records import StateRecord, decode_record, encode_record
+from kshare_cli.state.records import (
+    DELIVERY_COMPLETE_COUNT_UNKNOWN,
+    StateRecord,
+    decode_record,
+    encode_record,
+)
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 
 log = logging.getLogger("kshare.sandbox")
@@ -79,13 +93,16 @@ class ShareGroups(BrokerExtension):
             raise ValueError(f"summary_read_wait_s must not be negative: {summary_read_wait_s}")
         #: See ``describe_share_group_offsets``: the wait of each further group of a request.
         self.summary_read_wait_s = summary_read_wait_s
-        self.configs = GroupConfigStore(settings)
+        self.configs = GroupConfigStore(settings, kafka_version=broker.profile.kafka_version)
         data_dir = broker.data_dir
         if data_dir is not None:
             # Kafka replays group ConfigRecords from its metadata log; this is ours.
             self.configs.restore(load_group_configs(data_dir))
             self.configs.on_change = lambda: save_group_configs(data_dir, self.configs.snapshot())
-        self.groups = ShareGroupCoordinator(self.configs)
+        self.groups = ShareGroupCoordinator(
+            self.configs,
+            extra_epoch_before_initialization=broker.profile.extra_epoch_before_initialization,
+        )
         #: The share coordinator's ``share.coordinator.*`` settings (``--config``).
         self.coordinator = coordinator or ShareCoordinatorConfig()
         self.state = ShareCoordinatorState(
@@ -99,6 +116,12 @@ class ShareGroups(BrokerExtension):
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         #: Share sessions by (node id, group, member): each broker has its own cache.
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
+        #: Kafka 4.4's cluster configs ``errors.deadletterqueue.topic.name.prefix`` and
+        #: ``errors.deadletterqueue.auto.create.topics.enable`` (dynamic in Kafka).
+        self.dlq_topic_name_prefix = DLQ_TOPIC_NAME_PREFIX_DEFAULT
+        self.dlq_auto_create_topics = False
+        #: Share-partitions with ARCHIVING records whose DLQ write is still to come.
+        self._dead_letter_keys: set[SharePartitionKey] = set()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -189,6 +212,8 @@ class ShareGroups(BrokerExtension):
 
     def tick(self, now: int) -> None:
         """Expire acquisition locks and member sessions: what Kafka's timers do."""
+        if self._dead_letter_keys:
+            self.drain_dead_letters()
         released = False
         for key, share_partition in list(self.partitions.items()):
             for write in share_partition.release_expired_locks(now):
@@ -235,11 +260,117 @@ class ShareGroups(BrokerExtension):
             state_batches=list(write.state_batches),
         )
         self._append_state(key, record)
+        if any(b.delivery_state == DeliveryState.ARCHIVING for b in write.state_batches):
+            self._dead_letter_keys.add(key)
+            self.drain_dead_letters()
+
+    # -- dead-letter queue (Kafka 4.4) ----------------------------------------
+
+    def drain_dead_letters(self) -> None:
+        """Phase 2 of Kafka's DLQ flow for every ARCHIVING write that completed: the DLQ
+        record, then ARCHIVED persisted (``SharePartition.initiateDLQAndArchive``).
+
+        A failed DLQ write (no topic, no ``errors.deadletterqueue.group.enable``, a name
+        without the cluster's prefix) is logged and the records are archived all the same,
+        as Kafka does. Runs right after each state write and on the timer, so a write whose
+        acknowledgement was deferred (a ShareFetch) is finished once it commits.
+        """
+        for key in sorted(self._dead_letter_keys, key=str):
+            share_partition = self.partitions.get(key)
+            if share_partition is None:
+                self._dead_letter_keys.discard(key)
+                continue
+            for letter in share_partition.take_dead_letters():
+                try:
+                    self.write_dead_letter(key, letter)
+                except DeadLetterError as error:
+                    # Kafka logs this as an error and archives all the same.
+                    log.warning("Failed to write to DLQ, proceeding to ARCHIVED: %s", error)
+                write = share_partition.archive_dead_letter(letter)
+                if write is not None:
+                    self._persist(key, write)
+            if not share_partition.has_pending_writes and not share_partition.has_dead_letters:
+                self._dead_letter_keys.discard(key)
+
+    def write_dead_letter(self, key: SharePartitionKey, letter: DeadLetter) -> None:
+        """Write one DLQ record per offset, as Kafka 4.4's ``ShareGroupDLQStateManager`` does.
+
+        Six ``__dlq.errors.*`` headers in order, key and value only with the group's
+        ``errors.deadletterqueue.copy.record.enable``, the original headers never, CreateTime
+        now, partition = source partition mod the DLQ topic's partition count.
+        """
+        overrides = self.configs.overrides(key.group_id)
+        name = overrides.get(DLQ_TOPIC_NAME, "").strip()
+        if not name:
+            raise DeadLetterError(
+                f"Configured DLQ topic name in share group: {key.group_id} is empty."
+            )
+        if name.startswith("__"):
+            raise DeadLetterError(
+                f"Configured DLQ topic name in share group: {key.group_id} cannot start "
+                f"with __, topic: {name}."
+            )
+        topic = self.broker.topic(name)
+        if topic is not None and topic.configs.get(DLQ_GROUP_ENABLE, "").strip().lower() != "true":
+            raise DeadLetterError(
+                f"DLQ is not enabled on configured DLQ topic for share group: {key.group_id}, "
+                f"topic: {name}."
+            )
+        if topic is None and not self.dlq_auto_create_topics:
+            raise DeadLetterError(
+                "DLQ topic does not exist and auto create is disabled on cluster for share "
+                f"group: {key.group_id}, topic: {name}."
+            )
+        prefix = self.dlq_topic_name_prefix
+        if prefix and not name.startswith(prefix):
+            raise DeadLetterError(
+                "Configured DLQ topic name does not comply with the DLQ topic prefix in share "
+                f"group: {key.group_id}, topic: {name}, prefix: {prefix}."
+            )
+        if topic is None:
+            topic = self.broker.create_topic(
+                name,
+                self.broker.default_partitions,
+                configs={DLQ_GROUP_ENABLE: "true", "message.timestamp.type": "CreateTime"},
+            )
+        source = self.broker.logs.by_id.get(key.topic_id)
+        source_name = source.name if source is not None else _kafka_uuid_text(key.topic_id)
+        copy = overrides.get(DLQ_COPY_RECORD_ENABLE, "").strip().lower() == "true"
+        originals = (
+            _records_at(source.partitions[key.partition], letter.first_offset, letter.last_offset)
+            if copy and source is not None and key.partition < len(source.partitions)
+            else {}
+        )
+        records: list[tuple[bytes | None, bytes | None]] = []
+        headers: list[list[tuple[str, bytes]]] = []
+        for offset in range(letter.first_offset, letter.last_offset + 1):
+            records.append(originals.get(offset, (None, None)))
+            headers.append(
+                [
+                    ("__dlq.errors.topic", source_name.encode()),
+                    ("__dlq.errors.partition", str(key.partition).encode()),
+                    ("__dlq.errors.offset", str(offset).encode()),
+                    ("__dlq.errors.group", key.group_id.encode()),
+                    ("__dlq.errors.delivery.count", str(letter.delivery_count).encode()),
+                    ("__dlq.errors.message", letter.reason.value.encode()),
+                ]
+            )
+        partition_log = topic.partitions[key.partition % len(topic.partitions)]
+        now = now_ms()
+        partition_log.append(encode_batch(records, now, headers=headers), now)
+        self.broker.notify_data_changed()
 
     def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> None:
-        self._append_state(
-            key, self.state.initialize(key, state_epoch=state_epoch, start_offset=start_offset)
+        """Write a share-partition's first snapshot (start -1) or a reset's (start given)."""
+        count = (
+            self.broker.profile.reset_delivery_complete_count
+            if start_offset >= 0
+            else DELIVERY_COMPLETE_COUNT_UNKNOWN
         )
+        record = self.state.initialize(
+            key, state_epoch=state_epoch, start_offset=start_offset, delivery_complete_count=count
+        )
+        self._append_state(key, record)
 
     def initialize_assigned(self, initialization: ShareInitialization) -> None:
         """Write the first state of newly assigned share-partitions (InitializeShareGroupState)."""
@@ -278,6 +409,7 @@ class ShareGroups(BrokerExtension):
             max_in_flight_records=self.configs.max_record_locks(key.group_id),
             delivery_count_limit=self.configs.delivery_count_limit(key.group_id),
             record_lock_duration_ms=self.configs.record_lock_duration_ms(key.group_id),
+            dead_letter_queue=self.dead_letter_queue(key.group_id),
         )
         share_partition = SharePartition(
             start_offset=persisted.start_offset,
@@ -292,7 +424,19 @@ class ShareGroups(BrokerExtension):
             config=config,
         )
         self.partitions[key] = share_partition
+        if share_partition.has_dead_letters:
+            # ARCHIVING left behind by a broker that stopped between the two writes.
+            self._dead_letter_keys.add(key)
         return share_partition
+
+    def dead_letter_queue(self, group_id: str) -> bool:
+        """Whether the group's rejected records go through ARCHIVING to a DLQ topic:
+        ``share.version`` 2 and the group's ``errors.deadletterqueue.topic.name`` set
+        (``SharePartition.isDLQEnabledForGroup``); with ``share.version`` 1 Kafka 4.4
+        keeps the configs and ignores them."""
+        if not self.broker.profile.dead_letter_queue:
+            return False
+        return bool(self.configs.overrides(group_id).get(DLQ_TOPIC_NAME, "").strip())
 
     def _auto_offset_reset(self, group_id: str, partition_log: Any) -> int:
         strategy = self.configs.auto_offset_reset_strategy(group_id)
@@ -364,6 +508,31 @@ def share_groups(broker: Broker) -> ShareGroups:
 
 def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
+
+
+class DeadLetterError(Exception):
+    """A DLQ write Kafka would refuse (its ``ConfigException`` messages)."""
+
+
+def _kafka_uuid_text(topic_id: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def _records_at(partition_log: Any, first: int, last: int) -> dict[int, tuple[Any, Any]]:
+    """The (key, value) of each offset in [first, last] still in the log."""
+    from kio.records.readers import read_batch
+
+    found: dict[int, tuple[Any, Any]] = {}
+    for index in range(partition_log.batch_index(first), len(partition_log.batches)):
+        stored = partition_log.batches[index]
+        if stored.base_offset > last:
+            break
+        decoded, _ = read_batch(stored.data, 0)
+        for record in decoded.records:
+            if first <= record.offset <= last:
+                found[int(record.offset)] = (_bytes(record.key), _bytes(record.value))
+    return found
 
 
 #: Kafka's ``Errors.message()`` of the errors a group RPC gets from the wrong node.

@@ -22,6 +22,14 @@ Kafka rules kept on purpose, because they are observable on the wire or in ``des
   and archive the record instead when it has reached the delivery count limit.
 * Records on their last delivery attempt, and records past half the limit, are delivered in
   shrinking groups (Kafka 4.2's throttling), so one poison record cannot drag a batch with it.
+* Kafka 4.4 with a dead-letter queue (``SharePartitionConfig.dead_letter_queue``): a rejected
+  record, and one released (or timed out) at the delivery limit, goes to ARCHIVING instead of
+  ARCHIVED. ARCHIVING is persisted, not delivery-complete and holds the start offset; once its
+  write completed the caller takes it with :meth:`SharePartition.take_dead_letters`, writes the
+  DLQ record and finishes it with :meth:`SharePartition.archive_dead_letter` (ARCHIVED, counted,
+  persisted with the start offset as it stands, then the start offset moves), as Kafka's
+  ``SharePartition.initiateDLQAndArchive`` does. ARCHIVING loaded from persisted state (a broker
+  that stopped between the two writes) is resumed the same way.
 
 Everything is pure: no I/O, no clock. Each call takes ``now_ms``; lock expiry happens only when
 the caller asks for it with :meth:`SharePartition.release_expired_locks`.
@@ -32,7 +40,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 from kio.schema.errors import ErrorCode
 
@@ -44,6 +52,8 @@ __all__ = [
     "AcknowledgeType",
     "AcknowledgementBatch",
     "AcquiredRecords",
+    "DeadLetter",
+    "DeadLetterReason",
     "InFlightRecord",
     "SharePartition",
     "SharePartitionConfig",
@@ -79,6 +89,24 @@ _ACK_TARGET: dict[int, DeliveryState] = {
 _VALID_ACKNOWLEDGE_TYPES = frozenset(int(t) for t in AcknowledgeType)
 
 
+class DeadLetterReason(StrEnum):
+    """Why a record goes to the dead-letter queue: Kafka's ``__dlq.errors.message`` texts
+    (``ShareGroupDLQManager.CLIENT_REJECT`` and ``DELIVERY_COUNT_EXCEEDED``)."""
+
+    REJECTED = "Offset rejected by client."
+    DELIVERY_LIMIT = "Offset delivery count exceeded the threshold."
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A range persisted as ARCHIVING, waiting for its DLQ write (Kafka 4.4)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    reason: DeadLetterReason
+
+
 @dataclass(frozen=True, slots=True)
 class SharePartitionConfig:
     """Broker and group settings one share-partition obeys.
@@ -91,6 +119,8 @@ class SharePartitionConfig:
     max_in_flight_records: int = 2000
     delivery_count_limit: int = 5
     record_lock_duration_ms: int = 30_000
+    dead_letter_queue: bool = False
+    """Kafka 4.4 with ``share.version`` 2 and a group DLQ topic: archive through ARCHIVING."""
 
     def __post_init__(self) -> None:
         if self.max_in_flight_records <= 0:
@@ -160,7 +190,7 @@ class _Slot:
     acknowledged, exactly like Kafka's InFlightState.
     """
 
-    __slots__ = ("state", "delivery_count", "member_id", "lock_expires_ms", "rollback")
+    __slots__ = ("state", "delivery_count", "member_id", "lock_expires_ms", "rollback", "reason")
 
     def __init__(
         self,
@@ -174,9 +204,13 @@ class _Slot:
         self.member_id = member_id
         self.lock_expires_ms = lock_expires_ms
         self.rollback: tuple[DeliveryState, str] | None = None
+        #: Why an ARCHIVING slot goes to the dead-letter queue.
+        self.reason: DeadLetterReason | None = None
 
     def copy(self) -> _Slot:
-        return _Slot(self.state, self.delivery_count, self.member_id, self.lock_expires_ms)
+        twin = _Slot(self.state, self.delivery_count, self.member_id, self.lock_expires_ms)
+        twin.reason = self.reason
+        return twin
 
 
 class _Batch:
@@ -253,6 +287,8 @@ class SharePartition:
         self._delivery_complete_count = 0
         self._gap_start: int | None = None
         self._gap_window_end = -1
+        #: ARCHIVING units whose write completed, waiting for :meth:`take_dead_letters`.
+        self._dead_letters: list[tuple[_Slot, int, int]] = []
 
         if start_offset == UNINITIALIZED_START_OFFSET:
             if reset_start_offset is None or reset_start_offset < 0:
@@ -284,9 +320,17 @@ class SharePartition:
             state = DeliveryState(batch.delivery_state)
             if state is DeliveryState.ACQUIRED:
                 raise ValueError("acquired records are never persisted")
-            self._insert(
-                _Batch(batch.first_offset, batch.last_offset, _Slot(state, batch.delivery_count))
-            )
+            slot = _Slot(state, batch.delivery_count)
+            self._insert(_Batch(batch.first_offset, batch.last_offset, slot))
+            if state is DeliveryState.ARCHIVING:
+                # Kafka resumes the DLQ write; the reason was not persisted, so it is inferred
+                # from the delivery count (``maybeResumeDlqArchiving``).
+                slot.reason = (
+                    DeadLetterReason.DELIVERY_LIMIT
+                    if batch.delivery_count >= self.config.delivery_count_limit
+                    else DeadLetterReason.REJECTED
+                )
+                self._dead_letters.append((slot, batch.first_offset, batch.last_offset))
             if state.is_terminal:
                 self._delivery_complete_count += batch.last_offset - batch.first_offset + 1
 
@@ -647,6 +691,7 @@ class SharePartition:
         self._keys.clear()
         self._cache.clear()
         self._pending.clear()
+        self._dead_letters.clear()
         self._start = start_offset
         self._end = start_offset
         self._delivery_complete_count = 0
@@ -969,7 +1014,9 @@ class SharePartition:
                     if ack_type == AcknowledgeType.RENEW:
                         slot.lock_expires_ms = renewed_lock
                         continue
-                    self._transition(slot, offset, offset, _ACK_TARGET[ack_type], changes, written)
+                    self._transition(
+                        slot, offset, offset, self._ack_target(ack_type), changes, written
+                    )
                 continue
             assert whole is not None
             if whole.state is not DeliveryState.ACQUIRED:
@@ -981,11 +1028,60 @@ class SharePartition:
                 whole,
                 batch.first_offset,
                 batch.last_offset,
-                _ACK_TARGET[types[0]],
+                self._ack_target(types[0]),
                 changes,
                 written,
             )
         return ErrorCode.none
+
+    # ----------------------------------------------------------------- dead-letter queue
+
+    @property
+    def has_dead_letters(self) -> bool:
+        """True while ARCHIVING records wait for :meth:`take_dead_letters`."""
+        return bool(self._dead_letters)
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        """The ARCHIVING ranges whose write completed, for the caller's DLQ writes (oldest first).
+
+        Each must be finished with :meth:`archive_dead_letter`, whether the DLQ write
+        succeeded or not: Kafka archives regardless, or the start offset would stall.
+        """
+        taken, self._dead_letters = self._dead_letters, []
+        letters: list[DeadLetter] = []
+        for slot, first, last in taken:
+            if slot.state is DeliveryState.ARCHIVING and slot.reason is not None:
+                letters.append(DeadLetter(first, last, slot.delivery_count, slot.reason))
+        return letters
+
+    def archive_dead_letter(self, letter: DeadLetter) -> StateWrite | None:
+        """ARCHIVING → ARCHIVED after the DLQ write: the write Kafka persists, then the start
+        offset moves (None when a reset dropped the range meanwhile)."""
+        written: list[StateBatch] = []
+        floor = self._floor(letter.first_offset)
+        low = letter.first_offset if floor is None else floor.first_offset
+        for batch in self._batches_keyed_between(low, letter.last_offset):
+            for first, last, slot in batch.units():
+                if first < letter.first_offset or last > letter.last_offset:
+                    continue
+                if slot.state is not DeliveryState.ARCHIVING:
+                    continue
+                self._archive_in_place(slot)
+                slot.reason = None
+                self._delivery_complete_count += self._records_in_window(first, last)
+                written.append(
+                    StateBatch(first, last, int(DeliveryState.ARCHIVED), slot.delivery_count)
+                )
+        if not written:
+            return None
+        write = self._state_write(written)
+        self._advance_start_offset()
+        return write
+
+    def _ack_target(self, ack_type: int) -> DeliveryState:
+        if ack_type == AcknowledgeType.REJECT and self.config.dead_letter_queue:
+            return DeliveryState.ARCHIVING
+        return _ACK_TARGET[ack_type]
 
     # ----------------------------------------------------------------- transitions and writes
 
@@ -999,10 +1095,14 @@ class SharePartition:
         written: list[StateBatch],
     ) -> None:
         """Move an acquired unit out of Acquired, remembering how to undo it."""
+        dead_letter = self.config.dead_letter_queue
         if target is DeliveryState.AVAILABLE and (
             slot.delivery_count >= self.config.delivery_count_limit
         ):
-            target = DeliveryState.ARCHIVED
+            target = DeliveryState.ARCHIVING if dead_letter else DeliveryState.ARCHIVED
+            slot.reason = DeadLetterReason.DELIVERY_LIMIT
+        elif target is DeliveryState.ARCHIVING:
+            slot.reason = DeadLetterReason.REJECTED
         slot.rollback = (slot.state, slot.member_id)
         slot.state = target
         slot.member_id = ""
@@ -1012,11 +1112,13 @@ class SharePartition:
             self._delivery_complete_count += self._records_in_window(first, last)
 
     def _commit(self, changes: list[tuple[_Slot, int, int, DeliveryState]]) -> None:
-        for slot, _first, _last, _target in changes:
+        for slot, first, last, _target in changes:
             slot.rollback = None
             slot.lock_expires_ms = None
             if slot.state is DeliveryState.AVAILABLE:
                 self._find_next_fetch_offset = True
+            elif slot.state is DeliveryState.ARCHIVING:
+                self._dead_letters.append((slot, first, last))
         if changes:
             self._advance_start_offset()
 
@@ -1026,6 +1128,7 @@ class SharePartition:
                 continue
             previous_state, previous_member = slot.rollback
             slot.rollback = None
+            slot.reason = None
             if slot.lock_expires_ms is not None and slot.lock_expires_ms <= now_ms:
                 slot.state = (
                     DeliveryState.ARCHIVED
