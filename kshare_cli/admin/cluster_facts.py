@@ -183,13 +183,19 @@ def cluster_facts_from(
     return ClusterFacts(node_id, features, supports, configs)
 
 
-async def read_cluster_facts(client: KafkaClient) -> ClusterFacts:
+async def read_cluster_facts(client: KafkaClient, *, configs: bool = True) -> ClusterFacts:
     """The cluster's facts: features from the client's ApiVersions, configs from one broker.
 
     The broker asked is the lowest id in the metadata (as ``GroupConfigAdmin``
     asks); a refusal of its configs is kept as ``configs_error``, not raised.
+    Without ``configs`` only the features are read, which costs no request (a
+    ``describe --state`` must not wait on one broker for a header).
     """
     versions = client.broker_versions
+    if not configs:
+        return cluster_facts_from(
+            versions.finalized_features, versions.supported_features, None, None
+        )
     metadata = await client.metadata([])
     if not metadata.brokers:
         raise ConnectionFailed("the cluster metadata lists no brokers")

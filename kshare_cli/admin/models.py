@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, Literal, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from kshare_cli.errors import UsageError
 from kshare_cli.wire.errors import KafkaError
+
+if TYPE_CHECKING:
+    from kshare_cli.admin.cluster_facts import ClusterFacts
 
 __all__ = [
     "GROUP_STATES",
@@ -533,7 +536,13 @@ class GroupResults(Generic[R]):
 
 @dataclass(frozen=True, slots=True)
 class GroupDescriptions(GroupResults[GroupDescription]):
-    """The result of describing share groups: a description or a failure per group."""
+    """The result of describing share groups: a description or a failure per group.
+
+    ``cluster`` is what the cluster's features say (the Kafka line,
+    ``share.version``), when the describe looked them up (``--state``).
+    """
+
+    cluster: ClusterFacts | None = None
 
 
 @dataclass(frozen=True, slots=True)

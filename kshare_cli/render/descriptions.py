@@ -313,10 +313,14 @@ def descriptions_document(descriptions: GroupDescriptions) -> dict[str, Any]:
             document = _group_state_document(result)
             document["members"] = [_member_document(member) for member in result.members]
             groups.append(document)
-    return {
+    answer: dict[str, Any] = {
         "groups": groups,
         "broker_errors": broker_errors_document(descriptions.broker_failures),
     }
+    if descriptions.cluster is not None:
+        # describe --state: the Kafka line and share.version the cluster's features say.
+        answer["cluster"] = descriptions.cluster.document()
+    return answer
 
 
 def member_rows(descriptions: GroupDescriptions) -> list[dict[str, Any]]:

@@ -68,9 +68,14 @@ async def describe(
             result = await admin.list_share_partition_offsets(ids)
         else:
             result = await admin.describe_groups(ids)
+            if view == "state":
+                # The Kafka line and share.version: from ApiVersions, no request.
+                facts = await session.cluster_facts(admin, configs=False)
+                result = dataclasses.replace(result, cluster=facts)
         return dataclasses.replace(result, broker_failures=unlisted)
 
-    return await Session(settings, timeout_s).ask("describing share groups", question)
+    session = Session(settings, timeout_s)
+    return await session.ask("describing share groups", question)
 
 
 def list_group_ids(settings: ConnectionSettings, timeout_s: float) -> list[str]:

@@ -156,17 +156,19 @@ class Session:
 
     # ------------------------------------------------------------------ the cluster
 
-    async def cluster_facts(self, admin: ShareGroupAdmin) -> ClusterFacts:
+    async def cluster_facts(self, admin: ShareGroupAdmin, *, configs: bool = True) -> ClusterFacts:
         """The cluster's feature levels and share-related configs, looked up once per session.
 
         Commands that offer a version-dependent feature (the dead-letter queue needs
         ``share.version`` 2) ask here, so one run costs one DescribeConfigs however
         many parts of it ask; the features come with the client's ApiVersions.
+        ``configs=False`` is enough for what the features say (the Kafka line,
+        ``share.version``) and sends nothing.
         """
-        if self._facts is None:
+        if self._facts is None or (configs and self._facts.node_id is None):
             from kshare_cli.admin.cluster_facts import read_cluster_facts
 
-            self._facts = await read_cluster_facts(admin.client)
+            self._facts = await read_cluster_facts(admin.client, configs=configs)
         return self._facts
 
     @property
