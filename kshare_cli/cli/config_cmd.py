@@ -1,4 +1,4 @@
-"""``kshare config``: show and change a share group's configs (``share.*``).
+"""``kshare config``: show and change a share group's configs (``share.*``, the DLQ's).
 
 The kafka-configs.sh ``--entity-type groups`` of share groups, with the checks
 done first: a value is held to Kafka's bounds -- ConfigDef's static ones before
@@ -6,7 +6,10 @@ anything is sent, the broker's (``group.share.max.record.lock.duration.ms`` ...)
 read from the broker -- so an out-of-bounds value is one usage error (exit 2) and
 nothing changes. What the broker still refuses is reported with its own message
 (exit 1). As in Kafka, a group need not exist to be configured, and
-consumer.*/streams.* group configs are left to kafka-configs.sh.
+consumer.*/streams.* group configs are left to kafka-configs.sh. Kafka 4.4's
+dead-letter-queue configs (``errors.deadletterqueue.*``) are a share group's too;
+what Kafka accepts but will not act on (``share.version`` 1, a name without the
+cluster's prefix, a missing or not-enabled DLQ topic) is a warning, exit 0.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="config",
-    help="Show and change share-group configs (share.*): get, set, unset.",
+    help="Show and change share-group configs (share.*, errors.deadletterqueue.*): get, set, "
+    "unset.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -84,7 +88,7 @@ def get(
     timeout: common.Timeout = common.DEFAULT_TIMEOUT,
     debug: common.Debug = False,
 ) -> None:
-    """Show a group's share configs: value and source (DEFAULT_CONFIG or DYNAMIC_GROUP_CONFIG).
+    """Show a group's share configs (share.*, Kafka 4.4's errors.deadletterqueue.*) and sources.
 
     -o plain is kafka-configs.sh --entity-type groups --describe byte for byte:
     only the group's own values, or every config with --all.
@@ -121,7 +125,8 @@ def set_(
         list[str],
         typer.Argument(
             metavar="KEY=VALUE...",
-            help="share.* configs to set, e.g. share.record.lock.duration.ms=20000.",
+            help="Share-group configs to set, e.g. share.record.lock.duration.ms=20000 or "
+            "errors.deadletterqueue.topic.name=dlq.orders (Kafka 4.4).",
             autocompletion=_complete_assignments,
             show_default=False,
         ),
@@ -134,11 +139,16 @@ def set_(
     timeout: common.Timeout = common.DEFAULT_TIMEOUT,
     debug: common.Debug = False,
 ) -> None:
-    """Set share configs on a group, checked against Kafka's bounds first.
+    """Set share configs on a group, checked against Kafka's rules first.
 
-    An unknown key, a malformed KEY=VALUE or a value out of bounds (Kafka's static
-    bounds, or the broker's group.share.* settings) is a usage error, exit 2, and
-    nothing is sent; a refusal by the broker exits 1 with its message.
+    An unknown key, a malformed KEY=VALUE or a value Kafka refuses (out of its
+    static bounds or the broker's group.share.min/max.* settings, a boolean not
+    spelt true/false, a DLQ topic name starting with __) is a usage error, exit 2,
+    and nothing is sent; a refusal by the broker exits 1 with its message. A DLQ
+    setting Kafka accepts but will not act on is set, with a warning on stderr:
+    share.version below 2, a name without the cluster's
+    errors.deadletterqueue.topic.name.prefix, a DLQ topic that does not exist while
+    auto-create is off, a topic without errors.deadletterqueue.group.enable=true.
     """
 
     def check() -> None:
@@ -161,7 +171,7 @@ def unset(
         list[str],
         typer.Argument(
             metavar="KEY...",
-            help="share.* configs to return to their defaults.",
+            help="Share-group configs to return to their defaults.",
             autocompletion=_complete_names,
             show_default=False,
         ),
