@@ -175,9 +175,9 @@ def _read_topic(cluster: Cluster, topic: str, partitions: int) -> list[Any]:
                 continue
             assert message.error() is None, message.error()
             messages.append(message)
-            partition, offset = message.partition(), message.offset()
-            assert partition is not None and offset is not None
-            positions[partition] = offset + 1
+            at, offset = message.partition(), message.offset()
+            assert at is not None and offset is not None
+            positions[at] = offset + 1
         return sorted(messages, key=lambda m: (m.partition(), m.offset()))
     finally:
         consumer.close()
