@@ -729,6 +729,8 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
                 f"{replication} cannot be reached because only {registered} broker(s) "
                 "are registered.",
             )
+        elif (refusal := _topic_config_refusal(broker, wanted.configs)) is not None:
+            result.update(error_code=refusal[0], error_message=refusal[1])
         elif not payload.validate_only:
             configs = {c.name: c.value for c in wanted.configs if c.value is not None}
             topic = broker.create_topic(
@@ -737,6 +739,17 @@ async def create_topics(broker: Broker, request: Request, connection: Connection
             result["topic_id"] = topic.topic_id
         results.append(result)
     return build(response_type(request), {"throttle_time": 0, "topics": results})
+
+
+def _topic_config_refusal(broker: Broker, configs: Any) -> tuple[int, str] | None:
+    """The group-config RPCs' check of the topic configs they know (4.4's DLQ flag)."""
+    from kshare_cli.sandbox.group_config_rpcs import topic_config_refusal
+    from kshare_cli.sandbox.share_groups import installed_share_groups
+
+    shares = installed_share_groups(broker)
+    return topic_config_refusal(
+        None if shares is None else shares.configs, {c.name: c.value for c in configs}
+    )
 
 
 @handles(DELETE_TOPICS)

@@ -485,3 +485,138 @@ def test_only_applied_changes_reach_on_change_and_restore_gives_them_back() -> N
     assert restored.record_lock_duration_ms("g") == 20000
     restored.incremental_alter("h", [("share.auto.offset.reset", SET, "earliest")])
     assert restored.auto_offset_reset("h") == "earliest"
+
+
+# --------------------------------------------------------------------------- Kafka 4.4
+
+
+RECORDED_44 = GOLDEN.parent / "kafka-4.4" / "tool-output" / "kafka-configs"
+
+
+def _plain(entries: list[ConfigEntry]) -> list[str]:
+    """Entries as kafka-configs.sh prints them (its source names, as kshare's converter maps)."""
+    names = {
+        ConfigSource.GROUP_CONFIG: "DYNAMIC_GROUP_CONFIG",
+        ConfigSource.TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG",
+    }
+    return [
+        f"  {e.name}={e.value} sensitive=false synonyms={{"
+        + ", ".join(f"{names.get(s.source, s.source.name)}:{s.name}={s.value}" for s in e.synonyms)
+        + "}"
+        for e in sorted(entries, key=lambda entry: entry.name)
+    ]
+
+
+def test_44_describe_all_is_the_recorded_one() -> None:
+    store = GroupConfigStore(kafka_version="4.4")
+    assert store.incremental_alter(
+        "golden-dh",
+        [
+            ("errors.deadletterqueue.copy.record.enable", SET, "true"),
+            ("errors.deadletterqueue.topic.name", SET, "golden-dh-dead"),
+        ],
+    ) == (0, None)
+    recorded = (RECORDED_44 / "08-describe-golden-dh-all.out").read_text().splitlines()[1:]
+    assert _plain(store.describe("golden-dh", include_synonyms=True)) == recorded
+    assert (store.dlq_topic_name("golden-dh"), store.dlq_copy_record("golden-dh")) == (
+        "golden-dh-dead",
+        True,
+    )
+    assert GroupConfigStore(kafka_version="4.3").dlq_topic_name("golden-dh") == ""
+
+
+def test_44_validates_only_the_keys_set_with_its_messages() -> None:
+    store = GroupConfigStore(kafka_version="4.4")
+    for ops, message in (
+        ([("share.delivery.count.limit", SET, "11")],
+         "share.delivery.count.limit must be in the range 2 to 10 inclusive."),
+        ([("streams.num.standby.replicas", SET, "3")],
+         "streams.num.standby.replicas must be less than or equal to 2"),
+        ([("errors.deadletterqueue.topic.name", SET, "__golden-dh")],
+         "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"),
+    ):  # fmt: skip
+        assert store.incremental_alter("g", ops) == (ErrorCode.invalid_config, message)
+    # A broker whose lock-duration maximum is below the static default: 4.4 does not care
+    # about a key the group leaves unset (4.2 refused every alter, see above).
+    low = GroupConfigStore(
+        BrokerGroupSettings(
+            share_record_lock_duration_ms=20000, share_max_record_lock_duration_ms=20000
+        ),
+        kafka_version="4.4",
+    )
+    assert low.incremental_alter("g", [("share.auto.offset.reset", SET, "earliest")]) == (0, None)
+
+
+def test_44_dlq_cluster_configs_static_and_dynamic_defaults() -> None:
+    store = GroupConfigStore(kafka_version="4.4")
+    assert (store.dlq_topic_name_prefix, store.dlq_auto_create_topics) == ("dlq.", False)
+    ops = [
+        ("errors.deadletterqueue.auto.create.topics.enable", SET, "true"),
+        ("errors.deadletterqueue.topic.name.prefix", SET, "dlq."),
+    ]
+    assert store.alter_cluster_defaults(ops) == (0, None)
+    recorded = (RECORDED_44 / "14-describe-broker-default.out").read_text().splitlines()[1:]
+    described = store.describe_cluster_defaults(include_synonyms=True)
+    # min.insync.replicas was the controller's, not the recording's: the sandbox has none.
+    assert [
+        f"  {e.name}={e.value} sensitive=false synonyms={{"
+        + ", ".join(f"{s.source.name}:{s.name}={s.value}" for s in e.synonyms)
+        + "}"
+        for e in described
+    ] == [line for line in recorded if "min.insync.replicas" not in line]
+    assert store.dlq_auto_create_topics is True
+    (flag,) = store.describe_broker(
+        ["errors.deadletterqueue.auto.create.topics.enable"], include_synonyms=True
+    )
+    assert [(s.source, s.value) for s in flag.synonyms] == [
+        (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, "true"),
+        (ConfigSource.DEFAULT_CONFIG, "false"),
+    ]
+    deleted = [(name, DELETE, None) for name, _, _ in ops]
+    assert store.alter_cluster_defaults(deleted) == (0, None)
+    assert store.describe_cluster_defaults() == []
+    assert store.alter_cluster_defaults(
+        [("errors.deadletterqueue.auto.create.topics.enable", SET, "maybe")]
+    ) == (
+        ErrorCode.invalid_config,
+        "Invalid value maybe for configuration errors.deadletterqueue.auto.create.topics.enable: "
+        "Expected value to be either true or false",
+    )
+    # Static, as in server.properties.
+    static = GroupConfigStore(
+        kafka_version="4.4", cluster_configs={"errors.deadletterqueue.topic.name.prefix": ""}
+    )
+    assert static.dlq_topic_name_prefix == ""
+    # 4.2 and 4.3 have no DLQ cluster configs.
+    assert GroupConfigStore(kafka_version="4.3").cluster_config_names() == ()
+    assert GroupConfigStore().alter_cluster_defaults(ops)[0] == ErrorCode.invalid_request
+
+
+def test_create_topics_checks_the_dlq_flag_as_kafka() -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kshare_cli.sandbox.runner import SandboxThread
+    from tests.cli.test_config_cmd_kafka44 import kafka_44
+
+    def create(bootstrap: str, name: str, value: str) -> str | None:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        topic = NewTopic(name, 1, 1, config={"errors.deadletterqueue.group.enable": value})
+        (future,) = admin.create_topics([topic]).values()
+        try:
+            future.result(30)
+        except Exception as error:  # noqa: BLE001 -- the refusal is what is asserted
+            return str(error.args[0].str())
+        return None
+
+    with SandboxThread() as sandbox:
+        assert create(sandbox.bootstrap, "t42", "true") == (
+            "Unknown topic config name: errors.deadletterqueue.group.enable"
+        )
+        kafka_44(sandbox)
+        assert create(sandbox.bootstrap, "t44", "maybe") == (
+            "Invalid value maybe for configuration errors.deadletterqueue.group.enable: "
+            "Expected value to be either true or false"
+        )
+        assert create(sandbox.bootstrap, "dlq.t44", "true") is None
+        configs = sandbox.call(lambda broker: dict(broker.topic("dlq.t44").configs))
+    assert configs == {"errors.deadletterqueue.group.enable": "true"}
