@@ -64,8 +64,7 @@ def test_what_the_cluster_lacks_is_said_plainly() -> None:
 
 @pytest.mark.parametrize("share_version", [1, 2])
 def test_facts_of_a_44_cluster(share_version: int) -> None:
-    with SandboxThread() as sandbox:
-        kafka_44(sandbox, share_version=share_version)
+    with kafka_44(share_version=share_version) as sandbox:
         facts = _with_client(sandbox.bootstrap, read_cluster_facts)
     assert (facts.share_version, facts.metadata_version, facts.kafka_line) == (
         share_version,
@@ -101,13 +100,12 @@ def test_the_session_looks_the_facts_up_once(monkeypatch: pytest.MonkeyPatch) ->
 
     lookups: list[ClusterFacts] = []
 
-    async def counted(client: KafkaClient) -> ClusterFacts:
-        lookups.append(await read_cluster_facts(client))
+    async def counted(client: KafkaClient, *, configs: bool = True) -> ClusterFacts:
+        lookups.append(await read_cluster_facts(client, configs=configs))
         return lookups[-1]
 
     monkeypatch.setattr(cluster_facts, "read_cluster_facts", counted)
-    with SandboxThread() as sandbox:
-        kafka_44(sandbox)
+    with kafka_44() as sandbox:
         settings = resolve_settings(
             bootstrap=sandbox.bootstrap, command_config=None, profile=None, environ={}
         )

@@ -10,8 +10,8 @@ is off, a topic without ``errors.deadletterqueue.group.enable=true``, a cluster
 whose ``share.version`` is 1. The 4.2 profile's outputs are
 ``test_config_cmd.py``'s.
 
-Until the sandbox has a cluster-wide 4.4 profile, ``kafka_44`` switches a
-sandbox's group-config store to 4.4 and its ApiVersions to 4.4's feature levels.
+``kafka_44`` starts a sandbox in its Kafka 4.4 profile (``share.version`` 2
+unless asked for 1).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from confluent_kafka.admin import (
 )
 
 from kshare_cli.errors import ExitCode
-from kshare_cli.sandbox.group_configs import GroupConfigStore
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.share import share_groups
 from tests.cli.conftest import Kshare, assert_one_error_line, validate
@@ -55,41 +54,9 @@ def recorded(name: str) -> str:
     return next(RECORDED.glob(f"{name}-*.out")).read_text(encoding="utf-8")
 
 
-def kafka_44(
-    sandbox: SandboxThread,
-    *,
-    share_version: int = 2,
-    cluster_configs: dict[str, str] | None = None,
-) -> None:
-    """Give the sandbox Kafka 4.4's group configs and feature levels (4.3-IV0, as recorded)."""
-
-    def switch(broker: Any) -> None:
-        shares = share_groups(broker)
-        shares.configs = GroupConfigStore(
-            shares.configs.broker, kafka_version="4.4", cluster_configs=cluster_configs
-        )
-        shares.groups.configs = shares.configs
-        plain = broker.api_versions_body
-
-        def with_44_features(error_code: int) -> dict[str, Any]:
-            body: dict[str, Any] = plain(error_code)
-            body["supported_features"] = [
-                {"name": "metadata.version", "min_version": 7, "max_version": 30},
-                {"name": "share.version", "min_version": 0, "max_version": 2},
-            ]
-            body["finalized_features"] = [
-                {"name": "metadata.version", "max_version_level": 30, "min_version_level": 30},
-                {
-                    "name": "share.version",
-                    "max_version_level": share_version,
-                    "min_version_level": share_version,
-                },
-            ]
-            return body
-
-        broker.api_versions_body = with_44_features
-
-    sandbox.call(switch)
+def kafka_44(*, share_version: int = 2) -> SandboxThread:
+    """A sandbox in Kafka 4.4's profile (metadata.version 4.3-IV0, as recorded), not started."""
+    return SandboxThread(kafka_version="4.4", share_version=share_version)
 
 
 def create_topic(sandbox: SandboxThread, name: str, config: dict[str, str]) -> None:
@@ -100,8 +67,7 @@ def create_topic(sandbox: SandboxThread, name: str, config: dict[str, str]) -> N
 
 @pytest.fixture(scope="module")
 def sandbox_44() -> Iterator[SandboxThread]:
-    with SandboxThread() as sandbox:
-        kafka_44(sandbox)
+    with kafka_44() as sandbox:
         create_topic(sandbox, "dlq.golden-dg", {"errors.deadletterqueue.group.enable": "true"})
         create_topic(sandbox, "dlq.golden-dg2", {"errors.deadletterqueue.group.enable": "true"})
         yield sandbox
@@ -297,8 +263,7 @@ def test_a_topic_without_group_enable_is_named(
 
 
 def test_share_version_1_is_said_plainly(tmp_path: Path) -> None:
-    with SandboxThread() as sandbox:
-        kafka_44(sandbox, share_version=1)
+    with kafka_44(share_version=1) as sandbox:
         create_topic(sandbox, "dlq.g", {"errors.deadletterqueue.group.enable": "true"})
         kshare = Kshare(sandbox.bootstrap, None, tmp_path / "config.toml")
         result = kshare.run("config", "set", "g", "errors.deadletterqueue.topic.name=dlq.g")
@@ -316,11 +281,16 @@ def test_share_version_1_is_said_plainly(tmp_path: Path) -> None:
 
 
 def test_auto_create_on_means_a_missing_topic_is_no_warning(tmp_path: Path) -> None:
-    with SandboxThread() as sandbox:
-        kafka_44(
-            sandbox,
-            cluster_configs={"errors.deadletterqueue.auto.create.topics.enable": "true"},
-        )
+    with kafka_44() as sandbox:
+
+        def auto_create(broker: Any) -> None:
+            # As server.properties would set it.
+            configs = share_groups(broker).configs
+            configs.static_cluster_configs["errors.deadletterqueue.auto.create.topics.enable"] = (
+                "true"
+            )
+
+        sandbox.call(auto_create)
         kshare = Kshare(sandbox.bootstrap, None, tmp_path / "config.toml")
         result = kshare.run("config", "set", "g", "errors.deadletterqueue.topic.name=dlq.g")
         assert (result.exit_code, result.stderr) == (0, "")

@@ -39,8 +39,7 @@ def _make_group(bootstrap: str, group: str, topic: str) -> None:
 def test_state_json_shows_the_kafka_line_and_share_version(
     tmp_path: Path, share_version: int, dead_letter_queue: bool
 ) -> None:
-    with SandboxThread() as sandbox:
-        kafka_44(sandbox, share_version=share_version)
+    with kafka_44(share_version=share_version) as sandbox:
         _make_group(sandbox.bootstrap, "g", "t")
         kshare = Kshare(sandbox.bootstrap, None, tmp_path / "config.toml")
         result = kshare.run("describe", "g", "--state", "-o", "json")

@@ -612,7 +612,7 @@ def test_create_topics_checks_the_dlq_flag_as_kafka() -> None:
         assert create(sandbox.bootstrap, "t42", "true") == (
             "Unknown topic config name: errors.deadletterqueue.group.enable"
         )
-        kafka_44(sandbox)
+    with kafka_44() as sandbox:
         assert create(sandbox.bootstrap, "t44", "maybe") == (
             "Invalid value maybe for configuration errors.deadletterqueue.group.enable: "
             "Expected value to be either true or false"
