@@ -35,7 +35,7 @@ import re
 import shutil
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
         AuditResult,
         DeadLetterCount,
         ResolvedScope,
-        SharePartitionHistory,
     )
 
 DEFAULT_MASTER: Final = "local[*]"
@@ -748,23 +747,26 @@ def _finish(
 ) -> bool:
     """Rows to stdout (or where they went to stderr), notes, the report; whether rows were
     printed."""
-    from kshare_cli.render.audit import render_audit
+    from kshare_cli.render.audit import history_lines, render_audit
     from kshare_cli.services.audit import report_now
 
+    capture = None if request.history_dir is None else str(request.history_dir)
     if result.written is not None:
         typer.echo(f"kshare: wrote the {request.job.value} rows to {result.written}", err=True)
     elif result.dead_letters is not None:
         assert request.dlq_topic is not None
         typer.echo(_dead_letters_line(result.dead_letters, request.dlq_topic), err=True)
     else:
-        common.stdout_write(render_audit(result, fmt.value, width=_terminal_width()))
-    for note in _history_notes(result.history, request.history_dir) + result.notes:
+        common.stdout_write(
+            render_audit(result, fmt.value, width=_terminal_width(), capture=capture)
+        )
+    for note in history_lines(result.history, capture=capture) + result.notes:
         common.warn(note)
     if request.report is not None:
         from kshare_cli.render.audit_report import render_report
 
         request.report.write_text(
-            render_report(result, generated_at=report_now()), encoding="utf-8"
+            render_report(result, generated_at=report_now(), capture=capture), encoding="utf-8"
         )
         typer.echo(f"kshare: wrote the report to {request.report}", err=True)
     return result.written is None and result.dead_letters is None
@@ -809,29 +811,3 @@ def _terminal_width() -> int | None:
     if not sys.stdout.isatty():
         return None
     return shutil.get_terminal_size().columns
-
-
-def _history_notes(
-    history: Sequence[SharePartitionHistory], history_dir: Path | None
-) -> tuple[str, ...]:
-    """The stderr line naming the share-partitions whose history the audit does not have
-    (none when it has them all)."""
-    from kshare_cli.render.audit import iso_time
-    from kshare_cli.services.audit import HISTORY_GAP
-
-    missing = [each for each in history if not each.history_complete]
-    if not missing:
-        return ()
-    names = ", ".join(
-        f"{each.topic or each.topic_id}-{each.partition} from {iso_time(each.history_from)}"
-        for each in missing
-    )
-    why = (
-        f"the state topic was pruned between the capture in {history_dir} and the live log"
-        if any(each.history_missing == HISTORY_GAP for each in missing)
-        else "Kafka pruned the state topic's earlier records"
-    )
-    return (
-        f"history incomplete for {len(missing)} share-partitions ({names}): {why}; "
-        "what happened before is shown with time unknown (kshare audit capture keeps it all)",
-    )

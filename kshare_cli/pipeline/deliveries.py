@@ -64,13 +64,23 @@ offset past them, and replay prunes those at once. So, per offset:
 final_state and final_delivery_count are what the last record mentioning it
 said ("available", "acknowledged", "archived"; an unknown state number as
 "state N"); max_delivery_count is the highest count any record gave it.
-complete says the range lies below the share-partition's last known start
-offset: the group is done with it. Adjacent offsets with the same outcome
-form one range; last_changed is the state-topic timestamp of the record that
-first said an offset's final state and count (a later snapshot restating
-them changes nothing), the latest of them over the range. Offsets no record
+complete says the group is done with the range: the share-partition will
+not deliver its offsets again, as the last records read say. That is, the
+range lies below the share-partition's last known start offset, or its
+final_state is one Kafka never delivers again (acknowledged, archived, or
+Kafka 4.4's archiving) and the latest snapshot read, or a record after it,
+still says so. Kafka's snapshots restate every offset at or above their
+start offset that has a state, so an offset a later snapshot no longer
+names had its state cleared (an offset reset): Kafka delivers it again, and
+its range reads complete false while final_state still gives what the last
+record mentioning it said. Adjacent offsets with the same outcome form one
+range; last_changed is the state-topic timestamp of the record that first
+said an offset's final state and count (a later snapshot restating them
+changes nothing), the latest of them over the range. Offsets no record
 mentioned are not listed: the topic does not say how often they were
-delivered (acquired records are not persisted).
+delivered (acquired records are not persisted), nor, for a history Kafka
+pruned, the offsets below what the records read speak of: `history` names
+them (HISTORY_SCHEMA's unknown offsets).
 """
 
 
@@ -229,6 +239,51 @@ def _state_name(delivery_state: int) -> str:
     return name if name is not None else f"state {delivery_state}"
 
 
+_FINAL_STATES: Final = frozenset(state.value for state in DeliveryState if state.is_final)
+
+
+def _joined(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans sorted and joined where they overlap or touch."""
+    joined: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if joined and first <= joined[-1][1] + 1:
+            if last > joined[-1][1]:
+                joined[-1] = (joined[-1][0], last)
+        else:
+            joined.append((first, last))
+    return joined
+
+
+def _completeness(
+    first: int, last: int, start_offset: int, named: list[tuple[int, int]] | tuple[()]
+) -> list[tuple[int, int, bool]]:
+    """first..last cut into pieces with their `complete`: below start_offset, or in the
+    (sorted, disjoint) spans named since the latest snapshot (given for a final state only)."""
+    pieces: list[tuple[int, int, bool]] = []
+    if first < start_offset:
+        below = min(last, start_offset - 1)
+        pieces.append((first, below, True))
+        first = below + 1
+    if first > last:
+        return pieces
+    cursor = first
+    index = bisect.bisect_right(named, (first, last)) - 1 if named else 0
+    for span_first, span_last in named[max(index, 0) :]:
+        if span_first > last:
+            break
+        if span_last < cursor:
+            continue
+        if span_first > cursor:
+            pieces.append((cursor, span_first - 1, False))
+        covered_last = min(span_last, last)
+        pieces.append((max(span_first, cursor), covered_last, True))
+        cursor = covered_last + 1
+        if cursor > last:
+            return pieces
+    pieces.append((cursor, last, False))
+    return pieces
+
+
 _UNCHANGED_START_OFFSET: Final = -1
 """An update's start offset -1 leaves the start offset as it was (the record's own rule)."""
 
@@ -249,6 +304,9 @@ def _share_partition_deliveries(
     history = _OffsetHistory(precise=since_us is not None)
     record_batch = history.record
     final_start_offset = _UNCHANGED_START_OFFSET
+    # What the latest snapshot and the records after it name: a final state elsewhere at
+    # or above the start offset was cleared since (see DELIVERIES_SCHEMA's complete).
+    restated: list[tuple[int, int]] = []
     opening = True
     previous_offset: int | None = None
     for record, at, state_partition, state_offset in zip(
@@ -272,8 +330,11 @@ def _share_partition_deliveries(
         if value is None:
             continue
         start_offset = value.start_offset
-        if type(value) is ShareSnapshotValue or start_offset != _UNCHANGED_START_OFFSET:
+        is_snapshot = type(value) is ShareSnapshotValue
+        if is_snapshot or start_offset != _UNCHANGED_START_OFFSET:
             final_start_offset = start_offset
+        if is_snapshot:
+            restated.clear()
         for batch in value.state_batches:
             if batch.last_offset >= batch.first_offset:
                 record_batch(
@@ -283,16 +344,17 @@ def _share_partition_deliveries(
                     batch.delivery_count,
                     at,
                 )
+                restated.append((batch.first_offset, batch.last_offset))
 
+    named = _joined(restated)
     ranges: list[list[Any]] = []
     for first, last, max_count, delivery_state, count, at in history.segments:
         if since_us is not None and (at is None or at < since_us):
             continue
-        pieces = [(first, last)]
-        if first < final_start_offset <= last:
-            pieces = [(first, final_start_offset - 1), (final_start_offset, last)]
-        for piece_first, piece_last in pieces:
-            complete = piece_last < final_start_offset
+        final = delivery_state in _FINAL_STATES
+        for piece_first, piece_last, complete in _completeness(
+            first, last, final_start_offset, named if final else ()
+        ):
             outcome = [max_count, _state_name(delivery_state), count, complete]
             previous = ranges[-1] if ranges else None
             if (

@@ -179,13 +179,19 @@ class AuditFollow:
         return seeds
 
     def _range_seeds(self) -> list[tuple[Any, ...]]:
-        """Per known range an update that says its highest count and then its final count,
-        written at its last change; then a snapshot with the last start offset."""
+        """Per share-partition a snapshot with the last start offset, opening its history;
+        then per known range an update that says its highest count and then its final
+        count, written at its last change (after the snapshot, so that a final state
+        counts as still named: `deliveries`' complete)."""
         seeds: list[tuple[Any, ...]] = []
         position = -1 - sum(len(ranges) + 1 for ranges in self._ranges.values())
         for key, ranges in sorted(self._ranges.items()):
             group_id, topic_id, partition = key
             topic = topic_uuid(topic_id)
+            snapshot = ShareSnapshotValue(0, 0, -1, self._start_offsets.get(key, -1), -1, 0, 0, ())
+            snapshot_key = ShareStateKey(StateRecordKind.SNAPSHOT, group_id, topic, partition)
+            seeds.append(_seed(StateRecord(snapshot_key, snapshot), 0, position, None))
+            position += 1
             update_key = ShareStateKey(StateRecordKind.UPDATE, group_id, topic, partition)
             for each in ranges:
                 state = _STATE_NUMBERS.get(each.final_state, -1)
@@ -198,10 +204,6 @@ class AuditFollow:
                 value = ShareUpdateValue(0, -1, -1, -1, batches)
                 seeds.append(_seed(StateRecord(update_key, value), 0, position, each.last_changed))
                 position += 1
-            snapshot = ShareSnapshotValue(0, 0, -1, self._start_offsets.get(key, -1), -1, 0, 0, ())
-            snapshot_key = ShareStateKey(StateRecordKind.SNAPSHOT, group_id, topic, partition)
-            seeds.append(_seed(StateRecord(snapshot_key, snapshot), 0, position, None))
-            position += 1
         return seeds
 
     # ------------------------------------------------------------------ stream

@@ -2,12 +2,14 @@
 
 Kafka's share coordinator prunes the state topic; an audit says which
 share-partitions' history starts later than the share-partition did
-(`replay.opens_history`), and where a capture and the live log leave a gap.
+(`replay.opens_history`), where a capture and the live log leave a gap, and
+which of their offsets the records read no longer know: the one home of
+that fact, which every output words (`render.audit.history_lines`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -23,12 +25,13 @@ from pyspark.sql.types import (
 
 from kshare_cli.pipeline.models import HISTORY_GAP, HISTORY_PRUNED
 from kshare_cli.pipeline.state_records import (
-    RAW_COLUMNS,
+    ARROW_TYPES,
     SHARE_PARTITION_FIELDS,
     share_partition_records,
 )
 from kshare_cli.state.partitioning import kafka_uuid
 from kshare_cli.state.records import (
+    ShareSnapshotValue,
     ShareStateKey,
     StateRecord,
     StateRecordError,
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HISTORY_SCHEMA",
     "state_history",
+    "unknown_offsets",
 ]
 
 
@@ -57,6 +61,8 @@ HISTORY_SCHEMA: Final = StructType(
         StructField("history_from", TimestampType(), True),
         StructField("history_complete", BooleanType(), False),
         StructField("history_missing", StringType(), True),
+        StructField("unknown_first_offset", LongType(), True),
+        StructField("unknown_last_offset", LongType(), True),
     ]
 )
 """Per share-partition: how much of its history the records read hold.
@@ -68,7 +74,35 @@ why: "pruned" (the earliest record does not open the history,
 `replay.opens_history`: the share coordinator deleted what came before) or
 "gap" (a state-topic partition's records between the captured ones and the
 live log were deleted before anyone read them).
+
+unknown_first_offset..unknown_last_offset are the offsets the records read
+no longer know (`unknown_offsets`). "pruned": from 0 to just below the
+first offset the records read speak of -- the start offset of the first
+record that states one (Kafka's snapshot restates every offset from its
+start offset on that still has a state), or an offset an update before it
+names, if lower; the deliveries and archived audits leave these offsets
+out. "gap": from the last start offset stated before the gap to just below
+the first offset the records after it speak of; what the records before the
+gap said of them (which the deliveries show) may have changed in the gap.
+Both null when no offset is unknown (a pruned history whose earliest
+snapshot still starts at 0: only times are unknown); unknown_last_offset
+alone null when no record read states a start offset or names an offset.
 """
+
+_UNCHANGED_START_OFFSET: Final = -1
+"""An update's start offset -1 leaves the start offset as it was (the record's own rule)."""
+
+_ARROW_TYPES: Final = {
+    **ARROW_TYPES,
+    "first_state_offset": pa.int64(),
+    "history_complete": pa.bool_(),
+    "history_missing": pa.string(),
+    "unknown_first_offset": pa.int64(),
+    "unknown_last_offset": pa.int64(),
+}
+
+Position = tuple[int, int]
+"""A record's place in the state topic: (state-topic partition, offset)."""
 
 
 def state_history(
@@ -80,68 +114,130 @@ def state_history(
 ) -> DataFrame:
     """HISTORY_SCHEMA rows, one per share-partition the records name.
 
-    Only each share-partition's earliest record is decoded: Spark finds it
-    by its state-topic position. gaps is as `deliveries` takes it: a
-    share-partition whose first record lies before a gap lost what the gap
-    held; one that starts after it is judged by its first record alone.
+    Each share-partition's records are read in state-topic order and decoded
+    only as far as needed: its earliest record says whether the history is
+    complete, and an incomplete one is read on to the first record that
+    bounds the unknown offsets (normally the very next snapshot). gaps is as
+    `deliveries` takes it: a share-partition whose first record lies before a
+    gap lost what the gap held; one that starts after it is judged by its
+    first record alone.
     """
-    from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
-
     gap_after = dict(gaps or {})
-    first = (
-        share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
-        .groupBy("share_partition")
-        .agg(F.min(F.struct(*RAW_COLUMNS)).alias("_first"))
-        .select("_first.*")
-    )
 
-    def judge(batches: Iterator[Any]) -> Iterator[Any]:
-        for batch in batches:
-            yield _history_batch(batch, gap_after)
+    def judge(key: tuple[Any, ...], table: Any) -> Any:
+        return _share_partition_history(table, gap_after)
 
-    return first.mapInArrow(judge, HISTORY_SCHEMA)
+    rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
+    return rows.groupBy("share_partition").applyInArrow(judge, HISTORY_SCHEMA)
 
 
-def _history_batch(batch: Any, gaps: Mapping[int, int]) -> Any:
-    columns = {name: batch.column(name) for name in RAW_COLUMNS}
-    state_partitions = columns["state_partition"].to_pylist()
-    state_offsets = columns["state_offset"].to_pylist()
-    group_ids: list[str | None] = []
-    topic_ids: list[str | None] = []
-    partitions: list[int | None] = []
-    complete: list[bool] = []
-    missing: list[str | None] = []
-    for index, (key_bytes, value_bytes) in enumerate(
-        zip(columns["key"].to_pylist(), columns["value"].to_pylist(), strict=True)
-    ):
-        record: StateRecord | None = None
-        key: ShareStateKey | None = None
+def _share_partition_history(table: Any, gaps: Mapping[int, int]) -> Any:
+    """The share-partition's HISTORY_SCHEMA row (its group holds at least one record)."""
+    table = table.sort_by([("state_partition", "ascending"), ("state_offset", "ascending")])
+    state_partitions = table.column("state_partition").to_pylist()
+    state_offsets = table.column("state_offset").to_pylist()
+    keys = table.column("key").to_pylist()
+    values = table.column("value").to_pylist()
+
+    seen: dict[int, StateRecord | None] = {}
+
+    def decoded(index: int) -> StateRecord | None:
+        if index not in seen:
+            try:
+                seen[index] = decode_record(keys[index], values[index])
+            except StateRecordError:
+                seen[index] = None  # an undecodable record says nothing: read on
+        return seen[index]
+
+    key: ShareStateKey | None = None
+    for key_bytes in keys:
         try:
             key = decode_key(key_bytes)
-            record = decode_record(key_bytes, value_bytes)
+            break
         except StateRecordError:
-            pass  # an undecodable first record cannot open the history: "pruned" below
-        group_ids.append(None if key is None else key.group_id)
-        topic_ids.append(None if key is None else kafka_uuid(key.topic_id))
-        partitions.append(None if key is None else key.partition)
-        gap = gaps.get(state_partitions[index])
-        if gap is not None and state_offsets[index] < gap:
-            complete.append(False)
-            missing.append(HISTORY_GAP)
-        elif record is None or not opens_history(record):
-            complete.append(False)
-            missing.append(HISTORY_PRUNED)
+            continue
+    first = decoded(0)
+    state_partition, first_offset = state_partitions[0], state_offsets[0]
+    gap = gaps.get(state_partition)
+    missing: str | None = None
+    if gap is not None and first_offset < gap:
+        missing = HISTORY_GAP
+    elif first is None or not opens_history(first):
+        missing = HISTORY_PRUNED
+    unknown: tuple[int | None, int | None] = (None, None)
+    if missing is not None:
+        positions = list(zip(state_partitions, state_offsets, strict=True))
+        unknown = unknown_offsets(positions, decoded, gap=gap if missing == HISTORY_GAP else None)
+    row: dict[str, list[Any]] = {
+        "group_id": [None if key is None else key.group_id],
+        "topic_id": [None if key is None else kafka_uuid(key.topic_id)],
+        "partition": [None if key is None else key.partition],
+        "state_partition": [state_partition],
+        "first_state_offset": [first_offset],
+        "history_complete": [missing is None],
+        "history_missing": [missing],
+        "unknown_first_offset": [unknown[0]],
+        "unknown_last_offset": [unknown[1]],
+    }
+    arrays = []
+    for field in HISTORY_SCHEMA.fields:
+        if field.name == "history_from":
+            arrays.append(table.column("state_timestamp").slice(0, 1).combine_chunks())
         else:
-            complete.append(True)
-            missing.append(None)
-    arrays = [
-        pa.array(group_ids, pa.string()),
-        pa.array(topic_ids, pa.string()),
-        pa.array(partitions, pa.int32()),
-        columns["state_partition"],
-        columns["state_offset"],
-        columns["state_timestamp"],
-        pa.array(complete, pa.bool_()),
-        pa.array(missing, pa.string()),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, names=HISTORY_SCHEMA.fieldNames())
+            arrays.append(pa.array(row[field.name], _ARROW_TYPES[field.name]))
+    return pa.Table.from_arrays(arrays, names=HISTORY_SCHEMA.fieldNames())
+
+
+def unknown_offsets(
+    positions: list[Position],
+    decoded: Callable[[int], StateRecord | None],
+    *,
+    gap: int | None = None,
+) -> tuple[int | None, int | None]:
+    """The offsets a share-partition's records, in state-topic order, no longer know.
+
+    positions are the records' places; decoded(i) the i-th record (None if it
+    does not decode), called only as far as the answer needs. gap None: the
+    history was pruned before the first record; else the state-topic offset
+    (in the records' partition) where reading resumed after records lost
+    between a capture and the live log. See HISTORY_SCHEMA for the rule;
+    (None, None) when no offset is unknown.
+    """
+    lower = 0
+    index = 0
+    if gap is not None:
+        # Offsets below the last start offset stated before the gap were done with then.
+        while index < len(positions) and positions[index][1] < gap:
+            stated = _stated_start_offset(decoded(index))
+            if stated is not None:
+                lower = stated
+            index += 1
+    known_from: int | None = None
+    while index < len(positions):
+        record = decoded(index)
+        index += 1
+        stated = _stated_start_offset(record)
+        if record is not None and record.value is not None:
+            for batch in record.value.state_batches:
+                if batch.last_offset >= batch.first_offset and (
+                    known_from is None or batch.first_offset < known_from
+                ):
+                    known_from = batch.first_offset
+        if stated is not None:
+            known_from = stated if known_from is None else min(known_from, stated)
+            break
+    if known_from is None:
+        return lower, None
+    if known_from <= lower:
+        return None, None
+    return lower, known_from - 1
+
+
+def _stated_start_offset(record: StateRecord | None) -> int | None:
+    """The start offset a record states: a snapshot's, or an update's unless it is -1."""
+    if record is None or record.value is None:
+        return None
+    value = record.value
+    if type(value) is ShareSnapshotValue or value.start_offset != _UNCHANGED_START_OFFSET:
+        return max(value.start_offset, 0)
+    return None

@@ -374,6 +374,8 @@ def collect_history(rows: DataFrame) -> tuple[SharePartitionHistory, ...]:
             history_from=_utc(row["history_from"]),
             history_complete=row["history_complete"],
             history_missing=row["history_missing"],
+            unknown_first_offset=row["unknown_first_offset"],
+            unknown_last_offset=row["unknown_last_offset"],
         )
         for row in ordered.collect()
     )

@@ -125,6 +125,14 @@ class SharePartitionHistory:
     history_missing is "pruned" (the earliest record read is a later
     snapshot or an update) or "gap" (records between a capture and the live
     log were deleted unread); None when history_complete.
+
+    unknown_first_offset..unknown_last_offset are the offsets of the
+    share-partition the records read no longer say anything reliable about
+    (see HISTORY_SCHEMA): left out of the deliveries and the archived records
+    ("pruned"), or shown as they stood before a gap ("gap"). Both None when
+    no offset is unknown (only the times before history_from are);
+    unknown_last_offset alone None when no record read bounds them (every
+    offset from unknown_first_offset on).
     """
 
     group_id: str
@@ -134,6 +142,13 @@ class SharePartitionHistory:
     history_from: datetime.datetime | None
     history_complete: bool
     history_missing: str | None
+    unknown_first_offset: int | None = None
+    unknown_last_offset: int | None = None
+
+    @property
+    def offsets_unknown(self) -> bool:
+        """Whether some offsets (not only times) of the share-partition are unknown."""
+        return self.unknown_first_offset is not None
 
 
 TIMELINE_FIELDS: Final = tuple(TimelinePoint.__dataclass_fields__)

@@ -9,7 +9,9 @@ record timestamps with ``≈`` (an estimate when producers' clocks differ from
 the broker's) and shows ``-`` for what is not known; a time the state
 topic no longer holds (Kafka pruned it) is ``unknown``, never a later
 snapshot's time. ``-o json`` says per share-partition from when its history
-was read (``history``: ``history_from``, ``history_complete``).
+was read (``history``: ``history_from``, ``history_complete``) and which
+offsets it no longer knows (``unknown_first_offset``, ``unknown_last_offset``);
+`history_lines` words that for stderr, the table's footer and the HTML report.
 
 ``--follow`` prints each micro-batch's rows as they come: JSON lines and CSV
 rows append (CSV's header once), a table repeats its header per batch.
@@ -25,6 +27,7 @@ from typing import Any, Final
 from kshare_cli.pipeline.models import (
     ARCHIVED_FIELDS,
     DELIVERY_FIELDS,
+    HISTORY_GAP,
     TIMELINE_FIELDS,
     ArchivedRecord,
     AuditJob,
@@ -46,6 +49,8 @@ __all__ = [
     "STDOUT_FORMATS",
     "audit_document",
     "history_document",
+    "history_line",
+    "history_lines",
     "iso_time",
     "render_audit",
     "render_rows",
@@ -124,7 +129,63 @@ def history_document(history: SharePartitionHistory) -> dict[str, Any]:
         "history_from": iso_time(history.history_from),
         "history_complete": history.history_complete,
         "history_missing": history.history_missing,
+        "unknown_first_offset": history.unknown_first_offset,
+        "unknown_last_offset": history.unknown_last_offset,
     }
+
+
+def _share_partition(history: SharePartitionHistory) -> str:
+    return f"{history.topic if history.topic is not None else history.topic_id}:{history.partition}"
+
+
+def _offsets(first: int, last: int | None) -> str:
+    if last is None:
+        return f"offsets {first} and after"
+    return f"offset {first}" if first == last else f"offsets {first}–{last}"
+
+
+def history_line(history: SharePartitionHistory, *, capture: str | None = None) -> str | None:
+    """What an audit cannot know of one share-partition, in one line; None if it knows it all.
+
+    capture names the --history directory, when the records came from one.
+    """
+    if history.history_complete:
+        return None
+    where = _share_partition(history)
+    since = iso_time(history.history_from) or _UNKNOWN_TIME
+    if history.history_missing == HISTORY_GAP:
+        in_capture = f" in {capture}" if capture else ""
+        lost = f"state records pruned by Kafka between the capture{in_capture} and the live log"
+        if history.unknown_first_offset is None:
+            return (
+                f"{where}: {lost}; every offset is still known, the time of what happened "
+                "in between is unknown"
+            )
+        offsets = _offsets(history.unknown_first_offset, history.unknown_last_offset)
+        return (
+            f"{offsets} of {where}: {lost}; what is shown for them is from before, "
+            "and may have changed since"
+        )
+    keep = "`kshare audit capture` keeps state records before Kafka prunes them"
+    if history.unknown_first_offset is None:
+        return (
+            f"{where}: state records before {since} pruned by Kafka before this audit; "
+            f"every offset is still known, outcomes reached before then have time unknown; {keep}"
+        )
+    offsets = _offsets(history.unknown_first_offset, history.unknown_last_offset)
+    return (
+        f"{offsets} of {where}: pruned by Kafka before this audit, not in these results "
+        f"(state read from {since}); {keep}"
+    )
+
+
+def history_lines(
+    history: Sequence[SharePartitionHistory], *, capture: str | None = None
+) -> tuple[str, ...]:
+    """`history_line` of each share-partition whose history the audit does not hold whole."""
+    return tuple(
+        line for each in history if (line := history_line(each, capture=capture)) is not None
+    )
 
 
 def audit_document(result: AuditResult) -> dict[str, Any]:
@@ -138,11 +199,15 @@ def audit_document(result: AuditResult) -> dict[str, Any]:
     }
 
 
-def render_audit(result: AuditResult, fmt: str, *, width: int | None = None) -> str:
-    """The result's rows in fmt (table, json, jsonl, csv)."""
+def render_audit(
+    result: AuditResult, fmt: str, *, width: int | None = None, capture: str | None = None
+) -> str:
+    """The result's rows in fmt (table, json, jsonl, csv); a table ends with what the audit
+    cannot know (`history_lines`), also when it has no rows."""
     if fmt == "json":
         return to_json(audit_document(result))
-    return render_rows(result.job, _rows_of(result), fmt, width=width)
+    footer = history_lines(result.history, capture=capture) if fmt == "table" else ()
+    return render_rows(result.job, _rows_of(result), fmt, width=width, footer=footer)
 
 
 def render_rows(
@@ -152,8 +217,10 @@ def render_rows(
     *,
     width: int | None = None,
     csv_header: bool = True,
+    footer: Sequence[str] = (),
 ) -> str:
-    """Rows alone (a --follow micro-batch, or the whole answer) in table, jsonl or csv."""
+    """Rows alone (a --follow micro-batch, or the whole answer) in table, jsonl or csv;
+    footer, lines under a table."""
     if fmt in ("json", "jsonl"):
         return to_jsonl(row_document(row) for row in rows)
     if fmt == "csv":
@@ -162,13 +229,17 @@ def render_rows(
             fields, ([_csv_cell(row_document(row)[name]) for name in fields] for row in rows)
         )
         return text if csv_header else text.split("\n", 1)[1]
-    if not rows:
+    if not rows and not footer:
         return ""
     if job is AuditJob.TIMELINE:
-        return _timeline_table([row for row in rows if isinstance(row, TimelinePoint)], width)
+        return _timeline_table(
+            [row for row in rows if isinstance(row, TimelinePoint)], width, footer
+        )
     if job is AuditJob.DELIVERIES:
-        return _deliveries_table([row for row in rows if isinstance(row, DeliveryRange)], width)
-    return _archived_table([row for row in rows if isinstance(row, ArchivedRecord)], width)
+        return _deliveries_table(
+            [row for row in rows if isinstance(row, DeliveryRange)], width, footer
+        )
+    return _archived_table([row for row in rows if isinstance(row, ArchivedRecord)], width, footer)
 
 
 def _fields(job: AuditJob) -> tuple[str, ...]:
@@ -197,7 +268,9 @@ def _lag_cell(point: TimelinePoint) -> str | None:
     return f"{_ESTIMATE}{point.lag}" if point.lag_basis == "record_timestamps" else str(point.lag)
 
 
-def _timeline_table(points: Sequence[TimelinePoint], width: int | None) -> str:
+def _timeline_table(
+    points: Sequence[TimelinePoint], width: int | None, footer: Sequence[str]
+) -> str:
     table = new_table(
         "TOPIC",
         "PARTITION",
@@ -253,10 +326,12 @@ def _timeline_table(points: Sequence[TimelinePoint], width: int | None) -> str:
             f"{_ESTIMATE}: lag from the log end offset dated by the source records' timestamps "
             "(exact when they are the broker's)."
         )
-    return table_text(table, width, notes)
+    return table_text(table, width, [*notes, *footer])
 
 
-def _deliveries_table(ranges: Sequence[DeliveryRange], width: int | None) -> str:
+def _deliveries_table(
+    ranges: Sequence[DeliveryRange], width: int | None, footer: Sequence[str]
+) -> str:
     table = new_table(
         "TOPIC",
         "PARTITION",
@@ -289,7 +364,7 @@ def _deliveries_table(ranges: Sequence[DeliveryRange], width: int | None) -> str
                 iso_time(each.last_changed) or _UNKNOWN_TIME,
             ],
         )
-    return table_text(table, width)
+    return table_text(table, width, footer)
 
 
 def _preview(value: bytes | None) -> str | None:
@@ -303,7 +378,9 @@ def _preview(value: bytes | None) -> str | None:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
-def _archived_table(records: Sequence[ArchivedRecord], width: int | None) -> str:
+def _archived_table(
+    records: Sequence[ArchivedRecord], width: int | None, footer: Sequence[str]
+) -> str:
     table = new_table(
         "TOPIC",
         "PARTITION",
@@ -335,4 +412,4 @@ def _archived_table(records: Sequence[ArchivedRecord], width: int | None) -> str
         )
     if any(not record.record_found for record in records):
         notes.append("(gone): the source topic no longer holds the record (retention).")
-    return table_text(table, width, notes)
+    return table_text(table, width, [*notes, *footer])

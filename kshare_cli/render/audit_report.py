@@ -32,7 +32,7 @@ from kshare_cli.pipeline.models import (
     SharePartitionHistory,
     TimelinePoint,
 )
-from kshare_cli.render.audit import iso_time
+from kshare_cli.render.audit import history_line, iso_time
 
 __all__ = ["MAX_POINTS", "delivery_histogram", "lag_series", "render_report"]
 
@@ -246,31 +246,35 @@ def _archived_table(records: Sequence[ArchivedRecord]) -> str:
     return "".join(rows)
 
 
-def _history(history: Sequence[SharePartitionHistory]) -> str:
-    """A line per share-partition whose earlier history the audit could not read."""
+def _history(history: Sequence[SharePartitionHistory], capture: str | None) -> str:
+    """A paragraph per share-partition whose history the audit does not hold whole: what
+    `audit.history_line` says, with the unknown offsets as data attributes."""
     lines = []
     for each in history:
-        if each.history_complete:
+        line = history_line(each, capture=capture)
+        if line is None:
             continue
-        topic = each.topic if each.topic is not None else each.topic_id
         since = iso_time(each.history_from) or "unknown"
-        lines.append(
-            f'<p class="history" data-partition="{each.partition}" '
-            f'data-history-from="{html.escape(since)}">'
-            f"{html.escape(topic)}-{each.partition}: history from {html.escape(since)} "
-            "(Kafka pruned the state before it; earlier times are unknown)</p>"
-        )
+        attributes = f'data-partition="{each.partition}" data-history-from="{html.escape(since)}"'
+        if each.unknown_first_offset is not None:
+            attributes += f' data-unknown-first-offset="{each.unknown_first_offset}"'
+        if each.unknown_last_offset is not None:
+            attributes += f' data-unknown-last-offset="{each.unknown_last_offset}"'
+        lines.append(f'<p class="history" {attributes}>{html.escape(line)}</p>')
     return "".join(lines)
 
 
-def render_report(result: AuditResult, *, generated_at: datetime.datetime) -> str:
-    """The whole report as one HTML document (UTF-8 text)."""
+def render_report(
+    result: AuditResult, *, generated_at: datetime.datetime, capture: str | None = None
+) -> str:
+    """The whole report as one HTML document (UTF-8 text); capture names the --history
+    directory, when the records came from one."""
     series = lag_series(result.timeline)
     histogram = delivery_histogram(result.deliveries)
     share_partitions = {(point.topic_id, point.partition) for point in result.timeline}
     group = html.escape(result.group_id)
     notes = "".join(f'<p class="note">{html.escape(note)}</p>' for note in result.notes)
-    notes += _history(result.history)
+    notes += _history(result.history, capture)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

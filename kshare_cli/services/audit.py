@@ -45,7 +45,6 @@ from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode, KshareError, NotFound, UsageError
 from kshare_cli.pipeline.models import (
-    HISTORY_GAP,
     ArchivedRecord,
     AuditJob,
     AuditResult,
@@ -65,7 +64,6 @@ if TYPE_CHECKING:
     from kshare_cli.pipeline.kafka_source import Connector
 
 __all__ = [
-    "HISTORY_GAP",
     "SPARK_CONNECTOR_MISSING",
     "SPARK_LOG",
     "SPARK_MISSING",
@@ -388,8 +386,8 @@ def run_audit(
     with --follow, the follow, primed with what the batch knew, not yet started.
 
     The result's notes are what the job found wrong in the records (some did not
-    decode); which share-partitions' history was pruned is its ``history``, which the
-    command words (it dates with ``render``).
+    decode); which share-partitions' history was pruned, and which of their offsets
+    are unknown, is its ``history``, which ``render.audit.history_lines`` words.
     """
     from pyspark import StorageLevel
 

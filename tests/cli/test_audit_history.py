@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
+from kshare_cli.state.records import ShareSnapshotValue, StateRecord, decode_record
 from tests.cli.conftest import Kshare
 from tests.cli.test_audit_cmd import (
     ACCEPT,
@@ -36,6 +37,7 @@ from tests.cli.test_audit_cmd import (
     _share_consumer,
 )
 from tests.support.golden import wait_for
+from tests.support.report import ReportParser
 from tests.support.sandbox import Cluster, skip_on_real_cluster
 
 COLD_MS = "share.coordinator.cold.partition.snapshot.interval.ms"
@@ -97,9 +99,15 @@ def _capture_stream(spark: Any, cluster: Cluster, group: str, history: Path) -> 
 
 
 def _run_story(
-    cluster: Cluster, group: str, topic: str, name: str, indexes: range = range(10)
+    cluster: Cluster,
+    group: str,
+    topic: str,
+    name: str,
+    indexes: range = range(10),
+    rejected: tuple[int, ...] = REJECTED,
 ) -> list[Record]:
-    """Records delivered once each: 2, 5 and 7 rejected (archived), the others accepted."""
+    """Records delivered once each: those of the rejected indexes (2, 5 and 7) archived,
+    the others accepted."""
     records = _produce(cluster, topic, indexes)
     consumer = _share_consumer(cluster, group, topic, name)
     try:
@@ -110,7 +118,7 @@ def _run_story(
             messages = [m for m in consumer.poll(0.1) if m.error() is None]
             for message in messages:
                 record = by_value[message.value() or b""]
-                action = REJECT if record.index in REJECTED else ACCEPT
+                action = REJECT if record.index in rejected else ACCEPT
                 record.actions.append((message.delivery_count() or 0, action))
                 consumer.acknowledge(message, ACK_TYPES[action])
             if messages:
@@ -181,11 +189,15 @@ def test_archived_after_pruning_says_history_is_missing_and_dates_nothing_wrongl
     # Every archiving happened before the earliest state left: its time is unknown.
     assert sorted(row["offset"] for row in document["archived"]) == list(REJECTED)
     assert {row["archived_at"] for row in document["archived"]} == {None}
-    lines = stderr.strip().splitlines()
-    assert [line for line in lines if "history incomplete" in line] == [
-        line for line in lines if f"{pruned.topic}-0 from {history['history_from']}" in line
+    # The earliest snapshot left still starts at 0 (Kafka's stored start offset trails
+    # acknowledgements): every offset is known, only the times before it are not.
+    assert (history["unknown_first_offset"], history["unknown_last_offset"]) == (None, None)
+    assert [line for line in stderr.strip().splitlines() if pruned.topic in line] == [
+        f"kshare: warning: {pruned.topic}:0: state records before {history['history_from']} "
+        "pruned by Kafka before this audit; every offset is still known, outcomes reached "
+        "before then have time unknown; `kshare audit capture` keeps state records before "
+        "Kafka prunes them"
     ]
-    assert any("history incomplete for 1 share-partitions" in line for line in lines)
 
 
 def test_history_of_another_group_is_refused_before_spark(pruned: Pruned) -> None:
@@ -306,7 +318,7 @@ def _captured_json(captured: Captured, job: str) -> dict[str, Any]:
         MASTER,
     )
     assert result.exit_code == 0, (result.stdout, result.stderr)
-    assert "history incomplete" not in result.stderr
+    assert "pruned" not in result.stderr
     document: dict[str, Any] = json.loads(result.stdout)
     return document
 
@@ -478,4 +490,144 @@ def test_records_pruned_while_the_capture_was_stopped_are_a_gap_it_reports(
         False,
         "gap",
     )
-    assert "history incomplete for 1 share-partitions" in result.stderr
+    assert f"{topic}:0: state records pruned by Kafka between the capture in {history} " in (
+        result.stderr
+    )
+
+
+# --------------------------------------------------------------------------- offsets pruned
+
+
+@dataclass
+class PrunedPast:
+    kshare: Kshare
+    topic: str
+    group: str
+    records: list[Record]
+    start_offset: int
+    """The start offset of the earliest state record left: the first offset the topic knows."""
+
+
+def _state_records(cluster: Cluster, partition: int) -> list[tuple[int, StateRecord]]:
+    """What a state-topic partition holds now, decoded, from its log start to its end."""
+    low, high = _state_watermarks(cluster)[partition]
+    consumer = Consumer(
+        cluster.config(
+            **{"group.id": f"kshare-test-{uuid.uuid4().hex}", "enable.partition.eof": True}
+        )
+    )
+    read: list[tuple[int, StateRecord]] = []
+    try:
+        consumer.assign([TopicPartition(SHARE_STATE_TOPIC, partition, low)])
+        while not read or read[-1][0] < high - 1:
+            message = consumer.poll(10)
+            assert message is not None, f"{SHARE_STATE_TOPIC}-{partition} did not answer"
+            if message.error() is not None:
+                break
+            offset = message.offset()
+            assert offset is not None
+            read.append((offset, decode_record(message.key(), message.value())))
+    finally:
+        consumer.close()
+    return read
+
+
+@pytest.fixture(scope="module")
+def pruned_past(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrunedPast]:
+    """Records 0-9 (2, 5, 7 archived), then 10-14 (11 and 14 archived), then a prune: the
+    earliest snapshot left starts past 0-9, as on Kafka when a partition was consumed on
+    after its first records were done with (the stored start offset trails by a write).
+
+    The snapshot comes on the sandbox's timer (every second); the prune is the sandbox's
+    own pass, run once that snapshot is there.
+    """
+    skip_on_real_cluster("the share coordinator's snapshot and prune timers are broker configs")
+    from kshare_cli.sandbox.share import share_groups
+
+    with _share_group_sandbox("past", {COLD_MS: "1000", PRUNE_MS: str(3_600_000)}) as scene:
+        sandbox, cluster, topic, group = scene.sandbox, scene.cluster, scene.topic, scene.group
+        home = tmp_path_factory.mktemp("past")
+        kshare = Kshare(cluster.bootstrap, None, home / "config.toml")
+        records = _run_story(cluster, group, topic, f"past-{scene.suffix}")
+        records += _run_story(
+            cluster, group, topic, f"past2-{scene.suffix}", range(10, 15), rejected=(11, 14)
+        )
+        (state_partition,) = [p for p, marks in _state_watermarks(cluster).items() if marks[1]]
+        story_end = _state_watermarks(cluster)[state_partition][1]
+
+        def snapshot_after_the_story() -> bool:
+            return any(
+                offset >= story_end and isinstance(record.value, ShareSnapshotValue)
+                for offset, record in _state_records(cluster, state_partition)
+            )
+
+        wait_for(snapshot_after_the_story, timeout=30, interval=0.2, what="an idle snapshot")
+        sandbox.call(lambda broker: share_groups(broker).prune())
+        left = _state_records(cluster, state_partition)
+        first_offset, first = left[0]
+        assert first_offset >= story_end and isinstance(first.value, ShareSnapshotValue), left
+        yield PrunedPast(kshare, topic, group, records, first.value.start_offset)
+
+
+def _unknown_line(past: PrunedPast, history_from: str) -> str:
+    last = past.start_offset - 1
+    return (
+        f"offsets 0–{last} of {past.topic}:0: pruned by Kafka before this audit, not in these "
+        f"results (state read from {history_from}); `kshare audit capture` keeps state "
+        "records before Kafka prunes them"
+    )
+
+
+def _past_run(past: PrunedPast, *args: str) -> Any:
+    result = past.kshare.run("audit", *args, "--group", past.group, "--master", MASTER)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return result
+
+
+def test_archived_after_pruning_names_the_offsets_it_no_longer_knows(
+    pruned_past: PrunedPast, tmp_path: Path
+) -> None:
+    report = tmp_path / "report.html"
+    result = _past_run(pruned_past, "archived", "-o", "json", "--report", str(report))
+    document = json.loads(result.stdout)
+
+    start = pruned_past.start_offset
+    assert start >= 10  # the first records' offsets are all gone from the state topic
+    (history,) = document["history"]
+    assert (history["history_complete"], history["history_missing"]) == (False, "pruned")
+    assert (history["unknown_first_offset"], history["unknown_last_offset"]) == (0, start - 1)
+    # Every archived record is either listed or inside the range named unknown.
+    archived = sorted(r.offset for r in pruned_past.records if r.index in (*REJECTED, 11, 14))
+    assert [row["offset"] for row in document["archived"]] == [o for o in archived if o >= start]
+    assert all(offset < start for offset in archived[:3])  # 2, 5 and 7: named unknown
+    # stderr names the range, once.
+    line = _unknown_line(pruned_past, history["history_from"])
+    assert [each for each in result.stderr.splitlines() if pruned_past.topic in each] == [
+        f"kshare: warning: {line}"
+    ]
+    # The HTML report says the same, with the range as data.
+    parser = ReportParser()
+    parser.feed(report.read_text(encoding="utf-8"))
+    ((attributes, text),) = parser.history
+    assert text == line
+    assert (
+        attributes["data-unknown-first-offset"],
+        attributes["data-unknown-last-offset"],
+    ) == ("0", str(start - 1))
+
+
+def test_deliveries_after_pruning_cover_every_offset_or_name_it_unknown(
+    pruned_past: PrunedPast,
+) -> None:
+    document = json.loads(_past_run(pruned_past, "deliveries", "-o", "json").stdout)
+    table = _past_run(pruned_past, "deliveries", "-o", "table").stdout
+
+    (history,) = document["history"]
+    unknown = range(history["unknown_first_offset"], history["unknown_last_offset"] + 1)
+    listed: list[int] = []
+    for each in document["deliveries"]:
+        listed += range(each["first_offset"], each["last_offset"] + 1)
+        # Every record was acknowledged or archived: every range is done with.
+        assert each["complete"] is True, each
+    assert sorted([*unknown, *listed]) == sorted(r.offset for r in pruned_past.records)
+    assert table.rstrip().splitlines()[-1] == _unknown_line(pruned_past, history["history_from"])

@@ -118,7 +118,8 @@ def test_a_snapshot_restating_an_outcome_does_not_move_last_changed(spark: Spark
     result = deliveries(frame(spark, rows))
 
     assert _ranges(result) == [
-        (0, 0, 1, 5, "archived", 5, False, time_at(1)),
+        # Archived, and the snapshot still says so: done with, although below no start offset.
+        (0, 0, 1, 5, "archived", 5, True, time_at(1)),
         (0, 2, 2, 1, "available", 1, False, time_at(1)),
         (0, 3, 3, 2, "available", 2, False, time_at(2)),
     ]
@@ -143,7 +144,7 @@ def test_a_later_lower_count_keeps_the_highest_and_takes_the_final_state(
 
     assert _ranges(result) == [
         (0, 0, 0, 4, "available", 4, False, time_at(1)),
-        (0, 1, 2, 4, "acknowledged", 1, False, time_at(3)),
+        (0, 1, 2, 4, "acknowledged", 1, True, time_at(3)),
         (0, 3, 3, 4, "available", 4, False, time_at(1)),
     ]
 
@@ -170,12 +171,12 @@ def test_deliveries_since_keep_the_outcomes_reached_since_offset_by_offset(
 
     # Without since, 0-9 are one range however many writes acknowledged them.
     assert _ranges(everything) == [
-        (0, 0, 9, 1, "acknowledged", 1, False, time_at(2)),
-        (0, 10, 10, 5, "archived", 5, False, time_at(3)),
+        (0, 0, 9, 1, "acknowledged", 1, True, time_at(2)),
+        (0, 10, 10, 5, "archived", 5, True, time_at(3)),
     ]
     assert _ranges(since) == [
-        (0, 5, 9, 1, "acknowledged", 1, False, time_at(2)),
-        (0, 10, 10, 5, "archived", 5, False, time_at(3)),
+        (0, 5, 9, 1, "acknowledged", 1, True, time_at(2)),
+        (0, 10, 10, 5, "archived", 5, True, time_at(3)),
     ]
 
 
@@ -193,6 +194,52 @@ def test_deliveries_split_a_range_at_the_start_offset(spark: SparkSession) -> No
     assert sorted(
         (row["first_offset"], row["last_offset"], row["complete"]) for row in result.collect()
     ) == [(0, 5, True), (6, 9, False)]
+
+
+def test_complete_means_never_delivered_again(spark: SparkSession) -> None:
+    """Finished ranges read complete at once, before Kafka's stored start offset moves past
+    them (it trails acknowledgements); a reset's snapshot, which names none of them, makes
+    the ones at or above its start offset incomplete again: Kafka delivers them again."""
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(
+                update_key("g", 0),
+                update(-1, (0, 3, ACKNOWLEDGED, 1), (4, 4, ARCHIVED, 5), (5, 6, AVAILABLE, 1)),
+            ),
+        ),
+        state_partition=0,
+    )
+    reset = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(
+                update_key("g", 0),
+                update(-1, (0, 3, ACKNOWLEDGED, 1), (4, 4, ARCHIVED, 5), (5, 6, AVAILABLE, 1)),
+            ),
+            # Reset to offset 2 (AlterShareGroupOffsets): a snapshot without batches.
+            StateRecord(snapshot_key("g", 0), snapshot(2, snapshot_epoch=1)),
+            # 3 is acknowledged anew after the reset.
+            StateRecord(update_key("g", 0), update(-1, (3, 3, ACKNOWLEDGED, 1))),
+        ),
+        state_partition=0,
+    )
+
+    finished = deliveries(frame(spark, rows))
+    after_reset = deliveries(frame(spark, reset))
+
+    assert [row[1:3] + row[4:5] + row[6:7] for row in _ranges(finished)] == [
+        (0, 3, "acknowledged", True),
+        (4, 4, "archived", True),
+        (5, 6, "available", False),
+    ]
+    assert [row[1:3] + row[4:5] + row[6:7] for row in _ranges(after_reset)] == [
+        (0, 1, "acknowledged", True),  # below the start offset: skipped by the reset
+        (2, 2, "acknowledged", False),  # cleared by the reset: delivered again
+        (3, 3, "acknowledged", True),
+        (4, 4, "archived", False),
+        (5, 6, "available", False),
+    ]
 
 
 def test_deliveries_of_a_share_partition_without_batches_are_empty(spark: SparkSession) -> None:
@@ -284,8 +331,8 @@ def test_deliveries_leave_the_time_of_a_pruned_history_unknown(spark: SparkSessi
     result = deliveries(frame(spark, rows))
 
     assert _ranges(result) == [
-        (0, 0, 1, 5, "archived", 5, False, None),
-        (0, 2, 2, 5, "archived", 5, False, time_at(1)),
+        (0, 0, 1, 5, "archived", 5, True, None),
+        (0, 2, 2, 5, "archived", 5, True, time_at(1)),
     ]
 
 
@@ -316,7 +363,7 @@ def test_deliveries_after_a_gap_do_not_date_what_the_gap_held(spark: SparkSessio
     result = deliveries(frame(spark, rows), gaps={0: 10})
 
     assert _ranges(result) == [
-        (0, 0, 0, 5, "archived", 5, False, time_at(1)),
-        (0, 1, 1, 5, "archived", 5, False, None),
-        (0, 2, 2, 5, "archived", 5, False, time_at(1)),
+        (0, 0, 0, 5, "archived", 5, True, time_at(1)),
+        (0, 1, 1, 5, "archived", 5, True, None),
+        (0, 2, 2, 5, "archived", 5, True, time_at(1)),
     ]

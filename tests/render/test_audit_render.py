@@ -17,9 +17,10 @@ from kshare_cli.pipeline.models import (
     AuditJob,
     AuditResult,
     DeliveryRange,
+    SharePartitionHistory,
     TimelinePoint,
 )
-from kshare_cli.render.audit import iso_time, render_audit, render_rows
+from kshare_cli.render.audit import history_lines, iso_time, render_audit, render_rows
 from kshare_cli.render.audit_report import MAX_POINTS, lag_series, render_report
 from tests.support.report import ReportParser
 
@@ -218,3 +219,86 @@ def test_iso_time_is_utc_with_milliseconds() -> None:
         "2026-01-01T00:00:00.123Z"
     )
     assert iso_time(None) is None
+
+
+def history(
+    partition: int,
+    missing: str | None,
+    first: int | None = None,
+    last: int | None = None,
+) -> SharePartitionHistory:
+    return SharePartitionHistory(
+        group_id="g",
+        topic_id="Xk3",
+        topic="orders",
+        partition=partition,
+        history_from=_at(60),
+        history_complete=missing is None,
+        history_missing=missing,
+        unknown_first_offset=first,
+        unknown_last_offset=last,
+    )
+
+
+KEEP = "`kshare audit capture` keeps state records before Kafka prunes them"
+HISTORIES = (
+    history(0, None),
+    history(1, "pruned", 0, 14),
+    history(2, "pruned"),
+    history(3, "gap", 5, 8),
+    history(4, "gap"),
+    history(5, "pruned", 0, None),
+    history(6, "pruned", 0, 0),
+)
+
+
+def test_history_lines_name_the_unknown_offsets_per_share_partition() -> None:
+    assert history_lines(HISTORIES, capture="/cap") == (
+        "offsets 0–14 of orders:1: pruned by Kafka before this audit, not in these results "
+        f"(state read from 2026-01-01T00:01:00.000Z); {KEEP}",
+        "orders:2: state records before 2026-01-01T00:01:00.000Z pruned by Kafka before this "
+        "audit; every offset is still known, outcomes reached before then have time unknown; "
+        + KEEP,
+        "offsets 5–8 of orders:3: state records pruned by Kafka between the capture in /cap "
+        "and the live log; what is shown for them is from before, and may have changed since",
+        "orders:4: state records pruned by Kafka between the capture in /cap and the live log; "
+        "every offset is still known, the time of what happened in between is unknown",
+        "offsets 0 and after of orders:5: pruned by Kafka before this audit, not in these "
+        f"results (state read from 2026-01-01T00:01:00.000Z); {KEEP}",
+        "offset 0 of orders:6: pruned by Kafka before this audit, not in these results "
+        f"(state read from 2026-01-01T00:01:00.000Z); {KEEP}",
+    )
+
+
+def test_every_output_says_which_offsets_are_unknown() -> None:
+    """JSON's history carries the range; the table ends with the line, also without rows
+    (every archived record was pruned); the report has it with the range as data."""
+    result = AuditResult(AuditJob.ARCHIVED, "g", history=HISTORIES[:2])
+    (line,) = history_lines(result.history)
+
+    document = json.loads(render_audit(result, "json"))
+    table = render_audit(result, "table")
+    with_rows = render_audit(
+        AuditResult(
+            AuditJob.DELIVERIES, "g", deliveries=(delivery(15, 20, 1),), history=HISTORIES[:2]
+        ),
+        "table",
+    )
+    parser = ReportParser()
+    parser.feed(render_report(result, generated_at=_at(0)))
+
+    assert [
+        (each["partition"], each["unknown_first_offset"], each["unknown_last_offset"])
+        for each in document["history"]
+    ] == [(0, None, None), (1, 0, 14)]
+    assert table.splitlines()[0].split()[:3] == ["TOPIC", "PARTITION", "OFFSET"]
+    assert table.splitlines()[-1] == line
+    assert with_rows.splitlines()[-1] == line and "15-20" in with_rows
+    # Machine formats keep stdout to rows; stderr says it.
+    assert line not in render_audit(result, "csv") + render_audit(result, "jsonl")
+    ((attributes, text),) = parser.history
+    assert text == line
+    assert (attributes["data-unknown-first-offset"], attributes["data-unknown-last-offset"]) == (
+        "0",
+        "14",
+    )

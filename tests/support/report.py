@@ -16,7 +16,10 @@ class ReportParser(HTMLParser):
         self.rows: list[tuple[int, int]] = []
         self.text: list[str] = []
         self.outside: list[str] = []
+        self.history: list[tuple[dict[str, str | None], str]] = []
+        """Each history paragraph: its attributes and its text."""
         self._series: tuple[str, int] | None = None
+        self._in_history = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = dict(attrs)
@@ -31,12 +34,20 @@ class ReportParser(HTMLParser):
             )
         elif tag == "rect" and values.get("class") == "bar":
             self.bars[int(values["data-delivery-count"] or 0)] = int(values["data-records"] or 0)
+        elif tag == "p" and values.get("class") == "history":
+            self.history.append((values, ""))
+            self._in_history = True
         elif tag == "tr" and "data-offset" in values:
             self.rows.append((int(values["data-partition"] or 0), int(values["data-offset"] or 0)))
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "g":
             self._series = None
+        elif tag == "p":
+            self._in_history = False
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
+        if self._in_history:
+            attributes, text = self.history[-1]
+            self.history[-1] = (attributes, text + data)
