@@ -15,6 +15,11 @@ the client properties that fit go to stderr.
 coordinator's snapshot and prune intervals, topic auto-creation, how long a
 silent node stays registered -- checked before anything listens, so a bad one
 is a usage error that changed nothing.
+
+``--kafka-version 4.2|4.3|4.4`` picks the Kafka release the whole sandbox behaves
+as (group configs, feature levels, snapshot fields, 4.4's ARCHIVING and
+dead-letter queue), and ``--share-version`` its finalized ``share.version`` (4.4:
+2, the dead-letter queue on, or 1, as a new 4.4 cluster is formatted).
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
+import click
 import typer
 
 from kshare_cli.cli.common import fail
 from kshare_cli.errors import ExitCode
+from kshare_cli.kafka.versions import KAFKA_VERSIONS
+from kshare_cli.sandbox.profile import DEFAULT_KAFKA_VERSION
 
 if TYPE_CHECKING:
     from kshare_cli.sandbox.security import ListenerSecurity, ServerCertificate
@@ -120,13 +128,41 @@ def sandbox(
             "default.replication.factor (1), broker.session.timeout.ms (9000).",
         ),
     ] = None,
+    kafka_version: Annotated[
+        str,
+        typer.Option(
+            "--kafka-version",
+            click_type=click.Choice(KAFKA_VERSIONS),
+            metavar="|".join(KAFKA_VERSIONS),
+            help="The Kafka release the sandbox behaves as: its group configs, feature "
+            "levels, snapshot fields and, on 4.4, ARCHIVING and the dead-letter queue.",
+        ),
+    ] = DEFAULT_KAFKA_VERSION,
+    share_version: Annotated[
+        int | None,
+        typer.Option(
+            "--share-version",
+            min=1,
+            max=2,
+            metavar="LEVEL",
+            help="The finalized share.version feature (default: the release's own, 2 on "
+            "4.4); 4.4 with 1 keeps the dead-letter queue configs and ignores them.",
+        ),
+    ] = None,
 ) -> None:
     """Run a share-group broker EMULATOR for tests and demos. It is not Apache Kafka.
 
     Speaks the Kafka protocol (ApiVersions, Metadata, Produce, Fetch, ListOffsets,
     CreateTopics, share groups, the share-group admin RPCs) on one node or on --brokers
-    nodes, and writes share-partition state to __share_group_state as Kafka 4.2 does.
+    nodes, and writes share-partition state to __share_group_state as the chosen Kafka
+    release does.
     """
+    if share_version is not None and share_version > 1 and kafka_version != "4.4":
+        fail(
+            f"--share-version {share_version} needs --kafka-version 4.4 "
+            f"(Kafka {kafka_version} supports share.version 1)",
+            ExitCode.USAGE,
+        )
     broker_configs = _broker_configs(config or [], brokers)
     if port and port + brokers - 1 > 65535:
         fail(f"--port {port} leaves no room for {brokers} brokers below 65536", ExitCode.USAGE)
@@ -142,7 +178,18 @@ def sandbox(
 
     try:
         interrupted = asyncio.run(
-            _serve(host, port, data_dir, demo, security, certificate, broker_configs, brokers)
+            _serve(
+                host,
+                port,
+                data_dir,
+                demo,
+                security,
+                certificate,
+                broker_configs,
+                brokers,
+                kafka_version,
+                share_version,
+            )
         )
     except DataDirError as error:
         fail(f"cannot use --data-dir {data_dir}: {error}", ExitCode.USAGE)
@@ -255,6 +302,8 @@ async def _serve(
     certificate: ServerCertificate | None = None,
     config: dict[str, str] | None = None,
     brokers: int = 1,
+    kafka_version: str = DEFAULT_KAFKA_VERSION,
+    share_version: int | None = None,
 ) -> bool:
     """Serve until SIGINT or SIGTERM; True when it was SIGINT (exit 130, as documented)."""
     import asyncio
@@ -263,10 +312,24 @@ async def _serve(
 
     from kshare_cli.sandbox.runner import new_broker
 
-    broker = new_broker(data_dir, config=config, brokers=brokers)
+    version = next(v for v in KAFKA_VERSIONS if v == kafka_version)
+    broker = new_broker(
+        data_dir,
+        config=config,
+        brokers=brokers,
+        kafka_version=version,
+        share_version=share_version,
+    )
     await broker.start(host, port, security=security)
     print(broker.bootstrap_servers, flush=True)
     print(BANNER, file=sys.stderr, flush=True)
+    profile = broker.profile
+    print(
+        f"behaves as Kafka {profile.kafka_version} "
+        f"(share.version {profile.finalized_share_version})",
+        file=sys.stderr,
+        flush=True,
+    )
     if brokers > 1:
         nodes = ", ".join(
             f"node {node_id} {listener.host}:{listener.port}"

@@ -522,3 +522,53 @@ def test_a_cluster_that_cannot_be_built_is_a_usage_error(args: list[str], fragme
     assert result.exit_code == 2
     assert result.stdout == ""
     assert fragment in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "metadata_level", "share_range", "share_level"),
+    [
+        ([], 29, (0, 1), 1),  # the default for now: Kafka 4.2
+        (["--kafka-version", "4.2"], 29, (0, 1), 1),
+        (["--kafka-version", "4.3"], 30, (0, 1), 1),
+        (["--kafka-version", "4.4"], 30, (0, 2), 2),
+        (["--kafka-version", "4.4", "--share-version", "1"], 30, (0, 2), 1),
+    ],
+)
+def test_kafka_version_sets_the_features_apiversions_reports(
+    args: list[str], metadata_level: int, share_range: tuple[int, int], share_level: int
+) -> None:
+    """The recorded levels: 4.2's metadata.version 29, 4.3's and the 4.4 snapshot's 30
+    (kafka-features in tests/golden/kafka-4.4), share.version 2 only on 4.4."""
+    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+
+    with running_sandbox(*args) as (process, bootstrap):
+        response = call(
+            bootstrap,
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+        )
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        assert process.stderr is not None
+        stderr = process.stderr.read()
+    supported = {f.name: (f.min_version, f.max_version) for f in response.supported_features}
+    finalized = {f.name: f.max_version_level for f in response.finalized_features}
+    assert supported["metadata.version"] == (7, metadata_level)
+    assert finalized["metadata.version"] == metadata_level
+    assert supported["share.version"] == share_range
+    assert finalized["share.version"] == share_level
+    assert f"(share.version {share_level})" in stderr
+
+
+def test_share_version_2_before_kafka_44_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [*KSHARE, "sandbox", "--port", "0", "--kafka-version", "4.3", "--share-version", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.strip() == (
+        "kshare: error: --share-version 2 needs --kafka-version 4.4 "
+        "(Kafka 4.3 supports share.version 1)"
+    )
