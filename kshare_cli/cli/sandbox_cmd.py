@@ -34,7 +34,6 @@ import typer
 from kshare_cli.cli.common import fail
 from kshare_cli.errors import ExitCode
 from kshare_cli.kafka.versions import KAFKA_VERSIONS
-from kshare_cli.sandbox.profile import DEFAULT_KAFKA_VERSION
 
 if TYPE_CHECKING:
     from kshare_cli.sandbox.security import ListenerSecurity, ServerCertificate
@@ -129,15 +128,16 @@ def sandbox(
         ),
     ] = None,
     kafka_version: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--kafka-version",
             click_type=click.Choice(KAFKA_VERSIONS),
             metavar="|".join(KAFKA_VERSIONS),
             help="The Kafka release the sandbox behaves as: its group configs, feature "
-            "levels, snapshot fields and, on 4.4, ARCHIVING and the dead-letter queue.",
+            "levels, snapshot fields and, on 4.4, ARCHIVING and the dead-letter queue "
+            "(default: the sandbox's, named on stderr at start).",
         ),
-    ] = DEFAULT_KAFKA_VERSION,
+    ] = None,
     share_version: Annotated[
         int | None,
         typer.Option(
@@ -157,12 +157,13 @@ def sandbox(
     nodes, and writes share-partition state to __share_group_state as the chosen Kafka
     release does.
     """
-    if share_version is not None and share_version > 1 and kafka_version != "4.4":
-        fail(
-            f"--share-version {share_version} needs --kafka-version 4.4 "
-            f"(Kafka {kafka_version} supports share.version 1)",
-            ExitCode.USAGE,
-        )
+    from kshare_cli.sandbox.profile import DEFAULT_KAFKA_VERSION, KafkaProfile
+
+    version = next((v for v in KAFKA_VERSIONS if v == kafka_version), DEFAULT_KAFKA_VERSION)
+    try:
+        KafkaProfile(version, share_version)
+    except ValueError as error:
+        fail(f"--share-version {share_version}: {error}", ExitCode.USAGE)
     broker_configs = _broker_configs(config or [], brokers)
     if port and port + brokers - 1 > 65535:
         fail(f"--port {port} leaves no room for {brokers} brokers below 65536", ExitCode.USAGE)
@@ -187,7 +188,7 @@ def sandbox(
                 certificate,
                 broker_configs,
                 brokers,
-                kafka_version,
+                version,
                 share_version,
             )
         )
@@ -302,7 +303,7 @@ async def _serve(
     certificate: ServerCertificate | None = None,
     config: dict[str, str] | None = None,
     brokers: int = 1,
-    kafka_version: str = DEFAULT_KAFKA_VERSION,
+    kafka_version: str | None = None,
     share_version: int | None = None,
 ) -> bool:
     """Serve until SIGINT or SIGTERM; True when it was SIGINT (exit 130, as documented)."""
@@ -310,9 +311,10 @@ async def _serve(
     import contextlib
     import signal
 
+    from kshare_cli.sandbox.profile import DEFAULT_KAFKA_VERSION
     from kshare_cli.sandbox.runner import new_broker
 
-    version = next(v for v in KAFKA_VERSIONS if v == kafka_version)
+    version = next((v for v in KAFKA_VERSIONS if v == kafka_version), DEFAULT_KAFKA_VERSION)
     broker = new_broker(
         data_dir,
         config=config,

@@ -60,8 +60,9 @@ class KafkaProfile:
         highest = self.max_share_version
         if self.share_version is not None and not 1 <= self.share_version <= highest:
             raise ValueError(
-                f"share.version {self.share_version} is not one Kafka {self.kafka_version} "
-                f"supports with share groups (1..{highest})"
+                f"Kafka {self.kafka_version} supports share.version 1"
+                + (f" to {highest}" if highest > 1 else "")
+                + " (2, the dead-letter queue, is Kafka 4.4's)"
             )
 
     @property

@@ -569,6 +569,6 @@ def test_share_version_2_before_kafka_44_is_a_usage_error() -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.strip() == (
-        "kshare: error: --share-version 2 needs --kafka-version 4.4 "
-        "(Kafka 4.3 supports share.version 1)"
+        "kshare: error: --share-version 2: Kafka 4.3 supports share.version 1 "
+        "(2, the dead-letter queue, is Kafka 4.4's)"
     )
