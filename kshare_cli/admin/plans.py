@@ -14,19 +14,34 @@ plans, because Kafka's tool would not read them. The one exception is a rollback
 its ``#`` header says what applying it restores and what it delivers again (a start
 offset, not per-record acknowledgements), which an operator must read before using it;
 for Kafka's tool, strip it first (``grep -v '^#'``).
+
+A rollback plan also records, in one ``# finished before the reset: {JSON}`` line per
+share-partition (``write_rollback_history``, ``read_rollback_history``), which records
+the group had finished (acknowledged or archived) when the reset it undoes was planned.
+A reset clears those states, and Kafka prunes the state-topic records that held them
+within minutes, so the file is the one durable place that still knows them: applying
+the plan counts what it delivers again and skips from them, as its note does.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from kshare_cli.errors import UsageError
 
-__all__ = ["PlanEntry", "read_plan", "write_plan"]
+__all__ = [
+    "PlanEntry",
+    "RollbackHistory",
+    "read_plan",
+    "read_rollback_history",
+    "write_plan",
+    "write_rollback_history",
+]
 
 NO_GROUP_FIELDS: Final = ("topic", "partition", "offset")
 WITH_GROUP_FIELDS: Final = ("group", "topic", "partition", "offset")
@@ -37,6 +52,8 @@ _NUMBER: Final = re.compile(r"[ \t]*[0-9]+[ \t]*")
 # Kafka's Topic.validate: legal characters, at most 249 of them, not "." or "..".
 _TOPIC: Final = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+HISTORY_PREFIX: Final = "# finished before the reset: "
+"""How a rollback plan's line recording one share-partition's finished records starts."""
 
 # Jackson's CsvEncoder with CsvMapper's defaults (STRICT_CHECK_FOR_QUOTING off) quotes a
 # string longer than 24 UTF-16 units without looking at it, and a shorter one that
@@ -54,6 +71,25 @@ class PlanEntry:
     topic: str
     partition: int
     offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackHistory:
+    """What a rollback plan records of one share-partition before the reset it undoes.
+
+    Every offset below ``finished_below`` (the resume point the plan restores) was
+    finished, that is acknowledged or archived; at or above it, the inclusive
+    ``finished`` ranges were (None: unknown, the in-flight window could not be read).
+    ``reset_to`` is the start offset that reset moved to: what the group finishes from
+    there on is in the state topic again.
+    """
+
+    group: str
+    topic: str
+    partition: int
+    reset_to: int
+    finished_below: int
+    finished: tuple[tuple[int, int], ...] | None
 
 
 def write_plan(entries: Iterable[PlanEntry], *, with_group: bool) -> str:
@@ -141,6 +177,91 @@ def read_plan(text: str, *, group: str | None, source: str = "<plan>") -> tuple[
     )
 
 
+def write_rollback_history(histories: Iterable[RollbackHistory]) -> str:
+    """One ``# finished before the reset: {JSON}`` line per share-partition, sorted.
+
+    JSON escapes line breaks, so any group id stays on its line, and a reader that
+    skips ``#`` lines (kshare's plan reader) reads the plan as if they were not there.
+    """
+    lines = []
+    for history in sorted(histories, key=lambda h: (h.group, h.topic, h.partition)):
+        fields = {
+            "group": history.group,
+            "topic": history.topic,
+            "partition": history.partition,
+            "reset_to": history.reset_to,
+            "finished_below": history.finished_below,
+            "finished": None if history.finished is None else [list(r) for r in history.finished],
+        }
+        lines.append(HISTORY_PREFIX + json.dumps(fields) + "\n")
+    return "".join(lines)
+
+
+def read_rollback_history(
+    text: str, *, group: str, source: str = "<plan>"
+) -> dict[tuple[str, int], RollbackHistory]:
+    """(topic, partition) -> what the rollback plan recorded for ``group``; empty for a
+    plan that is not kshare's rollback plan (an export, Kafka's, one written by hand).
+
+    Raises UsageError naming ``source`` and the line for a history line that does not
+    read as one (a hand edit that went wrong): counting without it would be wrong.
+    """
+    comments: list[tuple[int, str]] = []
+    for _ in _records(text, source, comments):
+        pass
+    found: dict[tuple[str, int], RollbackHistory] = {}
+    for line_number, line in comments:
+        stripped = line.strip()
+        if not stripped.startswith(HISTORY_PREFIX.strip()):
+            continue
+        history = _history(stripped[len(HISTORY_PREFIX.strip()) :], source, line_number)
+        if history.group == group:
+            found[(history.topic, history.partition)] = history
+    return found
+
+
+def _history(text: str, source: str, line_number: int) -> RollbackHistory:
+    try:
+        fields: Any = json.loads(text)
+        finished = fields["finished"]
+        history = RollbackHistory(
+            _text_of(fields["group"]),
+            _text_of(fields["topic"]),
+            _offset_of(fields["partition"]),
+            _offset_of(fields["reset_to"]),
+            _offset_of(fields["finished_below"]),
+            None
+            if finished is None
+            else tuple((_offset_of(first), _offset_of(last)) for first, last in finished),
+        )
+    except (ValueError, TypeError, KeyError) as error:
+        raise _error(
+            source,
+            line_number,
+            f"a '{HISTORY_PREFIX.strip()}' line that does not read ({error}); "
+            "restore it from the saved plan or delete the line",
+        ) from None
+    if history.finished is not None and any(
+        last < first or first < history.finished_below for first, last in history.finished
+    ):
+        raise _error(
+            source, line_number, "finished ranges must be first <= last, at or above finished_below"
+        )
+    return history
+
+
+def _text_of(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, found {value!r}")
+    return value
+
+
+def _offset_of(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_OFFSET:
+        raise ValueError(f"expected an offset, found {value!r}")
+    return value
+
+
 def _jackson_field(value: str) -> str:
     utf16_length = len(value.encode("utf-16-le")) // 2
     if utf16_length > _JACKSON_MAX_QUOTE_CHECK or any(
@@ -150,8 +271,11 @@ def _jackson_field(value: str) -> str:
     return value
 
 
-def _records(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of each CSV record, skipping blank and ``#`` comment lines.
+def _records(
+    text: str, source: str, comments: list[tuple[int, str]] | None = None
+) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each CSV record, skipping blank and ``#`` comment lines
+    (appended, with their line numbers, to ``comments`` when given).
 
     A quoted field may span lines (a group id may hold a line feed), so records are
     read by the csv module from the physical lines; a line is only taken for a blank or
@@ -165,6 +289,8 @@ def _records(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
     while consumed < len(lines):
         line = lines[consumed]
         if not line.strip() or line.lstrip().startswith("#"):
+            if comments is not None and line.strip():
+                comments.append((consumed + 1, line))
             next(feed)
             taken_by_us += 1
             consumed += 1

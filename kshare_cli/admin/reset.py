@@ -44,7 +44,10 @@ archived ones included, and every record below it that was not yet acknowledged
 is never delivered. The plan therefore counts from the in-flight window that
 ``kshare inflight`` reads from ``__share_group_state`` (``InflightService``,
 ``InFlightWindow``); without READ on that topic the counts are lower bounds
-(``PlannedOffset.exact``), and say so.
+(``PlannedOffset.exact``), and say so. The state topic cannot say what a group had
+finished before a reset (the reset cleared it, and Kafka prunes the older records),
+so a rollback plan records it, and applying one counts from that record too: one
+rule (``Finished``) gives the plan's counts and the rollback note's.
 """
 
 from __future__ import annotations
@@ -65,13 +68,14 @@ from kshare_cli.admin.models import (
     TopicPartition,
     in_partition_order,
 )
+from kshare_cli.admin.plans import RollbackHistory
 from kshare_cli.admin.share_groups import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
 )
 from kshare_cli.errors import KshareError, NotFound, Refused, UsageError
 from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
-from kshare_cli.state.window import InFlightWindow
+from kshare_cli.state.window import InFlightWindow, WindowState
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -80,6 +84,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Clamp",
+    "Finished",
     "PlannedOffset",
     "RefusalReason",
     "ResetPlan",
@@ -112,13 +117,16 @@ class Scenario:
 
     ``value`` is the epoch-millisecond timestamp (``timestamp``), the offset
     (``offset``) or the shift (``shift``); ``offsets`` the plan file's offsets
-    (``file``). ``label`` is how the operator asked, for the output.
+    (``file``), and ``history`` what a rollback plan file recorded of the records
+    finished before the reset it undoes (see ``Finished``). ``label`` is how the
+    operator asked, for the output.
     """
 
     kind: ScenarioKind
     value: int | None = None
     offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
     label: str = ""
+    history: Mapping[TopicPartition, RollbackHistory] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +138,104 @@ class Selection:
     topics: tuple[str, ...] = ()
     partitions: tuple[TopicPartition, ...] = ()
     all_topics: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The offsets of one share-partition that the group finished (acknowledged or
+    archived), as far as kshare knows: the one thing every count of a plan comes from.
+
+    A reset clears every record's state, so a record at or above the new start offset
+    that was finished is delivered again, and one below it that was not is skipped:
+    ``delivered_again`` and ``skipped`` say how many. ``ranges`` are half-open
+    ``[first, end)`` ranges, sorted and apart. ``exact`` is False when only part is
+    known (the in-flight window could not be read): then the ranges hold what is
+    certainly finished, ``delivered_again`` is a lower bound and ``skipped`` is 0.
+
+    What is known: from the state topic, everything below the stored start offset
+    (which trails the acknowledgements) and the Acknowledged and Archived batches of
+    the window (``of_window``); from a rollback plan, what was finished before the
+    reset it undoes (``before_reset``), which that reset cleared from the state topic
+    and which the plan alone still records.
+    """
+
+    ranges: tuple[tuple[int, int], ...] = ()
+    exact: bool = True
+
+    @classmethod
+    def of(cls, ranges: Iterable[tuple[int, int]], *, exact: bool = True) -> Finished:
+        """From any ``[first, end)`` ranges: empty ones dropped, overlapping ones merged."""
+        merged: list[tuple[int, int]] = []
+        for first, end in sorted(r for r in ranges if r[1] > r[0]):
+            if merged and first <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((first, end))
+        return cls(tuple(merged), exact)
+
+    @classmethod
+    def of_window(cls, start_offset: int, window: InFlightWindow | None) -> Finished:
+        """What the state topic says: below the start offset, and the window's
+        Acknowledged and Archived records (not exact without the window)."""
+        if window is None:
+            return cls.of([(0, start_offset)], exact=False)
+        done = (WindowState.ACKNOWLEDGED, WindowState.ARCHIVED)
+        return cls.of(
+            [(0, start_offset)]
+            + [(run.first_offset, run.last_offset + 1) for run in window.runs if run.state in done]
+        )
+
+    @classmethod
+    def before_reset(cls, history: RollbackHistory) -> Finished:
+        """What a rollback plan recorded (its ranges are inclusive, as the file lists them)."""
+        ranges = [(0, history.finished_below)]
+        if history.finished is not None:
+            ranges += [(first, last + 1) for first, last in history.finished]
+        return cls.of(ranges, exact=history.finished is not None)
+
+    def count(self, first: int, end: int) -> int:
+        """Finished offsets in ``[first, end)``."""
+        return sum(max(0, min(end, high) - max(first, low)) for low, high in self.ranges)
+
+    def delivered_again(self, new_offset: int, log_start: int, log_end: int) -> int:
+        """Finished records at or above ``new_offset`` in the log: a reset there clears
+        their states and delivers them again."""
+        return self.count(max(new_offset, log_start), log_end)
+
+    def skipped(self, new_offset: int, log_start: int) -> int:
+        """Unfinished records below ``new_offset`` in the log: the group never gets them
+        (0 when not exact: none of them is known to be unfinished)."""
+        if not self.exact:
+            return 0
+        return max(0, new_offset - log_start) - self.count(log_start, new_offset)
+
+    def first_unfinished(self, offset: int) -> int:
+        """The first offset at or after ``offset`` not known to be finished."""
+        for low, high in self.ranges:
+            if low <= offset < high:
+                return high
+        return offset
+
+    def since(self, offset: int) -> Finished:
+        """Only the finished offsets at or above ``offset``."""
+        return Finished.of(
+            ((max(low, offset), high) for low, high in self.ranges), exact=self.exact
+        )
+
+    def union(self, other: Finished) -> Finished:
+        return Finished.of((*self.ranges, *other.ranges), exact=self.exact and other.exact)
+
+    def inclusive_ranges(self, first: int, end: int) -> tuple[tuple[int, int], ...]:
+        """The finished ranges within ``[first, end)`` as a plan file lists them,
+        ``(first, last)`` inclusive."""
+        return tuple(
+            (max(low, first), min(high, end) - 1)
+            for low, high in self.ranges
+            if min(high, end) > max(low, first)
+        )
+
+
+_NOTHING_FINISHED: Final = Finished()
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +259,10 @@ class PlannedOffset:
     records, acknowledged or archived before this reset, such a rollback delivers
     again (None: unknown, the window was not read). ``fell_back``: a timestamp
     scenario found no record at or after the time and took the log end offset.
+
+    ``finished`` is what every count comes from (see ``Finished``); ``with_history``
+    says it includes what a rollback plan recorded of the time before the reset it
+    undoes.
     """
 
     topic: str
@@ -171,10 +281,28 @@ class PlannedOffset:
     resume_offset: int | None = None
     resume_redelivers: int | None = None
     fell_back: bool = False
+    finished: Finished = _NOTHING_FINISHED
+    with_history: bool = False
 
     @property
     def topic_partition(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
+
+    def rollback_history(self, group_id: str) -> RollbackHistory | None:
+        """What a rollback plan records of this share-partition, so that applying it counts
+        as its note does; None where the group has no start offset (nothing to restore)."""
+        if self.resume_offset is None:
+            return None
+        return RollbackHistory(
+            group_id,
+            self.topic,
+            self.partition,
+            self.new_offset,
+            self.resume_offset,
+            self.finished.inclusive_ranges(self.resume_offset, self.log_end_offset)
+            if self.finished.exact
+            else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +369,12 @@ class ResetPlan:
         return sum(count for count in counts if count is not None)
 
     @property
+    def with_history(self) -> bool:
+        """Whether the counts include a rollback plan's record of the time before the reset
+        it undoes."""
+        return any(offset.with_history for offset in self.partitions)
+
+    @property
     def without_start_offset(self) -> int:
         """Share-partitions the group had no start offset on (a rollback leaves them)."""
         return sum(1 for offset in self.partitions if offset.current_offset is None)
@@ -291,7 +425,9 @@ def compute_plan(
     record at or after it). ``windows`` holds the persisted in-flight windows read
     from the state topic (a partition absent: nothing persisted); None when the
     state topic was not read, and then the counts of partitions with a start offset
-    are lower bounds. Raises UsageError for a shift where the group has no start
+    are lower bounds. A ``file`` scenario's ``history`` (a rollback plan's record of
+    the records finished before the reset it undoes) adds to what the state topic
+    says (``_with_history``). Raises UsageError for a shift where the group has no start
     offset, as Kafka's tool refuses it.
     """
     planned: list[PlannedOffset] = []
@@ -300,6 +436,9 @@ def compute_plan(
         start, end = log_start[tp], log_end[tp]
         now = current.get(tp)
         window = _window_of(tp, now, windows)
+        history = scenario.history.get(tp) if scenario.kind == "file" else None
+        in_state = _NOTHING_FINISHED if now is None else Finished.of_window(now, window)
+        finished = in_state if history is None else _with_history(in_state, history)
         clampable = True
         fell_back = False
         if scenario.kind == "earliest":
@@ -329,7 +468,7 @@ def compute_plan(
             requested = end if now is None else now
             clampable = now is None
         elif scenario.kind == "first-unacknowledged":
-            requested = _resume_offset(now, window, start)
+            requested = _resume_offset(now, in_state, start)
         else:  # file
             requested = scenario.offsets[tp]
         new = requested
@@ -344,11 +483,12 @@ def compute_plan(
             warnings.append(
                 f"{tp}: new offset {requested} is below the log start offset; using {start}"
             )
-        redelivered, skipped, exact = _effect(now, new, window, start, end)
-        resume = None if now is None else _resume_offset(now, window, start)
+        # Where the group resumes without this reset is the state topic's to say; what the
+        # rollback then delivers again counts everything the group is known to have finished.
+        resume = None if now is None else _resume_offset(now, in_state, start)
         resume_redelivers = None
-        if resume is not None and window is not None:
-            resume_redelivers = window.done_between(resume, end)
+        if resume is not None and finished.exact:
+            resume_redelivers = finished.delivered_again(resume, start, end)
         planned.append(
             PlannedOffset(
                 tp.topic,
@@ -359,12 +499,14 @@ def compute_plan(
                 start,
                 end,
                 clamped,
-                skipped=skipped,
-                redelivered=redelivered,
-                exact=exact,
+                skipped=finished.skipped(new, start),
+                redelivered=finished.delivered_again(new, start, end),
+                exact=finished.exact,
                 resume_offset=resume,
                 resume_redelivers=resume_redelivers,
                 fell_back=fell_back,
+                finished=finished,
+                with_history=history is not None,
             )
         )
     return tuple(planned), tuple(warnings)
@@ -386,42 +528,27 @@ def _window_of(
     return window
 
 
-def _resume_offset(now: int | None, window: InFlightWindow | None, log_start: int) -> int:
-    """Where the group resumes: the window's first offset neither acknowledged nor
-    archived (its end when all are); the start offset when no window says more; the
+def _with_history(in_state: Finished, history: RollbackHistory) -> Finished:
+    """What the group finished on a share-partition, given a rollback plan's ``history``.
+
+    The state topic knows what is below the stored start offset and the window's
+    Acknowledged and Archived records (``in_state``). The reset the rollback plan undoes
+    cleared the states of the records finished before it (to the latest offset, it
+    even put them below the start offset beside the records it skipped, so the state
+    topic cannot tell them apart): the plan's record of them is added, and of the
+    state topic's view only what lies at or above where that reset moved the start
+    offset, which is the group's own work since.
+    """
+    return Finished.before_reset(history).union(in_state.since(history.reset_to))
+
+
+def _resume_offset(now: int | None, finished: Finished, log_start: int) -> int:
+    """Where the group resumes: the first offset at or after the start offset not
+    finished as the state topic says (the start offset when no window says more); the
     log start when the group has no start offset."""
     if now is None:
         return log_start
-    if window is None:
-        return now
-    return max(window.first_not_done(), now)
-
-
-def _effect(
-    now: int | None,
-    new: int,
-    window: InFlightWindow | None,
-    log_start: int,
-    log_end: int,
-) -> tuple[int, int, bool]:
-    """(delivered again, skipped, exact) for a move of the start offset to ``new``.
-
-    Everything below the stored start offset is done; in the window, Acknowledged
-    and Archived are done. A reset clears every state, so done records at or above
-    ``new`` come back, and records below ``new`` that were not done never arrive.
-    With no start offset nothing was ever finished. With a start offset but no
-    window, only what lies below the start offset is known to be done: the counts
-    are then lower bounds.
-    """
-    if now is None:
-        return 0, max(0, new - log_start), True
-    lowest = max(log_start, now)
-    if window is not None:
-        redelivered = window.done_between(new, log_end)
-        skipped = max(0, new - lowest) - window.done_between(lowest, new)
-        return redelivered, max(0, skipped), True
-    below_start = max(0, min(now, log_end) - max(new, log_start))
-    return below_start, 0, False
+    return finished.first_unfinished(now)
 
 
 def _value(scenario: Scenario) -> int:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         GroupDescription,
         MemberDescription,
         ResetPlan,
+        RollbackHistory,
         Scenario,
         Selection,
     )
@@ -141,9 +142,13 @@ def choose_scenario(
     return Scenario("shift", shift_by, label=f"--shift-by {shift_by}")
 
 
-def read_plan_file(path: Path, group_id: str) -> tuple[dict[tuple[str, int], int], int]:
-    """The plan file's offsets for ``group_id``, and how many entries were for other groups."""
-    from kshare_cli.services.reset import read_plan
+def read_plan_file(
+    path: Path, group_id: str
+) -> tuple[dict[tuple[str, int], int], int, dict[tuple[str, int], RollbackHistory]]:
+    """The plan file's offsets for ``group_id``, how many entries were for other groups,
+    and, for a rollback plan, what it recorded of the records ``group_id`` had finished
+    before the reset it undoes (empty for any other plan)."""
+    from kshare_cli.services.reset import read_plan, read_rollback_history
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -155,7 +160,8 @@ def read_plan_file(path: Path, group_id: str) -> tuple[dict[tuple[str, int], int
     others = sum(1 for e in entries if e.group != group_id)
     if not ours:
         raise UsageError(f"--from-file {path}: no entries for share group '{group_id}'")
-    return ours, others
+    history = read_rollback_history(text, group=group_id, source=str(path))
+    return ours, others, {key: value for key, value in history.items() if key in ours}
 
 
 def _rollback_stamp() -> str:
@@ -215,7 +221,9 @@ def rollback_note(plan: ResetPlan) -> str:
     again, and every record at or above it comes back, acknowledged or not. The
     rollback plan therefore saves each partition's resume point (the first record
     neither acknowledged nor archived), not the stored start offset, which trails
-    the acknowledgements; the note counts the records that still come back.
+    the acknowledgements; the note counts the records that still come back, from what
+    the plan records as finished (``ResetPlan.rollback_redelivers``), the same record
+    from which applying the plan counts them.
     """
     redelivers = plan.rollback_redelivers
     if redelivers is None:
@@ -242,24 +250,40 @@ def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Pa
     """Save the rollback plan, durably, before anything changes.
 
     The offsets are each partition's resume point (``ResetPlan.rollback_offsets``),
-    preceded by ``#`` lines saying what applying them does (``rollback_note``), which
-    kshare's ``--from-file`` skips. The file is created, never replaced. A taken
+    preceded by ``#`` lines saying what applying them does (``rollback_note``) and
+    recording, per partition, the records the group had finished before this reset
+    (``PlannedOffset.rollback_history``): this reset clears their states, and Kafka
+    prunes the state-topic records that held them within minutes, so kshare's
+    ``--from-file`` reads them here to count what applying the plan delivers again
+    and skips, as the note does. The file is created, never replaced. A taken
     ``--rollback-file`` is a usage error; with ``numbered`` (the default path, whose
     name has the time to the millisecond) a name another run took in the same
     millisecond becomes ``NAME-2.csv``, ``NAME-3.csv``... Returns where the plan was
     saved.
     """
-    from kshare_cli.services.reset import PlanEntry, write_plan
+    from kshare_cli.services.reset import PlanEntry, write_plan, write_rollback_history
 
     entries = [
         PlanEntry(plan.group_id, tp.topic, tp.partition, offset)
         for tp, offset in sorted(plan.rollback_offsets().items())
+    ]
+    histories = [
+        history
+        for offset in plan.partitions
+        if (history := offset.rollback_history(plan.group_id)) is not None
     ]
     note = rollback_note(plan)
     header = (
         f"# kshare rollback plan for share group '{_one_line(plan.group_id)}', saved before "
         f"reset-offsets {_one_line(plan.scenario)}.\n# Applying it (--from-file): {note}.\n"
     )
+    if histories:
+        header += (
+            "# What the group had finished (acknowledged or archived) before this reset: "
+            "every offset below finished_below, and the finished ranges (first and last "
+            "offset; null: unknown). kshare's --from-file counts from them.\n"
+            + write_rollback_history(histories)
+        )
     text = header + write_plan(entries, with_group=True)
     candidate, number = path, 1
     try:
@@ -493,11 +517,12 @@ def reset_offsets(
         others = 0
         plan_offsets = None
         if from_file is not None:
-            plan_offsets, others = read_plan_file(from_file, group)
+            plan_offsets, others, history = read_plan_file(from_file, group)
             scenario = Scenario(
                 "file",
                 offsets={TopicPartition(t, p): o for (t, p), o in plan_offsets.items()},
                 label=f"--from-file {from_file}",
+                history={TopicPartition(t, p): h for (t, p), h in history.items()},
             )
         selection = Selection(
             topics=whole,

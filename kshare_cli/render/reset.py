@@ -8,8 +8,9 @@ prints on stdout (``Warn: Partition P from topic T is empty. Falling back to
 latest known offset.``). The table adds what an operator needs to judge a
 reset before running it: the current start offset, the log start and end
 offsets, how many records the move skips or delivers again (counted from the
-in-flight window; ``≥`` marks a lower bound, when the window could not be
-read), and after ``--execute`` each partition's result.
+in-flight window, and for a rollback plan from its record of the time before the
+reset it undoes; ``≥`` marks a lower bound, when the window could not be read),
+and after ``--execute`` each partition's result.
 
 A reset refused because the group has members (by kshare's check, or by the
 broker when a consumer joined after the plan) is data like any result: every
@@ -178,6 +179,11 @@ def _table(plan: ResetPlan, width: int | None, *, confirming: bool) -> str:
         notes.append("*: clamped to the log start or end offset.")
     if plan.partitions:
         notes.append(f"{'Reset' if plan.executed else 'Plan'} ({plan.scenario}): {_totals(plan)}.")
+    if plan.with_history:
+        notes.append(
+            "Counted with the rollback plan's record of what was acknowledged or archived "
+            "before the reset it undoes (that reset cleared those states)."
+        )
     if not plan.exact:
         notes.append(
             f"{LOWER_BOUND}: a lower bound: the in-flight windows could not be read "

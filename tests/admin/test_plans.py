@@ -349,3 +349,58 @@ def test_any_text_gives_entries_or_one_usage_error_line(text: str, group: str | 
     else:
         assert plan
         assert list(plan) == sorted(plan)
+
+
+# --- a rollback plan's history lines -------------------------------------------------
+
+
+def test_rollback_history_lines_read_back_and_leave_the_plan_as_it_was() -> None:
+    from kshare_cli.admin.plans import (
+        RollbackHistory,
+        read_rollback_history,
+        write_rollback_history,
+    )
+
+    histories = [
+        RollbackHistory("g\n#2", "t", 1, 15, 9, None),
+        RollbackHistory("g\n#2", "t", 0, 15, 4, ((5, 8), (10, 10))),
+        RollbackHistory("other", "t", 0, 3, 2, ()),
+    ]
+    lines = write_rollback_history(histories)
+    assert lines.splitlines()[0] == (
+        '# finished before the reset: {"group": "g\\n#2", "topic": "t", "partition": 0, '
+        '"reset_to": 15, "finished_below": 4, "finished": [[5, 8], [10, 10]]}'
+    )
+    assert len(lines.splitlines()) == 3  # a line feed in a group id stays escaped
+    text = "# a note\n" + lines + write_plan([PlanEntry("g\n#2", "t", 0, 4)], with_group=True)
+    assert read_plan(text, group=None) == (PlanEntry("g\n#2", "t", 0, 4),)
+    assert read_rollback_history(text, group="g\n#2") == {
+        ("t", 0): histories[1],
+        ("t", 1): histories[0],
+    }
+    assert read_rollback_history("t,0,5\n", group="g") == {}  # not a rollback plan
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"group": "g", "topic": "t"', "does not read"),
+        ('{"group": "g", "topic": "t", "partition": 0, "reset_to": 1}', "does not read"),
+        (
+            '{"group": "g", "topic": "t", "partition": -1, "reset_to": 1, '
+            '"finished_below": 0, "finished": []}',
+            "does not read",
+        ),
+        (
+            '{"group": "g", "topic": "t", "partition": 0, "reset_to": 1, '
+            '"finished_below": 4, "finished": [[2, 3]]}',
+            "at or above finished_below",
+        ),
+    ],
+)
+def test_a_broken_history_line_is_refused_naming_file_and_line(line: str, reason: str) -> None:
+    from kshare_cli.admin.plans import read_rollback_history
+
+    text = f"# header\n# finished before the reset: {line}\ng,t,0,4\n"
+    with pytest.raises(UsageError, match=f"undo.csv: line 2: .*{reason}"):
+        read_rollback_history(text, group="g", source="undo.csv")

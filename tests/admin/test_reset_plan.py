@@ -59,8 +59,11 @@ def plan(
 # The stored start offset 10 trails the acknowledgements (Kafka 4.2 measured 13, 5, 5 on
 # fully acknowledged partitions): 10-12 acknowledged, 13 available, 14 archived, 15
 # acknowledged, 16-19 never delivered.
-TRAILING = {P0: window(10, (10, 12, ACKNOWLEDGED), (13, 13, AVAILABLE), (14, 14, ARCHIVED),
-                      (15, 15, ACKNOWLEDGED))}
+TRAILING = {
+    P0: window(
+        10, (10, 12, ACKNOWLEDGED), (13, 13, AVAILABLE), (14, 14, ARCHIVED), (15, 15, ACKNOWLEDGED)
+    )
+}
 
 
 def test_earliest_and_latest_are_the_log_bounds() -> None:
@@ -212,6 +215,99 @@ def test_new_offsets_always_lie_in_the_log_and_the_counts_match_record_by_record
     assert offset.redelivered == sum(done(o) for o in range(new, end))
     assert offset.skipped == sum(not done(o) for o in range(start, new))
     assert offset.exact
+
+
+def _rolled_back(
+    reset: ResetPlan, current: int, since: InFlightWindow | None = None
+) -> PlannedOffset:
+    """The plan that applies ``reset``'s rollback plan once the reset left P0 at
+    ``current`` (with ``since``, the window of what the group did after it)."""
+    (offset,) = reset.partitions
+    history = offset.rollback_history("g")
+    assert history is not None
+    planned, _ = compute_plan(
+        Scenario("file", offsets=reset.rollback_offsets(), history={P0: history}),
+        [P0],
+        current={P0: current},
+        log_start=START,
+        log_end=END,
+        windows={P0: since or window(current)},
+    )
+    (rollback,) = planned
+    return rollback
+
+
+def _reset_p0(scenario: Scenario, windows: dict[TopicPartition, InFlightWindow]) -> ResetPlan:
+    planned, _ = compute_plan(
+        scenario, [P0], current={P0: 10}, log_start=START, log_end=END, windows=windows
+    )
+    return ResetPlan("g", scenario.kind, planned, "Empty")
+
+
+def test_a_rollback_plan_counts_what_was_finished_before_the_reset_it_undoes() -> None:
+    # Issue 24: after --to-latest every record is below the start offset, and after
+    # --to-earliest none is finished; the state topic alone cannot tell what the group
+    # had finished before. The rollback plan says it, and its note counts from it.
+    latest = _reset_p0(Scenario("latest"), TRAILING)
+    assert latest.rollback_offsets() == {P0: 13} and latest.rollback_redelivers == 2
+    rollback = _rolled_back(latest, 20)
+    assert (rollback.new_offset, rollback.redelivered, rollback.skipped) == (13, 2, 0)
+    assert rollback.exact and rollback.with_history
+    earliest = _reset_p0(Scenario("earliest"), TRAILING)
+    rollback = _rolled_back(earliest, 3)
+    assert (rollback.redelivered, rollback.skipped) == (2, 0) == (earliest.rollback_redelivers, 0)
+    # What the group finished since the reset comes back too: 16 after --to-earliest.
+    rollback = _rolled_back(earliest, 3, window(3, (16, 16, ACKNOWLEDGED)))
+    assert (rollback.redelivered, rollback.skipped) == (3, 0)
+    # The same file without its history lines counts from the state topic alone.
+    (bare,), _ = compute_plan(
+        Scenario("file", offsets={P0: 13}),
+        [P0],
+        current={P0: 20},
+        log_start=START,
+        log_end=END,
+        windows={P0: window(20)},
+    )
+    assert (bare.redelivered, bare.skipped, bare.with_history) == (7, 0, False)
+
+
+def test_a_rollback_plan_saved_without_the_window_counts_lower_bounds() -> None:
+    latest = _reset_p0(Scenario("latest"), {})
+    assert latest.rollback_redelivers is None
+    (offset,) = latest.partitions
+    history = offset.rollback_history("g")
+    assert history is not None and history.finished is None
+    rollback = _rolled_back(latest, 20)
+    assert (rollback.redelivered, rollback.skipped, rollback.exact) == (0, 0, False)
+
+
+@given(
+    states=st.lists(st.sampled_from([ACKNOWLEDGED, ARCHIVED, AVAILABLE, 1]), max_size=17),
+    target=st.integers(3, 20),
+    acked_since=st.sets(st.integers(3, 19), max_size=5),
+)
+def test_a_rollback_counts_record_by_record_what_was_finished_before_or_since(
+    states: list[int], target: int, acked_since: set[int]
+) -> None:
+    before = window(10, *((10 + i, 10 + i, s) for i, s in enumerate(states[:10])))
+    reset = _reset_p0(Scenario("offset", target), {P0: before})
+    (offset,) = reset.partitions
+
+    def finished_before(o: int) -> bool:
+        return o < 10 or (o - 10 < len(states[:10]) and states[o - 10] in (ACKNOWLEDGED, ARCHIVED))
+
+    since = sorted(o for o in acked_since if o >= target)
+    after = window(target, *((o, o, ACKNOWLEDGED) for o in since))
+    rollback = _rolled_back(reset, target, after)
+    resume = offset.resume_offset
+    assert resume is not None and rollback.new_offset == resume
+    assert all(finished_before(o) for o in range(3, resume))
+    assert rollback.skipped == 0 and rollback.exact
+    assert rollback.redelivered == sum(
+        finished_before(o) or o in since for o in range(resume, END[P0])
+    )
+    if not since:
+        assert rollback.redelivered == reset.rollback_redelivers
 
 
 class _Answer:

@@ -290,14 +290,28 @@ def test_rollback_file_restores_the_previous_offsets(
     )
     assert result.exit_code == 0, result.stderr
     assert f"rollback plan saved to {rollback}" in result.stderr
+
     # Nothing was ever delivered: the resume points are the start offsets, and
-    # applying the plan delivers nothing acknowledged again.
+    # applying the plan delivers nothing acknowledged again. One line per partition
+    # records what was finished before the reset (everything below the resume point).
+    def history(partition: int, resume: int) -> str:
+        return (
+            f'# finished before the reset: {{"group": "{group}", "topic": "{topic}", '
+            f'"partition": {partition}, "reset_to": 15, "finished_below": {resume}, '
+            '"finished": []}\n'
+        )
+
     assert rollback.read_text() == (
         f"# kshare rollback plan for share group '{group}', saved before reset-offsets "
         "--to-latest.\n# Applying it (--from-file): a rollback restores start offsets (each "
         "partition's first record not yet acknowledged or archived), not per-record "
         "acknowledgements, and delivers again 0 record(s) acknowledged or archived before "
-        f"this reset.\n{group},{topic},0,4\n{group},{topic},1,9\n"
+        "this reset.\n# What the group had finished (acknowledged or archived) before this "
+        "reset: every offset below finished_below, and the finished ranges (first and last "
+        "offset; null: unknown). kshare's --from-file counts from them.\n"
+        + history(0, 4)
+        + history(1, 9)
+        + f"{group},{topic},0,4\n{group},{topic},1,9\n"
     )
     assert start_offsets(kshare, group) == {0: 15, 1: 15}
 

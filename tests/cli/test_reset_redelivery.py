@@ -10,7 +10,9 @@ and 4, 9-14 are not; on partition 1 nothing was ever delivered.
 
 Each test resets one group with ``--execute``, compares the plan's counts with
 that story, and drains the group with a ShareConsumer: the records that come
-back, and their offsets, must be what the plan said. A sentinel record produced
+back, and their offsets, must be what the plan said. Two apply the rollback plan
+the reset saved: its dry run must count what its note says, and the drain after
+it must deliver that. A sentinel record produced
 to each partition after the reset marks the end of the drain (records of a
 share-partition are delivered in offset order), so no test waits for nothing.
 Against the sandbox, or a real cluster with ``KSHARE_TEST_BOOTSTRAP``.
@@ -19,6 +21,7 @@ Against the sandbox, or a real cluster with ``KSHARE_TEST_BOOTSTRAP``.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -46,7 +49,7 @@ RELEASED = frozenset({4, 9})
 DONE = ACCEPTED | REJECTED  # what a reset at or below them delivers again
 FIRST_RECORDS = 10
 LATER_P0, LATER_P1 = 5, 5
-SCENARIOS = ("earliest", "latest", "current", "offset", "first-unacknowledged")
+SCENARIOS = ("earliest", "latest", "current", "offset", "first-unacknowledged", "undo-earliest")
 JOIN_TIMEOUT_S = 90  # a share consumer's join takes Kafka's 5 s heartbeat interval or more
 
 
@@ -263,7 +266,6 @@ def test_all_topics_to_latest_skips_the_backlog_of_a_partition_never_read(
         0,
         _not_done_below(ends[0]) + ends[1],
     )
-    assert _drain(cluster, group, story.topic) == {0: set(), 1: set()}
 
     # The rollback plan restores partition 0's resume point, 4 (the first record not done),
     # and says how many acknowledged records it delivers again: 5-8.
@@ -282,25 +284,45 @@ def test_all_topics_to_latest_skips_the_backlog_of_a_partition_never_read(
     assert note in result.stderr and f"--from-file {rollback} --execute" in result.stderr
     assert document["rollback_redelivers"] == again
 
-    undo = kshare.run(
-        "reset-offsets",
-        group,
-        "--from-file",
-        str(rollback),
-        "--execute",
-        "--rollback-file",
-        str(tmp_path / "undo-rollback.csv"),
-        "-o",
-        "json",
-    )
-    assert undo.exit_code == 0, undo.stderr
-    undo_end = _ends(json.loads(undo.stdout))[0]
+    assert _noted_again(rollback) == again
+
+    # Applied now, the plan counts what its note says: 5-8 again (finished before the
+    # reset, which cleared their states), nothing skipped (0-3 were finished). The state
+    # topic alone would say everything from 4 on again: after the reset it is all below
+    # the start offset, skipped and finished alike.
+    _rollback(kshare, tmp_path, group, rollback, (resume, again, 0), execute=False)
+    # Nothing comes back after the reset. The drain acknowledges its sentinel record (the
+    # log end when reset): one record finished since, which the plan now delivers again.
+    assert _drain(cluster, group, story.topic) == {0: set(), 1: set()}
+    sentinel = ends[0]
+    undo = _rollback(kshare, tmp_path, group, rollback, (resume, again + 1, 0), execute=True)
     received = _drain(cluster, group, story.topic)
     # From 4 on: 4, 9 and later (never done), 5-8 (done before the reset: the note's
-    # count), and the first drain's sentinel.
-    assert received[0] == set(range(resume, undo_end))
-    assert len(received[0] & DONE) == again
+    # count), and the first drain's sentinel (done since).
+    assert received[0] == set(range(resume, _ends(undo)[0]))
+    assert len(received[0] & (DONE | {sentinel})) == undo["redelivered"] == again + 1
     assert received[1] == set()
+
+
+def test_the_rollback_of_a_reset_to_earliest_delivers_again_what_its_note_says(
+    kshare: Kshare, cluster: Cluster, tmp_path: Path, story: Story
+) -> None:
+    group = story.groups["undo-earliest"]
+    document, result = _reset(kshare, tmp_path, group, "--topic", story.topic, "--to-earliest")
+    resume, again = min(RELEASED), _done_from(min(RELEASED))
+    assert document["rollback_redelivers"] == again
+    assert f"delivers again {again} record(s) acknowledged or archived before" in result.stderr
+    rollback = tmp_path / f"{group}-rollback.csv"
+    assert _noted_again(rollback) == again
+    # The reset cleared every state from 0: the state topic alone would say that moving
+    # to 4 skips 0-3 and delivers nothing again; the group had finished 0-3, and 5-8.
+    for execute in (False, True):
+        undo = _rollback(kshare, tmp_path, group, rollback, (resume, again, 0), execute=execute)
+    received = _drain(cluster, group, story.topic)
+    assert received[0] == set(range(resume, _ends(undo)[0]))
+    assert len(received[0] & DONE) == again
+    # Partition 1 had no start offset, which no rollback restores: the reset's 0 stays.
+    assert received[1] == set(range(_ends(document)[1]))
 
 
 def test_to_current_delivers_again_what_the_trailing_start_offset_hides(
@@ -350,3 +372,42 @@ def test_to_first_unacknowledged_resumes_without_skipping(
     received = _drain(cluster, group, story.topic)
     assert received == {0: set(range(resume, ends[0])), 1: set(range(ends[1]))}
     assert len(received[0] & DONE) == _done_from(resume)
+
+
+def _noted_again(rollback: Path) -> int:
+    """How many records the rollback plan's note says applying it delivers again."""
+    note = rollback.read_text().splitlines()[1]
+    found = re.search(r"delivers again (\d+) record\(s\) acknowledged or archived", note)
+    assert found is not None, note
+    return int(found[1])
+
+
+def _rollback(
+    kshare: Kshare,
+    tmp_path: Path,
+    group: str,
+    rollback: Path,
+    expected: tuple[int, int, int],
+    *,
+    execute: bool,
+) -> dict[str, Any]:
+    """Apply the rollback plan, or dry-run it; partition 0 (the plan's only one) must
+    have the ``expected`` new offset and counts (delivered again, skipped), and so must
+    the totals. A dry run's table must total as the JSON does and say where the counts
+    come from. The JSON document."""
+    undo = ("--execute", "--rollback-file", str(tmp_path / f"{group}-undo.csv"))
+    args = ("reset-offsets", group, "--from-file", str(rollback))
+    result = kshare.run(*args, *(undo if execute else ()), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    document: dict[str, Any] = json.loads(result.stdout)
+    validate(document, "reset.schema.json")
+    assert document["executed"] is execute and document["counts_exact"] is True
+    assert _counts(document)[0][1:] == expected
+    assert (document["redelivered"], document["skipped"]) == expected[1:]
+    if not execute:
+        table = kshare.run(*args)
+        assert table.exit_code == 0, table.stderr
+        text = " ".join(table.stdout.split())
+        totals = f"skips {document['skipped']} record(s), re-delivers {document['redelivered']} "
+        assert totals in text and "Counted with the rollback plan's record" in text, text
+    return document
