@@ -29,6 +29,7 @@ from kshare_cli.sandbox.broker import (
     handles,
     response_type,
 )
+from kshare_cli.sandbox.cluster import NodeState
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.sandbox.share_groups import (
@@ -268,6 +269,10 @@ async def describe_share_group_offsets(
     the sandbox time quadratic in the groups, which Kafka's per-group read does not).
     """
     shares = share_groups(broker)
+    # The whole answer waits, as KafkaApis waits for every group's read, until the
+    # persister has read every share-partition whose share coordinator is down, or given
+    # up on it (then that share-partition reads as "no data": start offset -1, no error).
+    unread = await _read_summaries(broker, shares, connection, request.payload.groups)
     groups = []
     for index, wanted in enumerate(request.payload.groups):
         if index and shares.summary_read_wait_s:
@@ -324,6 +329,10 @@ async def describe_share_group_offsets(
                     )
                 elif persisted is None:
                     entries.append(_offset_entry(partition, -1, -1, -1, ErrorCode.none))
+                elif key in unread:
+                    # Kafka 4.2 computeShareGroupLagAndBuildResponse: a persister error is
+                    # "treated as absence of data, rather than an error": -1, 0, -1, NONE.
+                    entries.append(_offset_entry(partition, -1, 0, -1, ErrorCode.none))
                 elif broker.cluster.loading(
                     SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)
                 ):
@@ -356,6 +365,57 @@ async def describe_share_group_offsets(
             }
         )
     return build(response_type(request), {"throttle_time": 0, "groups": groups})
+
+
+#: Kafka's persister (``PersisterStateManager``): each ReadShareGroupStateSummary attempt
+#: to a share coordinator times out after 30 s (``DEFAULT_SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS``,
+#: the inter-broker send thread's request timeout); a refused connection fails at once;
+#: five attempts (``MAX_FIND_COORD_ATTEMPTS``) with exponential backoff from 1 s, base 2
+#: (about 2, 4, 8 and 16 s between them), the share coordinator looked up again before
+#: each. A hung share coordinator therefore holds the answer about 180 s, a stopped one
+#: until it is fenced and its state partitions have a new leader.
+PERSISTER_ATTEMPT_TIMEOUT_S = 30.0
+PERSISTER_BACKOFFS_S = (2.0, 4.0, 8.0, 16.0)
+
+
+async def _read_summaries(
+    broker: Broker, shares: ShareGroups, connection: Connection, wanted_groups: Any
+) -> frozenset[SharePartitionKey]:
+    """Wait as Kafka's persister does for the share-partitions whose share coordinator
+    (the leader of their ``__share_group_state`` partition) is stopped or hung; return
+    those it gave up on.
+
+    Kafka reads every share-partition's summary from its share coordinator before the
+    group coordinator answers DescribeShareGroupOffsets, so a hung share coordinator
+    holds the answer of a perfectly healthy group coordinator, and with it every other
+    share-partition of the request (measured in Kafka 4.2's source: ``DefaultStatePersister
+    .readSummary`` waits on all of them, ``KafkaApis`` on all groups).
+    """
+    cluster = broker.cluster
+    keys = {
+        key
+        for wanted in wanted_groups
+        if not broker.group_coordinator_error(connection, wanted.group_id)
+        for key, state in _group_states(broker, shares, wanted.group_id).items()
+        if state is not None
+    }
+
+    def down(key: SharePartitionKey) -> NodeState | None:
+        leader = cluster.leader(SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS))
+        state = cluster.states.get(leader, NodeState.RUNNING)
+        return None if state is NodeState.RUNNING else state
+
+    pending = {key for key in keys if down(key) is not None}
+    for backoff in (*PERSISTER_BACKOFFS_S, None):
+        if not pending:
+            return frozenset()
+        if any(down(key) is NodeState.HUNG for key in pending):
+            await asyncio.sleep(PERSISTER_ATTEMPT_TIMEOUT_S)
+        if backoff is None:
+            break
+        await asyncio.sleep(backoff)
+        pending = {key for key in pending if down(key) is not None}
+    return frozenset(pending)
 
 
 def _group_states(

@@ -115,6 +115,9 @@ BOOTSTRAP_STAGGER_S: Final = 0.5
 #: then describe, then end offsets) paid a hung broker's 5 s handshake again; after it,
 #: one attempt is made, so a broker that came back is asked within a metadata age.
 GIVE_UP_FOR_S: Final = 5.0
+#: How long a broker has to complete a fresh handshake when a coordinator held a request:
+#: on a healthy cluster a handshake takes milliseconds, so a second tells alive from hung.
+PROBE_S: Final = 1.0
 _ZERO_UUID: Final = uuid.UUID(int=0)
 
 Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
@@ -1038,8 +1041,7 @@ class KafkaClient:
                 pending = []
                 for (node, groups), outcome in zip(asked, outcomes, strict=True):
                     if isinstance(outcome, BaseException):
-                        await self._give_up(node, outcome)
-                        failure = _branch_failure(outcome, node)
+                        failure = await self._coordinator_failed(api_key, node, outcome)
                         results.update({group_id: failure for group_id in groups})
                         continue
                     answered, retry = outcome
@@ -1050,6 +1052,75 @@ class KafkaClient:
                 if pending:
                     await backoff.wait()
             return {group_id: results[group_id] for group_id in wanted}
+
+    async def _coordinator_failed(
+        self, api_key: int, node: BrokerNode, error: BaseException
+    ) -> KafkaError:
+        """A coordinator's branch that ended in ``error``, as its groups' KafkaError.
+
+        A coordinator that did not answer in time is not always the broker at fault:
+        Kafka's group coordinator holds DescribeShareGroupOffsets (and the other offset
+        RPCs) until the share coordinators it reads from answer, about 180 s for a hung
+        one (``PersisterStateManager``: five 30 s attempts). So a silent branch is
+        checked with a fresh handshake: a coordinator that answers it is healthy and
+        holding, stays in use (its stuck connection is replaced) and the brokers that
+        do not answer are named as the cause. Only one that does not answer is given up.
+        """
+        if isinstance(error, TimedOut):
+            fresh = await self._fresh_connection(node)
+            if fresh is not None:
+                stuck = self._connections.pop(node.address, None)
+                self._connections[node.address] = fresh
+                if stuck is not None and stuck is not fresh:
+                    await stuck.close()
+                silent = await self._silent_brokers(exclude=node.node_id)
+                held = f"broker {node.node_id} ({node}) holds {api_name(api_key)} unanswered"
+                if silent:
+                    named = ", ".join(f"broker {each.node_id} ({each})" for each in silent)
+                    verb = "does" if len(silent) == 1 else "do"
+                    message = f"{named} {verb} not answer, and {held} meanwhile ({error})"
+                else:
+                    message = (
+                        f"{held} ({error}) though it answers: Kafka holds it while a share "
+                        "coordinator it reads from does not answer"
+                    )
+                return KafkaError.of(ErrorCode.request_timed_out, message)
+        await self._give_up(node, error)
+        return _branch_failure(error, node)
+
+    async def _fresh_connection(self, node: BrokerNode) -> BrokerConnection | None:
+        """A new connection to ``node`` if it completes a handshake within ``PROBE_S``."""
+        within = min(PROBE_S, self.remaining_s())
+        if within <= 0:
+            return None
+        try:
+            async with asyncio.timeout(within):
+                return await self._open(node.address)
+        except (ConnectionFailed, TimedOut, TimeoutError):
+            return None
+
+    async def _silent_brokers(self, exclude: int) -> list[BrokerNode]:
+        """The listed brokers (but ``exclude``) given up on, or silent to a fresh handshake."""
+        now = asyncio.get_running_loop().time()
+        nodes = sorted(
+            (node for node in self._cluster.brokers.values() if node.node_id != exclude),
+            key=lambda node: node.node_id,
+        )
+        known = {
+            node.node_id
+            for node in nodes
+            if (entry := self._given_up.get(node.node_id)) is not None
+            and now - entry[0] < GIVE_UP_FOR_S
+        }
+        unknown = [node for node in nodes if node.node_id not in known]
+        probes = await asyncio.gather(*(self._fresh_connection(node) for node in unknown))
+        silent = set(known)
+        for node, probe in zip(unknown, probes, strict=True):
+            if probe is None:
+                silent.add(node.node_id)
+            else:
+                await probe.close()
+        return [node for node in nodes if node.node_id in silent]
 
     async def _ask_coordinator(
         self,
