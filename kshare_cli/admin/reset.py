@@ -176,10 +176,10 @@ class Finished:
     @classmethod
     def of_window(cls, start_offset: int, window: InFlightWindow | None) -> Finished:
         """What the state topic says: below the start offset, and the window's
-        Acknowledged and Archived records (not exact without the window)."""
+        Acknowledged, Archiving and Archived records (not exact without the window)."""
         if window is None:
             return cls.of([(0, start_offset)], exact=False)
-        done = (WindowState.ACKNOWLEDGED, WindowState.ARCHIVED)
+        done = (WindowState.ACKNOWLEDGED, WindowState.ARCHIVING, WindowState.ARCHIVED)
         return cls.of(
             [(0, start_offset)]
             + [(run.first_offset, run.last_offset + 1) for run in window.runs if run.state in done]
