@@ -356,7 +356,12 @@ _MISSING: Final = object()
 
 
 class FilterInput(Input):
-    """The ``/`` box: filters rows as you type; enter keeps the filter, escape clears it."""
+    """The ``/`` box: filters rows as you type; enter keeps the filter, escape clears it.
+
+    Opened again, it shows the filter in force with the cursor after it, so the
+    next key refines the filter instead of replacing it (an Input selects all of
+    its text when focused, and the first key typed over the selection).
+    """
 
     DEFAULT_CSS = """
     FilterInput { dock: bottom; height: 3; display: none; }
@@ -368,9 +373,13 @@ class FilterInput(Input):
     class Cancelled(Message):
         """Escape in the box: the filter was dropped."""
 
+    def __init__(self, *, placeholder: str = "", id: str | None = None) -> None:
+        super().__init__(placeholder=placeholder, id=id, select_on_focus=False)
+
     def open(self) -> None:
         self.add_class("-shown")
         self.focus()
+        self.cursor_position = len(self.value)
 
     def close(self) -> None:
         self.remove_class("-shown")

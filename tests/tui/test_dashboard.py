@@ -30,7 +30,7 @@ from kshare_cli.tui.groups_screen import GroupsScreen
 from kshare_cli.tui.live_screen import LiveScreen, StatusLine
 from kshare_cli.tui.partition_screen import PartitionScreen
 from kshare_cli.tui.source import LiveSource
-from kshare_cli.tui.widgets import LazyCell, RowsView
+from kshare_cli.tui.widgets import FilterInput, LazyCell, RowsView
 from tests.tui.scenario import DESCRIBE_ONLY, FakeClock, LiveGroup
 
 SIZE = (120, 40)
@@ -214,6 +214,34 @@ async def test_filter_on_the_group_screen(live_group: LiveGroup) -> None:
         assert table.has_focus and table.row_count == 1
         await pilot.press("escape")  # clears it; the screen stays
         assert app.screen is screen and table.row_count == 2
+
+
+@run
+async def test_the_filter_reopens_with_the_filter_in_force_and_typing_refines_it(
+    live_group: LiveGroup,
+) -> None:
+    app = live_app(live_group)
+    async with app.run_test(size=SIZE) as pilot:
+        groups = app.screen
+        assert isinstance(groups, GroupsScreen)
+        await until(pilot, lambda: loaded(groups))
+        box = groups.query_one(FilterInput)
+        await pilot.press("slash", *live_group.group[:-1], "enter")
+        await pilot.press("slash")  # open again: the filter is there, the cursor after it
+        assert box.has_focus and box.value == live_group.group[:-1]
+        await pilot.press(live_group.group[-1])
+        assert groups.filter_text == box.value == live_group.group
+        await pilot.press("enter", "enter")
+        screen = app.screen
+        assert isinstance(screen, GroupScreen)
+        await until(pilot, lambda: loaded(screen))
+        table = screen.query_one("#partitions", RowsView)
+        box = screen.query_one(FilterInput)
+        await pilot.press("slash", *f"{live_group.topic}:", "enter")
+        assert table.row_count == 2
+        await pilot.press("slash", "1")
+        assert screen.filter_text == box.value == f"{live_group.topic}:1"
+        assert table.row_count == 1
 
 
 class StallingSource:
