@@ -73,6 +73,8 @@ DEFAULT_CAPACITY: Final = 120
 DEFAULT_RATE_WINDOW_S: Final = 60.0
 
 _SPARK_BLOCKS: Final = "▁▂▃▄▅▆▇█"
+#: A flat series above zero: the middle of the blocks.
+_SPARK_FLAT: Final = _SPARK_BLOCKS[3]
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,20 +277,24 @@ def sparkline(values: Sequence[int | None], width: int) -> str:
     """The last ``width`` values as block characters, scaled from 0 to their maximum.
 
     Unknown values are blanks; an all-zero series is a flat bottom line, so
-    "no lag" and "no data" look different.
+    "no lag" and "no data" look different. A flat series above zero (every
+    known value the same, a single one included) is a flat middle line: scaled
+    to its own maximum it would fill every cell to the top, a wall that reads as
+    a backlog at its peak.
     """
     if width <= 0:
         return ""
     shown = list(values[-width:])
     known = [value for value in shown if value is not None]
     top = max(known, default=0)
+    flat = _SPARK_BLOCKS[0] if top <= 0 else _SPARK_FLAT if min(known) == top else None
     last = len(_SPARK_BLOCKS) - 1
     characters = []
     for value in shown:
         if value is None:
             characters.append(" ")
-        elif top <= 0:
-            characters.append(_SPARK_BLOCKS[0])
+        elif flat is not None:
+            characters.append(flat)
         else:
             characters.append(_SPARK_BLOCKS[min(last, round(max(value, 0) / top * last))])
     return "".join(characters)

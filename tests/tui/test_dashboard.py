@@ -244,6 +244,28 @@ async def test_the_filter_reopens_with_the_filter_in_force_and_typing_refines_it
         assert table.row_count == 1
 
 
+@run
+async def test_a_flat_lag_draws_a_flat_sparkline(live_group: LiveGroup) -> None:
+    clock = FakeClock()
+    app = DashboardApp(live_group.source(), group=live_group.group, refresh_s=2.0, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, GroupScreen)
+        await until(pilot, lambda: loaded(screen))
+        for _ in range(2):
+            clock.now += 2
+            await pilot.press("r")
+            await until(
+                pilot,
+                lambda: screen.freshness.received_at == clock.now and not screen.freshness.fetching,
+                what="the refresh",
+            )
+        for partition in (0, 1):
+            row = screen.row_fields(partition_row_key(live_group.topic, partition))
+            assert row["LAG"] == str(LiveGroup.LAG[partition])  # the same at every refresh
+            assert row["LAG TREND"] == "▄▄▄"  # a flat middle line, not a full-height wall
+
+
 class StallingSource:
     """The live source, except that every group fetch after the first never returns."""
 

@@ -176,9 +176,18 @@ def test_store_retains_only_the_share_partitions_still_there() -> None:
 def test_sparkline_scales_from_zero_to_the_highest_value() -> None:
     assert sparkline([0, 4, 8], 3) == "▁▅█"
     assert sparkline([0, 0], 5) == "▁▁"
-    assert sparkline([None, 8], 2) == " █"
+    assert sparkline([None, 8, 0], 3) == " █▁"
     assert sparkline([1, 2, 3, 4], 2) == "▆█"
     assert sparkline([3], 0) == ""
+
+
+def test_a_flat_series_draws_a_flat_line_low_at_zero_and_in_the_middle_above() -> None:
+    assert sparkline([5, 5, 5, 5], 4) == "▄▄▄▄"
+    assert sparkline([None, 8], 2) == " ▄"  # one known value is flat too
+    assert sparkline([7, None, 7], 3) == "▄ ▄"
+    assert sparkline([0, 0, 0], 3) == "▁▁▁"
+    assert sparkline([9, 5, 5, 5], 3) == "▄▄▄"  # only the values shown count
+    assert sparkline([5, 5, 6], 3) == "▇▇█"  # not flat: scaled from zero as before
 
 
 @given(
