@@ -21,6 +21,7 @@ from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
     from kshare_cli.admin.cluster_facts import ClusterFacts
+    from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
 
 __all__ = [
     "GROUP_STATES",
@@ -539,10 +540,18 @@ class GroupDescriptions(GroupResults[GroupDescription]):
     """The result of describing share groups: a description or a failure per group.
 
     ``cluster`` is what the cluster's features say (the Kafka line,
-    ``share.version``), when the describe looked them up (``--state``).
+    ``share.version``), when the describe looked them up (``--state``), and
+    ``dead_letter_queues`` each described group's dead-letter queue (``--state``).
     """
 
     cluster: ClusterFacts | None = None
+    dead_letter_queues: tuple[GroupDeadLetterQueue, ...] | None = None
+
+    def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue | None:
+        for queue in self.dead_letter_queues or ():
+            if queue.group_id == group_id:
+                return queue
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ CSV give one row per member (members view) or per group (state view).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kshare_cli.admin.models import (
     GroupDescription,
@@ -24,6 +24,7 @@ from kshare_cli.admin.models import (
     GroupFailure,
     MemberDescription,
 )
+from kshare_cli.render.ages import format_age
 from kshare_cli.render.listing import broker_errors_document
 from kshare_cli.render.output_formats import (
     OutputFormat,
@@ -36,8 +37,13 @@ from kshare_cli.render.output_formats import (
     table_text,
 )
 
+if TYPE_CHECKING:
+    from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
+
 __all__ = [
     "DescribeView",
+    "dead_letter_queue_document",
+    "dead_letter_queue_notes",
     "description_notices",
     "descriptions_document",
     "member_rows",
@@ -122,11 +128,14 @@ def description_notices(descriptions: GroupDescriptions, *, plain: bool = False)
     with a newline gives Kafka's stderr bytes; without it, each is one line.
     """
     blank = "\n" if plain else ""
-    return tuple(
+    kafka = tuple(
         f"{blank}Share group '{group.group_id}' has no active members."
         for group in descriptions.succeeded()
         if group.state == "Empty"
     )
+    if plain:
+        return kafka  # Kafka's stderr, byte for byte
+    return kafka + tuple(f"kshare: note: {line}" for line in dead_letter_queue_notes(descriptions))
 
 
 # --------------------------------------------------------------------------- plain
@@ -252,7 +261,12 @@ def _state_table(descriptions: GroupDescriptions, verbose: bool, width: int | No
     if verbose:
         columns += ["GROUP-EPOCH", "ASSIGNMENT-EPOCH"]
     columns.append("#MEMBERS")
-    table = new_table(*columns, right=("GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"))
+    dlq = _shows_dead_letter_queues(descriptions)
+    if dlq:
+        columns += list(_DLQ_COLUMNS)
+    table = new_table(
+        *columns, right=("GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS", *_DLQ_COLUMNS[1:])
+    )
     for group in groups:
         coordinator = group.coordinator
         where = f"{coordinator.address} ({coordinator.node_id})" if coordinator else None
@@ -260,8 +274,70 @@ def _state_table(descriptions: GroupDescriptions, verbose: bool, width: int | No
         if verbose:
             row += [group.group_epoch, group.assignment_epoch]
         row.append(group.member_count)
+        if dlq:
+            row += _dlq_cells(descriptions.dead_letter_queue(group.group_id))
         add_row(table, row)
     return table_text(table, width)
+
+
+#: describe --state's DLQ columns: the group's DLQ topic, the dead letters the broker
+#: wrote there for it (``+``: the read stopped early, at least that many), by reason,
+#: and the newest one's age.
+_DLQ_COLUMNS: Final = ("DLQ", "DLQ-RECORDS", "REJECTED", "OVER-LIMIT", "NEWEST-DLQ")
+
+
+def _shows_dead_letter_queues(descriptions: GroupDescriptions) -> bool:
+    """The DLQ columns, where a DLQ can be: the cluster acts on it, or a group names one."""
+    cluster = descriptions.cluster
+    queues = descriptions.dead_letter_queues or ()
+    if cluster is None and not queues:
+        return False
+    acts = cluster is not None and cluster.dead_letter_queue
+    return acts or any(queue.topic is not None for queue in queues)
+
+
+def _dlq_cells(queue: GroupDeadLetterQueue | None) -> list[object]:
+    if queue is None:
+        return ["-", "-", "-", "-", "-"]
+    if queue.topic is None:
+        return ["none", "-", "-", "-", "-"]
+    topic = queue.topic if queue.active else f"{queue.topic} (ignored)"
+    if queue.records is None:
+        return [topic, "-", "-", "-", "-"]
+    floor = "" if queue.complete else "+"
+    return [
+        topic,
+        f"{queue.records}{floor}",
+        queue.rejected,
+        queue.delivery_limit,
+        format_age(queue.newest_age_s) if queue.newest_timestamp_ms is not None else "-",
+    ]
+
+
+def dead_letter_queue_notes(descriptions: GroupDescriptions) -> tuple[str, ...]:
+    """What the DLQ figures of ``describe --state`` leave out, one line per group that
+    names a DLQ (the cluster ignores it, the topic is missing, the read stopped early)."""
+    return tuple(
+        f"share group '{queue.group_id}': dead-letter queue: {queue.note}"
+        for queue in descriptions.dead_letter_queues or ()
+        if queue.topic is not None and queue.note is not None
+    )
+
+
+def dead_letter_queue_document(queue: GroupDeadLetterQueue) -> dict[str, Any]:
+    """A group's DLQ in JSON (``describe.schema.json``'s ``dead_letter_queue``)."""
+    return {
+        "topic": queue.topic,
+        "active": queue.active,
+        "records": queue.records,
+        "rejected": queue.rejected,
+        "delivery_limit": queue.delivery_limit,
+        "other": queue.other,
+        "newest_timestamp_ms": queue.newest_timestamp_ms,
+        "newest_age_seconds": queue.newest_age_s,
+        "complete": queue.complete,
+        "note": queue.note,
+    }
 
 
 # --------------------------------------------------------------------------- structured
@@ -312,6 +388,9 @@ def descriptions_document(descriptions: GroupDescriptions) -> dict[str, Any]:
         else:
             document = _group_state_document(result)
             document["members"] = [_member_document(member) for member in result.members]
+            queue = descriptions.dead_letter_queue(result.group_id)
+            if queue is not None:
+                document["dead_letter_queue"] = dead_letter_queue_document(queue)
             groups.append(document)
     answer: dict[str, Any] = {
         "groups": groups,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kshare_cli.admin.models import (
     BrokerFailure,
@@ -24,6 +25,9 @@ from kshare_cli.admin.models import (
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.services.session import Session
+
+if TYPE_CHECKING:
+    from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
 
 __all__ = [
     "BrokerFailure",
@@ -71,8 +75,25 @@ async def describe(
             if view == "state":
                 # The Kafka line and share.version: from ApiVersions, no request.
                 facts = await session.cluster_facts(admin, configs=False)
-                result = dataclasses.replace(result, cluster=facts)
+                result = dataclasses.replace(
+                    result, cluster=facts, dead_letter_queues=await _dlqs(admin, result)
+                )
         return dataclasses.replace(result, broker_failures=unlisted)
+
+    async def _dlqs(
+        admin: ShareGroupAdmin, result: GroupDescriptions
+    ) -> tuple[GroupDeadLetterQueue, ...]:
+        # Each group's DLQ topic and what the broker wrote there, read to the topic's
+        # end within what is left of --timeout (the note says when it stopped early).
+        from kshare_cli.services.dead_letters import DeadLetterQueues, read_dead_letter_queues
+
+        ids = [group.group_id for group in result.succeeded() if group.state != "Dead"]
+        queues = DeadLetterQueues(settings.confluent_config())
+        try:
+            found = await read_dead_letter_queues(session, admin, ids, queues)
+        finally:
+            queues.close()
+        return tuple(found[group_id] for group_id in ids)
 
     session = Session(settings, timeout_s)
     return await session.ask("describing share groups", question)

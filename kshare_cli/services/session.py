@@ -106,6 +106,15 @@ class Session:
         """
         return await _run_bounded(work, self._timeout_s, what)
 
+    def time_left(self) -> float:
+        """What is left of the running ``bounded`` command's deadline (the timeout outside
+        one): a blocking read in a thread, which the deadline cannot cancel, must end
+        within it on its own."""
+        command = _COMMAND.get()
+        if command is None:
+            return self._timeout_s
+        return max(0.0, command[0] - asyncio.get_running_loop().time())
+
     async def ask(self, what: str, question: Callable[[ShareGroupAdmin], Awaitable[T]]) -> T:
         """A command that is one question to the admin layer: a client opened under the
         deadline, asked, closed (``bounded`` around ``admin``)."""
