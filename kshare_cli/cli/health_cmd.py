@@ -36,10 +36,13 @@ def check_args(
     archived_above: int | None,
     stall_after: float | None,
     output: common.OutputFormat,
+    dlq_rate_above: float | None = None,
 ) -> None:
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
     common.check_groups(groups, all_groups)
     threshold_options.check_thresholds(lag_above, archived_above)
+    if dlq_rate_above is not None and not dlq_rate_above >= 0:
+        raise UsageError(f"--dlq-rate-above must be 0 or more records/s, not {dlq_rate_above:g}")
     if stall_after is not None and not 0 < stall_after <= 3600:
         raise UsageError(f"--stall-after must be above 0 and at most 3600 s, not {stall_after:g}")
     if output is common.OutputFormat.plain:
@@ -110,6 +113,20 @@ def health(
             "fetch per share-partition with lag. It changes no status."
         ),
     ] = False,
+    dlq_rate_above: Annotated[
+        float | None,
+        typer.Option(
+            "--dlq-rate-above",
+            metavar="N",
+            help=(
+                "WARN for a group whose dead-letter queue (Kafka 4.4) grew faster than N "
+                "records/s between the two samples (--stall-after takes the second; the "
+                "reason says by how many records in how many seconds). Reads the group's "
+                "DLQ topic, by its __dlq.errors.group header (default: off)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     output: Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
@@ -129,7 +146,9 @@ def health(
         lambda: durations.optional_seconds("--stall-after", stall_after, bare="s"), invocation
     )
     common.usage_guard(
-        lambda: check_args(group_ids, all_groups, lag_above, archived_above, stall_after_s, output),
+        lambda: check_args(
+            group_ids, all_groups, lag_above, archived_above, stall_after_s, output, dlq_rate_above
+        ),
         invocation,
     )
     timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
@@ -146,6 +165,7 @@ def health(
         lag_above=lag_above,
         archived_above=archived_above,
         stall_after_s=DEFAULT_STALL_AFTER_S if stall_after_s is None else stall_after_s,
+        dlq_rate_above=dlq_rate_above,
     )
     report = common.run(
         lambda: health_service.health(

@@ -54,6 +54,14 @@ METRICS: Final = {
     "kshare_share_group_members": "Members of the share group.",
     "kshare_share_group_state": "The share group's state (Stable, Empty, ...), info-style.",
     "kshare_share_group_status": "kshare health's status of the group: 1 for the current one.",
+    "kshare_share_group_dlq_records": (
+        "Records the broker wrote to the group's dead-letter queue (Kafka 4.4), by reason "
+        "(rejected, delivery_limit, other): counted since the exporter started, from what "
+        "the DLQ topic held then."
+    ),
+    "kshare_share_group_dlq_last_record_timestamp_seconds": (
+        "CreateTime of the newest record in the group's dead-letter queue (its write time)."
+    ),
     "kshare_share_group_last_read_timestamp_seconds": (
         "When the group's figures were read; before the last refresh: kept, as it failed since."
     ),
@@ -136,6 +144,7 @@ class SnapshotCollector(Collector):
         read_at = _gauge("kshare_share_group_last_read_timestamp_seconds", _GROUP)
         for group_id, stamp in sorted(snapshot.group_read_at.items()):
             read_at.add_metric([cluster, group_id], stamp)
+        dead_letters = _dead_letters(snapshot, cluster)
         yield lag
         if snapshot.time_lags:  # only with --time-lag: the page is unchanged without it
             seconds = _gauge("kshare_share_partition_lag_seconds", _PARTITION)
@@ -143,6 +152,7 @@ class SnapshotCollector(Collector):
                 seconds.add_metric([cluster, group_id, topic, str(number)], age)
             yield seconds
         yield from (start, end, records, deliveries, group_lag, members, state, status, read_at)
+        yield from dead_letters
         if snapshot.refresh_seconds is not None:
             refresh = _gauge("kshare_exporter_refresh_seconds", ("cluster_name",))
             refresh.add_metric([cluster], snapshot.refresh_seconds)
@@ -178,6 +188,27 @@ class SnapshotCollector(Collector):
             yield last
         if self._age:
             yield from _age(snapshot, cluster, self._clock)
+
+
+def _dead_letters(snapshot: ExporterSnapshot, cluster: str) -> list[Metric]:
+    """The DLQ series of the groups with a DLQ the broker writes to, whose topic was read;
+    none at all when no group has one (the page is unchanged on Kafka 4.3 and older)."""
+    records = CounterMetricFamily(
+        "kshare_share_group_dlq_records",
+        METRICS["kshare_share_group_dlq_records"],
+        labels=(*_GROUP, "reason"),
+    )
+    newest = _gauge("kshare_share_group_dlq_last_record_timestamp_seconds", _GROUP)
+    for sample in sorted(snapshot.samples, key=lambda each: each.group.group_id):
+        queue = sample.dead_letters
+        if queue is None or queue.topic is None or queue.records is None:
+            continue
+        labels = [cluster, queue.group_id]
+        for reason, count in queue.reason_counts().items():
+            records.add_metric([*labels, reason], count)
+        if queue.newest_timestamp_ms is not None:
+            newest.add_metric(labels, queue.newest_timestamp_ms / 1000.0)
+    return [family for family in (records, newest) if family.samples]
 
 
 def _age(snapshot: ExporterSnapshot, cluster: str, clock: Callable[[], float]) -> Iterator[Metric]:
@@ -268,10 +299,14 @@ def _gauge(name: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, METRICS[name], labels=labels)
 
 
+#: The counters among ``METRICS``: prometheus_client serves them with ``_total``.
+_COUNTERS: Final = ("_errors", "_dlq_records")
+
+
 def index_page(cluster_name: str) -> str:
     """``/``: what is served where, for someone who opened the port in a browser."""
     items = "".join(
-        f"<li><code>{name}{'_total' if name.endswith('_errors') else ''}</code>: {text}</li>"
+        f"<li><code>{name}{'_total' if name.endswith(_COUNTERS) else ''}</code>: {text}</li>"
         for name, text in METRICS.items()
     )
     return (

@@ -57,7 +57,9 @@ from typing import Any, Final, TypeVar
 
 from kshare_cli.admin.inflight import InflightService, StateTopicUnavailable, TailingStateSource
 from kshare_cli.admin.models import BrokerFailure, GroupListing
+from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.errors import KshareError
+from kshare_cli.services.dead_letters import KeptDeadLetterQueues
 from kshare_cli.services.health import (
     GroupHealth,
     HealthReport,
@@ -331,8 +333,12 @@ class Refresher:
         time_lag: TimeLagLookup | None = None,
         history_clock: Callable[[], float] = time.monotonic,
         bounded: Bounded | None = None,
+        dead_letters: KeptDeadLetterQueues | None = None,
     ) -> None:
         self._time_lag = time_lag
+        #: Each refresh also counts the groups' dead letters (Kafka 4.4's DLQ), reading
+        #: only what their DLQ topics got since the last refresh.
+        self._dead_letters = dead_letters
         #: The clock the stall history is kept on: ``benchmarks/exporter.py --hour``
         #: sets one that advances an interval per refresh, so that back-to-back
         #: refreshes keep the history that refreshes at the real interval keep.
@@ -351,6 +357,7 @@ class Refresher:
         self._timeout_s = timeout_s
         self._bounded = bounded or self._backstopped
         self._history: list[tuple[float, tuple[Sample | GroupHealth, ...]]] = []
+        self._dlq_error: str | None = None
         self.snapshot = ExporterSnapshot()
 
     async def _backstopped(self, work: Coroutine[Any, Any, T], what: str) -> T:
@@ -516,6 +523,7 @@ class Refresher:
                     admin.list_groups(), sample_groups(service, self._group_ids)
                 )
                 unknown = None
+            latest = await self._with_dead_letters(admin, latest)
             metadata = await admin.client.metadata([])
             brokers = tuple(
                 (node.node_id, _address(node.host, node.port)) for node in metadata.brokers.values()
@@ -524,6 +532,36 @@ class Refresher:
             if unlisted:
                 latest = tuple(_blame(each, unlisted) for each in latest)
             return _Reading(latest, unlisted, brokers, unknown)
+
+    async def _with_dead_letters(
+        self, admin: ShareGroupAdmin, latest: Sequence[Sample | GroupHealth]
+    ) -> tuple[Sample | GroupHealth, ...]:
+        """Each sample with its group's DLQ; a group whose DLQ could not be read this time
+        keeps its last figures (counters must not vanish), the failure said once."""
+        if self._dead_letters is None:
+            return tuple(latest)
+        ids = [each.group.group_id for each in latest if isinstance(each, Sample)]
+        try:
+            queues = await self._dead_letters.read(admin, ids)
+        except KshareError as error:
+            if self._on_warning is not None and self._dlq_error is None:
+                self._on_warning(f"dead-letter queues not read: {error}")
+            self._dlq_error = str(error)
+            kept = {each.group.group_id: each.dead_letters for each in self.snapshot.samples}
+            queues = {group_id: queue for group_id in ids if (queue := kept.get(group_id))}
+        else:
+            self._dlq_error = None
+        return tuple(
+            replace(each, dead_letters=queues.get(each.group.group_id))
+            if isinstance(each, Sample)
+            else each
+            for each in latest
+        )
+
+    def close(self) -> None:
+        """Release the DLQ readers (the state reader is the caller's)."""
+        if self._dead_letters is not None:
+            self._dead_letters.close()
 
     def _not_listed(self, listing: GroupListing) -> tuple[GroupHealth, ...]:
         """ERR results for the groups known from earlier refreshes that no broker listed,

@@ -33,6 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from kshare_cli.admin.inflight import InflightService, TailingStateSource
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ConnectionFailed
+from kshare_cli.services.dead_letters import KeptDeadLetterQueues
 from kshare_cli.services.exporter import (
     STATE_WAIT_SHARE,
     ExporterSnapshot,
@@ -93,6 +94,7 @@ def serve(
         server = make_server(listen, page, refresher, interval_s, index_html)
     except OSError as error:
         source.close()
+        refresher.close()
         raise ConnectionFailed(
             f"cannot listen on {listen[0]}:{listen[1]}: {error.strerror or error}"
         ) from None
@@ -108,7 +110,10 @@ def serve(
         thread.join()
         closing = threading.Thread(target=source.close, name="kshare-state-close", daemon=True)
         closing.start()
+        releasing = threading.Thread(target=refresher.close, name="kshare-dlq-close", daemon=True)
+        releasing.start()
         closing.join(CLOSE_WAIT_S)
+        releasing.join(CLOSE_WAIT_S)
 
 
 def build_refresher(
@@ -148,6 +153,10 @@ def build_refresher(
         on_warning=lambda message: say(f"kshare: warning: {message}"),
         time_lag=_time_lag_lookup(settings) if time_lag else None,
         bounded=session.bounded,
+        dead_letters=KeptDeadLetterQueues(
+            session,
+            stopped_early="the refresh's --timeout ended the read (the next refresh goes on)",
+        ),
     )
     return refresher, source
 

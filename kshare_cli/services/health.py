@@ -18,6 +18,10 @@ Rules (per share-partition, then the group):
 
 A group's status is the worst of its share-partitions' and its own rules'.
 What one sample cannot tell (a stall) is said in ``GroupHealth.notes``, never guessed.
+
+A group's own WARN (``dlq_rate_above``): its dead-letter queue (Kafka 4.4) grew faster
+than that many records a second between two samples, the DLQ flood of every record
+failing at once; the reason says what was measured (records, seconds, by reason).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kshare_cli.admin.inflight import (
     DEFAULT_DELIVERY_COUNT_LIMIT,
@@ -34,6 +38,9 @@ from kshare_cli.admin.inflight import (
 )
 from kshare_cli.admin.models import BrokerFailure, TopicPartition
 from kshare_cli.state.window import WindowState
+
+if TYPE_CHECKING:
+    from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
 
 __all__ = [
     "DEFAULT_STALL_AFTER_S",
@@ -108,6 +115,9 @@ class Thresholds:
     lag_above: int | None = None
     archived_above: int | None = None
     stall_after_s: float = DEFAULT_STALL_AFTER_S
+    dlq_rate_above: float | None = None
+    """WARN when the group's dead-letter queue grew faster than this many records a
+    second between two samples (``--dlq-rate-above``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +128,9 @@ class Sample:
     group: GroupInflight
     taken_at: float
     log_start_offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    dead_letters: GroupDeadLetterQueue | None = None
+    """The group's dead-letter queue as read with this sample (only when a rule or a
+    front end asks for it: ``--dlq-rate-above``, the exporter)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +211,13 @@ def evaluate(
             noun = "share-partition" if count == 1 else "share-partitions"
             reasons.append(f"{count} {noun} {status.value}")
     notes: list[str] = []
+    if limits.dlq_rate_above is not None:
+        finding = _dead_letter_rate(current, earlier, limits.dlq_rate_above)
+        if finding.warn:
+            statuses.append(Status.WARN)
+            reasons.append(finding.text)
+        elif finding.text:
+            notes.append(finding.text)
     if earlier is None:
         notes.append("stalls not evaluated: one sample (ask for two with --stall-after)")
     elif elapsed is not None and elapsed < limits.stall_after_s:
@@ -309,6 +329,57 @@ def _partition(
         archived,
         near_limit,
         window.first_not_done() if window is not None and window.start_offset >= 0 else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Finding:
+    warn: bool
+    text: str
+
+
+def _dead_letter_rate(current: Sample, earlier: Sample | None, rate_above: float) -> _Finding:
+    """The DLQ's growth between two samples against ``--dlq-rate-above``: a WARN with what
+    was measured, or a note saying why it could not be (one sample, no DLQ, unread)."""
+    queue = current.dead_letters
+    if queue is None or queue.topic is None:
+        why = "the group has no dead-letter queue"
+        if queue is not None and queue.note is not None:
+            why = queue.note
+        return _Finding(False, f"dead-letter rate not evaluated: {why}")
+    if not queue.active or queue.records is None:
+        return _Finding(False, f"dead-letter rate not evaluated: {queue.note or 'not read'}")
+    before = None if earlier is None else earlier.dead_letters
+    if earlier is None or before is None or before.records is None:
+        return _Finding(
+            False,
+            f"dead-letter rate not evaluated: one sample of {queue.topic} "
+            f"({queue.records} records; ask for two with --stall-after)",
+        )
+    # Between the two reads of the DLQ, not the samples' other reads.
+    if queue.read_at_ms is None or before.read_at_ms is None:
+        elapsed = current.taken_at - earlier.taken_at
+    else:
+        elapsed = (queue.read_at_ms - before.read_at_ms) / 1000.0
+    if elapsed <= 0:
+        return _Finding(False, "dead-letter rate not evaluated: the samples are not apart")
+    grown = queue.records - before.records
+    rate = grown / elapsed
+    if rate <= rate_above:
+        return _Finding(False, "")
+    reasons = ", ".join(
+        f"{count} {label}"
+        for count, label in (
+            ((queue.rejected or 0) - (before.rejected or 0), "rejected"),
+            ((queue.delivery_limit or 0) - (before.delivery_limit or 0), "over the delivery limit"),
+            ((queue.other or 0) - (before.other or 0), "other"),
+        )
+        if count
+    )
+    return _Finding(
+        True,
+        f"the dead-letter queue {queue.topic} grew by {grown} records in {elapsed:.1f} s "
+        f"({rate:.1f}/s: {reasons}), above --dlq-rate-above {rate_above:g}/s",
     )
 
 

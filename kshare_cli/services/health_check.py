@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from kshare_cli.admin.inflight import StateTopicUnavailable, TailingStateSource
+from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.services.health import (
     GroupHealth,
@@ -24,6 +27,9 @@ from kshare_cli.services.health import (
 from kshare_cli.services.sampling import sample_groups, unlisted_groups
 from kshare_cli.services.session import Session
 
+if TYPE_CHECKING:
+    from kshare_cli.services.dead_letters import DeadLetterQueues
+
 __all__ = ["UnlistedBroker", "health"]
 
 
@@ -35,14 +41,20 @@ async def health(
     two_samples: bool,
     timeout_s: float,
 ) -> HealthReport:
-    with Session(settings, timeout_s) as session:
+    dead_letters = None
+    if thresholds.dlq_rate_above is not None:
+        # Kept across the two samples: the second reads only what the DLQ got since.
+        from kshare_cli.services.dead_letters import DeadLetterQueues
+
+        dead_letters = DeadLetterQueues(settings.confluent_config())
+    with Session(settings, timeout_s) as session, _closing(dead_letters):
         source = session.tailing_state(None if all_groups else group_ids)
 
         async def read() -> tuple[tuple[Sample | GroupHealth, ...], tuple[UnlistedBroker, ...]]:
             async with session.admin() as admin:
                 service = session.inflight(admin, source)
                 if not all_groups:
-                    return await sample_groups(service, group_ids), ()
+                    return await with_dlqs(admin, await sample_groups(service, group_ids)), ()
                 # The listing's failed brokers stay in the report (ERR, exit 2): their
                 # groups are unknown, and the state topic may name some of them.
                 listing, _ = await asyncio.gather(
@@ -51,7 +63,25 @@ async def health(
                 samples = await sample_groups(service, listing.group_ids())
                 known = {key.group_id for key in source.states()}
                 unknown, brokers = await unlisted_groups(admin, listing, known)
-                return (*samples, *unknown), brokers
+                return (*await with_dlqs(admin, samples), *unknown), brokers
+
+        async def with_dlqs(
+            admin: ShareGroupAdmin, samples: Sequence[Sample | GroupHealth]
+        ) -> tuple[Sample | GroupHealth, ...]:
+            """Each sample with its group's DLQ (``--dlq-rate-above``): the rate is the
+            growth between the two reads' moments (``read_at_ms``)."""
+            if dead_letters is None:
+                return tuple(samples)
+            from kshare_cli.services.dead_letters import read_dead_letter_queues
+
+            ids = [each.group.group_id for each in samples if isinstance(each, Sample)]
+            queues = await read_dead_letter_queues(session, admin, ids, dead_letters)
+            return tuple(
+                dataclasses.replace(each, dead_letters=queues.get(each.group.group_id))
+                if isinstance(each, Sample)
+                else each
+                for each in samples
+            )
 
         first, failed = await session.bounded(read(), "reading the groups' health")
         if not two_samples:
@@ -59,6 +89,15 @@ async def health(
         await asyncio.sleep(thresholds.stall_after_s)
         second, failed = await session.bounded(read(), "reading the groups' health again")
         return evaluate_samples(second, first, thresholds, failed)
+
+
+@contextlib.contextmanager
+def _closing(dead_letters: DeadLetterQueues | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if dead_letters is not None:
+            dead_letters.close()
 
 
 async def _read_state(source: TailingStateSource, timeout_s: float) -> None:

@@ -22,6 +22,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
+from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
 from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
 from kshare_cli.admin.models import GroupDescription, MemberDescription
 from kshare_cli.cli.exporter_cmd import DEFAULT_LISTEN
@@ -64,7 +65,17 @@ def _snapshot() -> ExporterSnapshot:
         PartitionInflight("orders", index, None, 10, 20, 10, None, window) for index in (0, 1)
     )
     group = GroupInflight("orders-consumers", description, partitions, None, 5)
-    sample = Sample(group, 1.0)
+    dead_letters = GroupDeadLetterQueue(
+        "orders-consumers",
+        "dlq.orders-consumers",
+        True,
+        records=3,
+        rejected=2,
+        delivery_limit=1,
+        other=0,
+        newest_timestamp_ms=1767225590000,
+    )
+    sample = Sample(group, 1.0, dead_letters=dead_letters)
     return ExporterSnapshot(
         samples=(sample,),
         report=evaluate_samples((sample,)),
@@ -106,6 +117,7 @@ def test_the_snapshot_exercises_every_metric_the_exporter_declares() -> None:
         "kshare_exporter_refresh_errors": "_total",
         "kshare_exporter_group_errors": "_total",
         "kshare_exporter_broker_errors": "_total",
+        "kshare_share_group_dlq_records": "_total",
     }
     assert set(EXPORTED) == {name + suffix.get(name, "") for name in METRICS}
 
