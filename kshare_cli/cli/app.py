@@ -61,7 +61,10 @@ def _load(name: str) -> typer.core.TyperCommand | typer.core.TyperGroup:
     if function is None:
         holder.add_typer(module.app, name=name)
     else:
-        holder.command(name)(getattr(module, function))
+        # A module may build a command with its own class (COMMAND_CLASSES: function name
+        # -> TyperCommand subclass), e.g. to parse an option Typer cannot declare.
+        command_class = getattr(module, "COMMAND_CLASSES", {}).get(function)
+        holder.command(name, cls=command_class)(getattr(module, function))
     built = typer.main.get_command(holder)
     assert isinstance(built, typer.core.TyperGroup)
     command = built.commands[name]

@@ -10,7 +10,12 @@ overwritten: an existing ``--rollback-file`` is refused before anything is
 asked of the cluster, and the default file's name is made unique.
 
 Plan files are CSV as Kafka 4.4's tool reads and writes them:
-``topic,partition,offset`` or ``group,topic,partition,offset``, no header.
+``topic,partition,offset`` or ``group,topic,partition,offset``, no header. A bare
+``--export`` is Kafka's: the new offsets as that CSV on stdout instead of the table
+(``ResetOffsetsCommand`` gives it its value, ``-``); ``--export PLAN.csv`` writes a file.
+With ``-o plain`` the command prints what Kafka 4.4's ``kafka-share-groups.sh
+--reset-offsets`` prints, byte for byte: the table or the ``--export`` CSV in Kafka's
+order, and on stderr Kafka's WARN line for each offset clamped to the log.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+import typer.core
 
 from kshare_cli.cli import common, durations
 from kshare_cli.errors import ExitCode, UsageError
@@ -36,6 +42,35 @@ if TYPE_CHECKING:
         Scenario,
         Selection,
     )
+
+EXPORT_TO_STDOUT = "-"
+
+
+class ResetOffsetsCommand(typer.core.TyperCommand):
+    """``reset-offsets``, whose ``--export`` may stand alone, as Kafka's flag does.
+
+    Typer's parser has no option with an optional value, so a bare ``--export`` (last, or
+    followed by another option) is given ``-`` (stdout) before parsing: Kafka's command
+    line ``... --dry-run --export`` works as it is. ``--export=-x.csv`` names a file
+    whose name starts with a dash.
+    """
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        given: list[str] = []
+        for index, arg in enumerate(args):
+            given.append(arg)
+            if arg == "--":
+                given.extend(args[index + 1 :])
+                break
+            if arg == "--export":
+                following = args[index + 1] if index + 1 < len(args) else None
+                if following is None or (following.startswith("-") and following != "-"):
+                    given.append(EXPORT_TO_STDOUT)
+        return super().parse_args(ctx, given)
+
+
+#: The command classes ``kshare_cli.cli.app`` builds this module's commands with.
+COMMAND_CLASSES = {"reset_offsets": ResetOffsetsCommand}
 
 _SCENARIOS = (
     "--to-earliest",
@@ -305,16 +340,22 @@ def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Pa
         ) from None
 
 
-def write_export(plan: ResetPlan, destination: str) -> None:
-    """``--export``: the new offsets as a plan file (Kafka 4.4's ``topic,partition,offset``)."""
+def write_export(plan: ResetPlan, destination: str, *, kafka: bool = False) -> None:
+    """``--export``: the new offsets as a plan file (Kafka 4.4's ``topic,partition,offset``),
+    sorted; ``kafka`` (``-o plain``) and stdout: exactly what Kafka's ``--export`` prints."""
     from kshare_cli.services.reset import PlanEntry, write_plan
 
+    if kafka and destination == EXPORT_TO_STDOUT:
+        from kshare_cli.render.reset import kafka_export
+
+        common.stdout_write(kafka_export(plan))
+        return
     entries = [
         PlanEntry(plan.group_id, offset.topic, offset.partition, offset.new_offset)
         for offset in plan.partitions
     ]
     text = write_plan(entries, with_group=False)
-    if destination == "-":
+    if destination == EXPORT_TO_STDOUT:
         common.stdout_write(text)
         return
     try:
@@ -438,8 +479,10 @@ def reset_offsets(
         str | None,
         typer.Option(
             "--export",
-            metavar="PLAN.csv",
-            help="Write the new offsets as a plan file ('-': stdout, instead of the table).",
+            metavar="[PLAN.csv]",
+            help="The new offsets as a plan file (CSV: topic,partition,offset): alone or "
+            "'-', on stdout instead of the table (as Kafka's --export); else written to "
+            "PLAN.csv.",
         ),
     ] = None,
     yes: Annotated[
@@ -475,8 +518,9 @@ def reset_offsets(
     in-flight window (a reset clears record states: acknowledged records at or
     above the new start come back); offsets are clamped to the log start and
     end. --execute refuses a group with members, saves a rollback plan first
-    and reports each partition's result. -o plain reproduces
-    kafka-share-groups.sh --reset-offsets.
+    and reports each partition's result. -o plain is Kafka 4.4's
+    kafka-share-groups.sh --reset-offsets, byte for byte (its row order, --export's
+    CSV, its WARN line on stderr for each clamped offset).
     """
     invocation = common.Invocation(debug=debug)
 
@@ -553,15 +597,28 @@ def reset_offsets(
         ),
         invocation,
     )
+    plain = output is common.OutputFormat.plain
     kafkas_lines = (
-        {f"{offset.topic_partition}: no record at or after" for offset in plan.partitions}
-        if output is common.OutputFormat.plain
+        {
+            f"{offset.topic_partition}: {what}"
+            for offset in plan.partitions
+            for what in ("no record at or after", "new offset ")
+        }
+        if plain
         else set()
     )
     for line in plan.warnings:
-        # -o plain prints Kafka's own "Warn: ... Falling back" line on stdout instead.
+        # -o plain prints Kafka's own lines instead: "Warn: ... Falling back" on stdout,
+        # and the WARN log line of each clamped offset on stderr, below.
         if not any(line.startswith(prefix) for prefix in kafkas_lines):
             common.warn(line)
+    if plain:
+        from datetime import datetime
+
+        from kshare_cli.render.reset import kafka_warnings
+
+        for line in kafka_warnings(plan, datetime.now().astimezone()):
+            typer.echo(line, err=True)
     if not plan.exact and output is not common.OutputFormat.plain:
         common.warn(
             "the counts of records skipped and delivered again are lower bounds: "
@@ -623,8 +680,9 @@ def _show(
     from kshare_cli.render import render
 
     if export is not None:
-        common.usage_guard(lambda: write_export(plan, export), invocation)
-        if export == "-":
+        kafka = output is common.OutputFormat.plain
+        common.usage_guard(lambda: write_export(plan, export, kafka=kafka), invocation)
+        if export == EXPORT_TO_STDOUT:
             return
     common.stdout_write(render(plan, output.value))
 

@@ -1,16 +1,19 @@
 """Rendering ``ResetPlan``: ``kshare reset-offsets``, dry run and executed.
 
-``plain`` is ``kafka-share-groups.sh --reset-offsets`` byte for byte
-(``printOffsetsToReset``: GROUP, TOPIC, PARTITION, NEW-OFFSET), sorted by topic
-and partition where Kafka prints them in hash order, preceded, for a timestamp
-that no record reaches, by the line Kafka's ``OffsetsUtils.getLogTimestampOffsets``
-prints on stdout (``Warn: Partition P from topic T is empty. Falling back to
-latest known offset.``). The table adds what an operator needs to judge a
-reset before running it: the current start offset, the log start and end
-offsets, how many records the move skips or delivers again (counted from the
-in-flight window, and for a rollback plan from its record of the time before the
-reset it undoes; ``≥`` marks a lower bound, when the window could not be read),
-and after ``--execute`` each partition's result.
+``plain`` is ``kafka-share-groups.sh --reset-offsets`` byte for byte (Kafka 4.4's
+``GroupOffsetsResetter.printOffsetsToReset``: GROUP, TOPIC, PARTITION, NEW-OFFSET), in
+the order Kafka prints them, a ``java.util.HashMap``'s (``kafka_order``), preceded, for a
+timestamp that no record reaches, by the line Kafka's ``getLogTimestampOffsets`` prints
+on stdout (``Warn: Partition P from topic T is empty. Falling back to latest known
+offset.``). ``kafka_export`` is its ``--export`` (CSV ``topic,partition,offset``, no
+header, and ``println``'s blank line), and ``kafka_warnings`` the log lines it writes to
+stderr for an offset clamped to the log (``[TIME] WARN New offset (100) is higher than
+latest offset for topic partition T-P. Value will be set to 15. (...)``). The table
+adds what an operator needs to judge a reset before running it: the current start
+offset, the log start and end offsets, how many records the move skips or delivers
+again (counted from the in-flight window, and for a rollback plan from its record of
+the time before the reset it undoes; ``≥`` marks a lower bound, when the window could
+not be read), and after ``--execute`` each partition's result.
 
 A reset refused because the group has members (by kshare's check, or by the
 broker when a consumer joined after the plan) is data like any result: every
@@ -20,8 +23,11 @@ partition reads ``refused`` and the document's ``reason`` says why. Only
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
+from kshare_cli.admin.plans import PlanEntry, write_plan
 from kshare_cli.admin.reset import PlannedOffset, ResetPlan
 from kshare_cli.render.output_formats import (
     OutputFormat,
@@ -34,8 +40,16 @@ from kshare_cli.render.output_formats import (
     or_dash,
     table_text,
 )
+from kshare_cli.state.partitioning import java_string_hash
 
-__all__ = ["render_reset", "reset_document", "reset_rows"]
+__all__ = [
+    "kafka_export",
+    "kafka_order",
+    "kafka_warnings",
+    "render_reset",
+    "reset_document",
+    "reset_rows",
+]
 
 _MIN_ID_WIDTH = 15
 _PARTITION_WIDTH = 10
@@ -117,15 +131,35 @@ def _totals(plan: ResetPlan) -> str:
 # --------------------------------------------------------------------------- plain
 
 
+def _topic_partition_hash(offset: PlannedOffset) -> int:
+    """Java's ``TopicPartition.hashCode`` (31 * (31 + partition) + topic's hash, in int)."""
+    value = (31 * (31 + offset.partition) + java_string_hash(offset.topic)) & 0xFFFFFFFF
+    return value ^ (value >> 16)  # HashMap.hash: the high bits spread into the low ones
+
+
+def kafka_order(partitions: Iterable[PlannedOffset]) -> list[PlannedOffset]:
+    """``partitions`` in the order Kafka's tool prints them: the iteration order of the
+    ``java.util.HashMap<TopicPartition, ...>`` its ``Collectors.toMap`` builds (capacity 16,
+    doubled past three quarters full), bucket by bucket. Within a bucket Java keeps the
+    insertion order, which follows the order Kafka asked the broker in; kshare inserts in
+    topic and partition order, so two partitions sharing a bucket (and a bucket Java turned
+    into a tree, past 8 entries in a map of 64 or more) may come out in another order."""
+    ordered = sorted(partitions, key=lambda offset: (offset.topic, offset.partition))
+    capacity = 16
+    while len(ordered) > capacity * 3 // 4:
+        capacity *= 2
+    return sorted(ordered, key=lambda offset: _topic_partition_hash(offset) & (capacity - 1))
+
+
 def _plain(plan: ResetPlan) -> str:
     if plan.refusal is not None:
         return ""  # Kafka's tool refuses a group with members on stderr alone
-    # OffsetsUtils.getLogTimestampOffsets prints these while planning, before the table.
+    # getLogTimestampOffsets prints these while planning, before the table, from a map of
+    # the partitions it found no record for.
     text = "".join(
         f"\nWarn: Partition {offset.partition} from topic {offset.topic} is empty. "
         "Falling back to latest known offset.\n"
-        for offset in plan.partitions
-        if offset.fell_back
+        for offset in kafka_order(offset for offset in plan.partitions if offset.fell_back)
     )
     if not plan.partitions:
         return "\n"
@@ -133,11 +167,54 @@ def _plain(plan: ResetPlan) -> str:
     topic_width = max([_MIN_ID_WIDTH, *(len(offset.topic) for offset in plan.partitions)])
     widths = (group_width, topic_width, _PARTITION_WIDTH)
     text += "\n" + java_row(widths, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))
-    for offset in plan.partitions:
+    for offset in kafka_order(plan.partitions):
         text += "\n" + java_row(
             widths, (plan.group_id, offset.topic, offset.partition, offset.new_offset)
         )
     return text + "\n"
+
+
+def kafka_export(plan: ResetPlan) -> str:
+    """Kafka 4.4's ``--export`` on stdout: ``ShareGroupCommand.exportOffsetsToCsv`` (one
+    ``topic,partition,offset`` line per share-partition, Jackson's quoting, Kafka's order)
+    printed with ``println``, hence the blank line at the end; nothing for a refused reset
+    (Kafka's tool stops at its error)."""
+    if plan.refusal is not None:
+        return ""
+    return (
+        "".join(
+            write_plan(
+                [PlanEntry(plan.group_id, offset.topic, offset.partition, offset.new_offset)],
+                with_group=False,
+            )
+            for offset in kafka_order(plan.partitions)
+        )
+        + "\n"
+    )
+
+
+def kafka_warnings(plan: ResetPlan, now: datetime) -> list[str]:
+    """The lines Kafka's ``GroupOffsetsResetter.checkOffsetsRange`` logs on stderr for each
+    offset it clamps to the log (``--to-offset``, ``--from-file``), in its order and in its
+    tools' log4j layout (``[%d] %p %m (%c)``, the time ``now`` in the local zone, as the
+    JVM's). Empty for a refused reset, which Kafka's tool stops before planning."""
+    if plan.refusal is not None:
+        return []
+    stamp = f"{now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d}"
+    lines = []
+    for offset in kafka_order(plan.partitions):
+        if offset.clamped == "log-end":
+            what, limit = "higher than latest", offset.log_end_offset
+        elif offset.clamped == "log-start":
+            what, limit = "lower than earliest", offset.log_start_offset
+        else:
+            continue
+        lines.append(
+            f"[{stamp}] WARN New offset ({offset.requested_offset}) is {what} offset for topic "
+            f"partition {offset.topic}-{offset.partition}. Value will be set to {limit}. "
+            "(org.apache.kafka.tools.GroupOffsetsResetter)"
+        )
+    return lines
 
 
 # --------------------------------------------------------------------------- table

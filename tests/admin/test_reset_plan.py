@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kshare_cli.admin.models import TopicPartition
+from kshare_cli.admin.models import MemberDescription, TopicPartition
 from kshare_cli.admin.reset import (
     PlannedOffset,
     ResetPlan,
@@ -15,7 +15,7 @@ from kshare_cli.admin.reset import (
     compute_plan,
 )
 from kshare_cli.errors import UsageError
-from kshare_cli.render.reset import render_reset
+from kshare_cli.render.reset import kafka_export, kafka_order, kafka_warnings, render_reset
 from kshare_cli.state.records import StateBatch
 from kshare_cli.state.replay import SharePartitionState
 from kshare_cli.state.window import InFlightWindow
@@ -23,6 +23,7 @@ from kshare_cli.state.window import InFlightWindow
 P0, P1 = TopicPartition("t", 0), TopicPartition("t", 1)
 START = {P0: 3, P1: 0}
 END = {P0: 20, P1: 8}
+MEMBER = MemberDescription("m-1", "c-1", "/10.0.0.1", None, 3)
 
 
 ACKNOWLEDGED, ARCHIVED, AVAILABLE = 2, 4, 0
@@ -348,21 +349,72 @@ def test_plain_prints_kafkas_fallback_line_before_the_table() -> None:
     assert render_reset(reset, "plain") == (
         "\nWarn: Partition 1 from topic t is empty. Falling back to latest known offset.\n"
         "\nGROUP           TOPIC           PARTITION  NEW-OFFSET"
-        "\ngolden-g        t               0          5"
-        "\ngolden-g        t               1          8\n"
+        "\ngolden-g        t               1          8"
+        "\ngolden-g        t               0          5\n"
     )
 
 
-def test_plain_is_kafkas_layout_sorted() -> None:
+def test_plain_is_kafkas_layout_in_kafkas_order() -> None:
     planned, _ = plan(Scenario("earliest"), {})
     reset = ResetPlan("golden-g", "--to-earliest", tuple(planned.values()), "Empty")
+    # A HashMap<TopicPartition, ...> of t-0 and t-1 iterates t-1 first (buckets 4 and 5).
     assert render_reset(reset, "plain") == (
         "\nGROUP           TOPIC           PARTITION  NEW-OFFSET"
-        "\ngolden-g        t               0          3"
-        "\ngolden-g        t               1          0\n"
+        "\ngolden-g        t               1          0"
+        "\ngolden-g        t               0          3\n"
     )
     long_group = ResetPlan("a-much-longer-group-id", "x", tuple(planned.values()), "Empty")
     assert render_reset(long_group, "plain").splitlines()[1] == (
         "GROUP                  TOPIC           PARTITION  NEW-OFFSET"
     )
     assert render_reset(ResetPlan("g", "x", (), "Empty"), "plain") == "\n"
+
+
+def _names(offsets: list[PlannedOffset]) -> list[str]:
+    return [f"{offset.topic}-{offset.partition}" for offset in offsets]
+
+
+def test_kafka_order_is_a_java_hashmaps() -> None:
+    # Printed by Java 21: Collectors.toMap over TopicPartitions (Kafka's hashCode), keySet().
+    # 24 entries: the map grew to 32 buckets; orders-1, payments-eu-11 and orders-2 show
+    # the buckets' order, not the names'.
+    offsets = [
+        PlannedOffset(topic, partition, None, 0, 0, 0, 0)
+        for topic in ("payments-eu", "orders")
+        for partition in reversed(range(12))
+    ]
+    assert _names(kafka_order(offsets)) == [
+        *("orders-7", "orders-8", "orders-9", "orders-10", "orders-11"),
+        *("payments-eu-1", "payments-eu-0", "payments-eu-5", "payments-eu-4"),
+        *("payments-eu-3", "payments-eu-2", "payments-eu-9", "payments-eu-8"),
+        *("payments-eu-7", "payments-eu-6", "orders-0", "orders-1", "payments-eu-11"),
+        *("orders-2", "payments-eu-10", "orders-3", "orders-4", "orders-5", "orders-6"),
+    ]
+    golden_d = [PlannedOffset("golden-d", partition, None, 0, 0, 0, 0) for partition in range(3)]
+    assert _names(kafka_order(golden_d)) == ["golden-d-2", "golden-d-1", "golden-d-0"]
+
+
+def test_kafka_export_is_kafkas_csv_with_println_blank_line() -> None:
+    planned, _ = plan(Scenario("offset", 7), {})
+    reset = ResetPlan("golden-g", "--to-offset 7", tuple(planned.values()), "Empty")
+    assert kafka_export(reset) == "t,1,7\nt,0,7\n\n"
+    refused = ResetPlan("golden-g", "x", tuple(planned.values()), "Stable", members=(MEMBER,))
+    assert kafka_export(refused) == ""
+
+
+def test_kafka_warnings_are_its_log_lines_for_each_clamped_offset() -> None:
+    from datetime import datetime
+
+    low, _ = plan(Scenario("offset", 1), {})  # t-0 starts at 3
+    high, _ = plan(Scenario("offset", 100), {})  # above both ends, 20 and 8
+    at = datetime(2026, 11, 28, 15, 31, 35, 793_412)
+    both = ResetPlan("g", "x", (high[P1], low[P0]), "Empty")
+    suffix = "(org.apache.kafka.tools.GroupOffsetsResetter)"
+    assert kafka_warnings(both, at) == [
+        "[2026-11-28 15:31:35,793] WARN New offset (100) is higher than latest offset for "
+        f"topic partition t-1. Value will be set to 8. {suffix}",
+        "[2026-11-28 15:31:35,793] WARN New offset (1) is lower than earliest offset for "
+        f"topic partition t-0. Value will be set to 3. {suffix}",
+    ]
+    unclamped = ResetPlan("g", "x", (low[P1],), "Empty")
+    assert kafka_warnings(unclamped, at) == []
