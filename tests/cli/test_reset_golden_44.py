@@ -150,9 +150,9 @@ def check_run(kshare: Kshare, cluster: Cluster, run: dict[str, Any], tmp_path: P
 
 
 def test_kafka_44_reset_runs_come_out_of_kshare_byte_for_byte(
-    sandbox_44: Cluster, kshare: Kshare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox_44: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kshare = Kshare(sandbox_44.bootstrap, None, kshare.profiles)
+    kshare = Kshare(sandbox_44.bootstrap, None, tmp_path / "kshare" / "config.toml")
     _setup(sandbox_44, GROUPS)
     _produce(sandbox_44)
     for group in GROUPS:
