@@ -70,20 +70,21 @@ _STATE_OF: Final[dict[int, WindowState]] = {
 """Persisted delivery states; anything else (ACQUIRED, which Kafka never writes, or a
 state a newer broker invents) is shown as UNRECORDED rather than guessed at."""
 
-# Which state a strip cell shows when two cover the same number of its offsets:
-# the one an operator most needs to see first (a record stuck on its way to the
-# dead-letter queue before one that made it there).
-_TIE_ORDER: Final[tuple[WindowState, ...]] = (
+# Which state a strip cell shows when its offsets are in several: the most important
+# one present, however few of its offsets hold it -- what an operator most needs to
+# see first (a record stuck on its way to the dead-letter queue before one that made it
+# there, any persisted record before offsets nothing was recorded for).
+_IMPORTANCE: Final[tuple[WindowState, ...]] = (
     WindowState.ARCHIVING,
     WindowState.ARCHIVED,
     WindowState.AVAILABLE,
     WindowState.ACKNOWLEDGED,
     WindowState.UNRECORDED,
 )
-_TIE_RANK: Final[dict[WindowState, int]] = {
-    state: len(_TIE_ORDER) - 1 - rank for rank, state in enumerate(_TIE_ORDER)
+_RANK: Final[dict[WindowState, int]] = {
+    state: len(_IMPORTANCE) - 1 - rank for rank, state in enumerate(_IMPORTANCE)
 }
-_BY_TIE_RANK: Final[tuple[WindowState, ...]] = tuple(reversed(_TIE_ORDER))
+_BY_RANK: Final[tuple[WindowState, ...]] = tuple(reversed(_IMPORTANCE))
 
 #: States whose records are never delivered again (a reset aside).
 _DONE: Final = frozenset({WindowState.ACKNOWLEDGED, WindowState.ARCHIVING, WindowState.ARCHIVED})
@@ -111,8 +112,9 @@ class WindowCell:
     first_offset: int
     last_offset: int
     state: WindowState
-    """The state covering most of the cell's offsets (ties: ARCHIVING > ARCHIVED > AVAILABLE >
-    ACKNOWLEDGED > UNRECORDED, so a lone archived record is not hidden by a tie)."""
+    """The most important state among the cell's offsets (ARCHIVING > ARCHIVED > AVAILABLE >
+    ACKNOWLEDGED > UNRECORDED), however few of them hold it: a lone acknowledged or archived
+    record is not hidden by unrecorded neighbours."""
     delivery_count: int
     """The highest delivery count of any offset in the cell, whatever the cell's state."""
 
@@ -320,24 +322,24 @@ class InFlightWindow:
         return tuple(cells)
 
     def _tallied_cell(self, cell_first: int, cell_last: int, index: int) -> WindowCell:
-        """A cell spanning several runs (and maybe the end of the window): the majority wins."""
-        covered = [0] * len(_TIE_ORDER)  # by tie rank: UNRECORDED first
+        """A cell spanning several runs (and maybe the end of the window): the most
+        important state present wins."""
+        rank = _RANK
+        best = -1
         delivery_count = 0
         runs = self.runs
         while index < len(runs):
             run = runs[index]
             if run.first_offset > cell_last:
                 break
-            overlap = min(run.last_offset, cell_last) - max(run.first_offset, cell_first) + 1
-            covered[_TIE_RANK[run.state]] += overlap
+            if rank[run.state] > best:
+                best = rank[run.state]
             if run.delivery_count > delivery_count:
                 delivery_count = run.delivery_count
             index += 1
-        beyond = cell_last - max(cell_first, self.end_offset) + 1
-        if beyond > 0:
-            covered[_TIE_RANK[WindowState.UNRECORDED]] += beyond
-        best = max(range(len(covered)), key=lambda rank: (covered[rank], rank))
-        return _cell(cell_first, cell_last, _BY_TIE_RANK[best], delivery_count)
+        if best < 0:  # only offsets past the window: queued
+            best = rank[WindowState.UNRECORDED]
+        return _cell(cell_first, cell_last, _BY_RANK[best], delivery_count)
 
 
 def _ordered_batches(batches: tuple[StateBatch, ...], start_offset: int) -> tuple[StateBatch, ...]:

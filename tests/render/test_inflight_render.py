@@ -153,9 +153,9 @@ def test_an_empty_or_uninitialised_window_has_an_empty_strip() -> None:
 
 
 def test_a_compressed_strip_covers_the_window_and_the_queued_offsets() -> None:
-    # 12 offsets in 4 cells of 3: [0-2] ack, [3-5] 2 available beat 1 ack, [6-8] 2
-    # unrecorded beat 1 archived, [9-11] queued.
-    assert strip_plain(WINDOW.cells(4, 12), 5) == "█▒··"
+    # 12 offsets in 4 cells of 3, each showing the most important state it holds: [0-2]
+    # ack, [3-5] available before ack, [6-8] one archived among two unrecorded, [9-11] queued.
+    assert strip_plain(WINDOW.cells(4, 12), 5) == "█▒╳·"
 
 
 # --------------------------------------------------------------------------- table

@@ -24,10 +24,11 @@ from kshare_cli.state.window import (
 )
 from tests.support.golden import read_jsonl
 
-AVAILABLE, ACQUIRED, ACKED, ARCHIVED = 0, 1, 2, 4
-A, K, X, U = (
+AVAILABLE, ACQUIRED, ACKED, ARCHIVING, ARCHIVED = 0, 1, 2, 3, 4
+A, K, H, X, U = (
     WindowState.AVAILABLE,
     WindowState.ACKNOWLEDGED,
+    WindowState.ARCHIVING,
     WindowState.ARCHIVED,
     WindowState.UNRECORDED,
 )
@@ -308,12 +309,12 @@ def test_cells_share_the_offsets_equally_and_the_last_may_be_shorter() -> None:
     assert window.cells(0) == ()
 
 
-def test_a_cell_shows_its_majority_state_and_its_highest_delivery_count() -> None:
+def test_a_cell_shows_its_most_important_state_and_its_highest_delivery_count() -> None:
     window = _window(
         0, (0, 0, ARCHIVED, 1), (1, 3, ACKED, 1), (4, 4, AVAILABLE, 4), (5, 7, ACKED, 1)
     )
 
-    assert window.cells(2) == (WindowCell(0, 3, K, 1), WindowCell(4, 7, K, 4))
+    assert window.cells(2) == (WindowCell(0, 3, X, 1), WindowCell(4, 7, A, 4))
 
 
 @pytest.mark.parametrize(
@@ -322,13 +323,15 @@ def test_a_cell_shows_its_majority_state_and_its_highest_delivery_count() -> Non
         (((0, 0, ARCHIVED, 1), (1, 1, AVAILABLE, 1)), X),
         (((0, 0, AVAILABLE, 1), (1, 1, ARCHIVED, 1)), X),
         (((0, 0, ACKED, 1), (1, 1, AVAILABLE, 1)), A),
-        (((0, 0, ACKED, 1), (2, 2, ACKED, 1)), K),  # the UNRECORDED offset 1 is outnumbered
-        (((0, 0, ACKED, 1), (3, 3, AVAILABLE, 1)), U),  # two UNRECORDED offsets win outright
-        (((0, 1, ACKED, 1), (2, 2, ARCHIVED, 1)), K),  # a majority beats the tie order
-        (((1, 1, ACKED, 1),), K),  # one UNRECORDED, one Acknowledged: a tie
+        (((0, 0, ACKED, 1), (2, 2, ACKED, 1)), K),  # the UNRECORDED offset 1 is hidden
+        (((0, 0, ACKED, 1), (3, 3, AVAILABLE, 1)), A),  # two UNRECORDED offsets do not count
+        (((0, 1, ACKED, 1), (2, 2, ARCHIVED, 1)), X),  # one archived record beats two acked
+        (((1, 1, ACKED, 1),), K),  # one UNRECORDED, one Acknowledged
+        (((2, 2, ACKED, 1), (3, 3, AVAILABLE, 1)), A),  # unrecorded 0-1 before them
+        (((0, 2, AVAILABLE, 1), (3, 3, ARCHIVING, 1)), H),  # on its way to the DLQ first
     ],
 )
-def test_cell_ties_prefer_archived_then_available_then_acknowledged(
+def test_a_cell_shows_archiving_then_archived_then_available_then_acknowledged_present(
     batches: tuple[tuple[int, int, int, int], ...], expected: WindowState
 ) -> None:
     (cell,) = _window(0, *batches).cells(1)
@@ -346,8 +349,10 @@ def test_cells_run_on_past_the_window_to_the_log_end_offset() -> None:
         WindowCell(3, 3, A, 3),
         *(WindowCell(offset, offset, U, 0) for offset in range(4, 8)),
     )
-    # Compressed, a cell straddling the end of the window counts its queued offsets as UNRECORDED.
-    assert window.cells(2, log_end_offset=6) == (WindowCell(0, 2, K, 3), WindowCell(3, 5, U, 3))
+    # Compressed, a cell straddling the end of the window shows the window's state: its queued
+    # offsets are UNRECORDED, the least important.
+    assert window.cells(2, log_end_offset=6) == (WindowCell(0, 2, A, 3), WindowCell(3, 5, A, 3))
+    assert window.cells(2, log_end_offset=12) == (WindowCell(0, 5, A, 3), WindowCell(6, 11, U, 0))
     # A log end offset inside the window (a stale read) never cuts the window short.
     assert window.cells(8, log_end_offset=2) == window.cells(8)
 
@@ -368,8 +373,8 @@ def test_cells_are_cheap_for_a_huge_window() -> None:
 
 Reference = dict[int, tuple[WindowState, int]]
 
-_REFERENCE_STATES: dict[int, WindowState] = {AVAILABLE: A, ACKED: K, ARCHIVED: X}
-_TIE_RANK = {X: 3, A: 2, K: 1, U: 0}
+_REFERENCE_STATES: dict[int, WindowState] = {AVAILABLE: A, ACKED: K, ARCHIVING: H, ARCHIVED: X}
+_RANK = {H: 4, X: 3, A: 2, K: 1, U: 0}
 
 
 def _reference(state: SharePartitionState) -> tuple[int, Reference]:
@@ -419,7 +424,7 @@ def _reference_cells(
             state, count = offsets.get(offset, (U, 0))
             tally[state] = tally.get(state, 0) + 1
             highest = max(highest, count)
-        winner = max(tally, key=lambda each: (tally[each], _TIE_RANK[each]))
+        winner = max(tally, key=_RANK.__getitem__)
         cells.append(WindowCell(first, last, winner, highest))
     return cells
 
@@ -437,7 +442,7 @@ def _states(draw: Callable[..., object]) -> SharePartitionState:
             st.tuples(
                 st.integers(0, 4),
                 st.integers(1, 6),
-                st.sampled_from([AVAILABLE, ACKED, ARCHIVED, AVAILABLE, ACQUIRED]),
+                st.sampled_from([AVAILABLE, ACKED, ARCHIVED, AVAILABLE, ACQUIRED, ARCHIVING]),
                 st.integers(0, 6),
             ),
             max_size=8,

@@ -19,8 +19,9 @@ from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from kshare_cli.admin.inflight import GroupInflight, GroupsOverview
+from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, TailingStateSource
 from kshare_cli.consumer.records import ConsumedRecord
+from kshare_cli.state.records import DeliveryState, StateBatch
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
@@ -264,6 +265,42 @@ async def test_a_flat_lag_draws_a_flat_sparkline(live_group: LiveGroup) -> None:
             row = screen.row_fields(partition_row_key(live_group.topic, partition))
             assert row["LAG"] == str(LiveGroup.LAG[partition])  # the same at every refresh
             assert row["LAG TREND"] == "▄▄▄"  # a flat middle line, not a full-height wall
+
+
+class OneStateReplaced:
+    """The live state source, with one share-partition's state replaced by ``state``."""
+
+    def __init__(self, inner: TailingStateSource, group: str, partition: int, state: Any) -> None:
+        self.inner, self.group, self.partition, self.state = inner, group, partition, state
+
+    def refresh(
+        self, group_ids: Collection[str], timeout_s: float
+    ) -> Mapping[SharePartitionKey, SharePartitionState]:
+        states = dict(self.inner.refresh(group_ids, timeout_s))
+        for key in list(states):
+            if (key.group_id, key.partition) == (self.group, self.partition):
+                states[key] = self.state
+        return states
+
+
+@run
+async def test_a_window_cell_shows_an_acknowledged_record_among_unrecorded_ones(
+    live_group: LiveGroup,
+) -> None:
+    # Offsets 0-40 in the 17 cells of a 120-column screen: 3 a cell. Offset 1 is
+    # acknowledged, 0 and 2 unrecorded; the cell shows the acknowledgement, not "·".
+    acked = DeliveryState.ACKNOWLEDGED
+    state = SharePartitionState(
+        1, 1, 0, 0, 2, 0, 0, (StateBatch(1, 1, acked, 1), StateBatch(40, 40, acked, 1))
+    )
+    source = live_group.source(state=OneStateReplaced(live_group.state, live_group.group, 1, state))
+    app = DashboardApp(source, group=live_group.group)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, GroupScreen)
+        await until(pilot, lambda: loaded(screen))
+        row = screen.row_fields(partition_row_key(live_group.topic, 1))
+        assert row["IN-FLIGHT WINDOW"] == "█" + "·" * 12 + "█"  # 41 offsets in 14 cells
 
 
 class StallingSource:
