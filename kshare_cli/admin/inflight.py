@@ -22,6 +22,7 @@ thread (``asyncio.to_thread``) beside the admin RPCs rather than after them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 import uuid
@@ -42,8 +43,10 @@ from kshare_cli.admin.models import (
     LagSource,
     LagTotals,
     SharePartitionOffset,
+    TopicPartition,
     in_partition_order,
 )
+from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP
 from kshare_cli.errors import (
     ConnectionFailed,
     ExitCode,
@@ -108,7 +111,10 @@ class PartitionInflight:
     ``end_offset_error`` is why ``end_offset`` is None (ListOffsets failed: the
     leader down or silent, named). ``window_error`` says why the window is unknown
     when the state partition that holds it could not be read (its leader did not
-    answer) while others were.
+    answer) while others were. ``log_start_offset`` is the partition's (ListOffsets
+    earliest), None when not asked or not answered; when it is past the start offset,
+    ``window`` marks the offsets below it DELETED (``InFlightWindow.after_retention``):
+    retention deleted them, they are not queued.
     """
 
     topic: str
@@ -122,6 +128,7 @@ class PartitionInflight:
     error: KafkaError | None = None
     window_error: str | None = None
     end_offset_error: KafkaError | None = None
+    log_start_offset: int | None = None
 
     @property
     def queued(self) -> int | None:
@@ -129,6 +136,31 @@ class PartitionInflight:
         if self.window is None or self.end_offset is None:
             return None
         return self.window.queued(self.end_offset)
+
+    @property
+    def deleted(self) -> int | None:
+        """Records at or above the start offset that retention deleted before the group was
+        done with them; None when the log start offset is unknown.
+
+        The window's DELETED offsets; without a window, every offset from the start offset
+        to the log start offset (none of them is known to be done).
+        """
+        log_start = self.log_start_offset
+        if log_start is None:
+            return None
+        if self.window is not None and self.window.start_offset >= 0:
+            return self.window.deleted
+        start = self.start_offset
+        if start is None or start < 0:
+            return 0
+        return max(0, log_start - start)
+
+    def with_log_start_offset(self, log_start_offset: int | None) -> PartitionInflight:
+        """This share-partition given its log start offset, the window marked after it."""
+        if log_start_offset is None:
+            return self
+        window = None if self.window is None else self.window.after_retention(log_start_offset)
+        return dataclasses.replace(self, window=window, log_start_offset=log_start_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +184,16 @@ class GroupInflight(LagTotals):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "partitions", in_partition_order(self.partitions))
+
+    def with_log_start_offsets(self, log_starts: Mapping[TopicPartition, int]) -> GroupInflight:
+        """The group with each share-partition's log start offset (those ``log_starts``
+        holds), its window marked after it: one rule for ``inflight``, the dashboard,
+        ``health`` and the exporter, which read the log start offsets each their own way."""
+        partitions = tuple(
+            each.with_log_start_offset(log_starts.get(TopicPartition(each.topic, each.partition)))
+            for each in self.partitions
+        )
+        return dataclasses.replace(self, partitions=partitions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,8 +516,15 @@ class InflightService:
             )
         return GroupsOverview(tuple(summaries), tuple(failures))
 
-    async def group(self, group_id: str, topics: Sequence[str] = ()) -> GroupInflight:
+    async def group(
+        self, group_id: str, topics: Sequence[str] = (), *, log_start_offsets: bool = True
+    ) -> GroupInflight:
         """One group's share-partitions (only those of ``topics`` when given), with windows.
+
+        ``log_start_offsets`` asks ListOffsets earliest too (beside the topics' Metadata),
+        so that offsets retention deleted show as such; a caller that asks them for many
+        groups at once (``services.sampling``) turns it off and applies its own
+        (``GroupInflight.with_log_start_offsets``).
 
         Raises ``GroupNotFound`` (exit 5) for a group that does not exist and
         ``GroupUnavailable`` for one that could not be described, with the message
@@ -507,13 +556,31 @@ class InflightService:
             if not wanted_topics or offset.topic in wanted_topics
         ]
         present = {offset.topic for offset in rows}
-        topic_ids, unknown = await self._topics(sorted(present | wanted_topics))
+        (topic_ids, unknown), log_starts = await asyncio.gather(
+            self._topics(sorted(present | wanted_topics)),
+            self._log_start_offsets(rows if log_start_offsets else ()),
+        )
         partitions = tuple(
             _partition(offset, topic_ids.get(offset.topic), group_id, states, unread)
             for offset in rows
         )
         unknown_topics = tuple(sorted(unknown - present))
-        return GroupInflight(group_id, description, partitions, note, limit, unknown_topics)
+        group = GroupInflight(group_id, description, partitions, note, limit, unknown_topics)
+        return group.with_log_start_offsets(log_starts) if log_starts else group
+
+    async def _log_start_offsets(
+        self, rows: Sequence[SharePartitionOffset]
+    ) -> Mapping[TopicPartition, int]:
+        """The log start offsets of the share-partitions that have a start offset; a
+        partition that did not answer is left out (nothing is then marked deleted)."""
+        partitions = [
+            TopicPartition(row.topic, row.partition)
+            for row in rows
+            if row.error is None and row.start_offset is not None and row.start_offset >= 0
+        ]
+        if not partitions:
+            return {}
+        return (await self._admin.log_offsets(partitions, EARLIEST_TIMESTAMP)).offsets
 
     async def _placement(
         self, group_id: str, wanted_topics: Collection[str]

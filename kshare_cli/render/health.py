@@ -145,6 +145,8 @@ def _partition_document(partition: PartitionHealth) -> dict[str, Any]:
         "log_start_offset": partition.log_start_offset,
         "archived": partition.archived,
         "near_delivery_limit": partition.near_limit,
+        "archiving": partition.archiving,
+        "deleted": partition.deleted,
     }
 
 

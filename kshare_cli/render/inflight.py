@@ -8,13 +8,19 @@ only the colours, so a strip still reads in a pipe, a log or a monochrome termin
 - ``█`` acknowledged (green);
 - ``░ ▒ ▓`` available, a redelivery pending: lighter to darker (yellow to orange)
   as the delivery count nears the group's delivery count limit;
+- ``╱`` archiving (Kafka 4.4): on its way to the group's dead-letter queue, half
+  of ``╳``: persisted before the DLQ write, archived after it (magenta);
 - ``╳`` archived: rejected, or delivered up to the limit (red);
 - ``·`` unrecorded: acquired right now, or not delivered yet; the state topic
-  does not say which (dim).
+  does not say which (dim);
+- ``∅`` deleted: below the log start offset that retention (or DeleteRecords)
+  moved past the start offset, and not finished: gone, never to be delivered
+  (dim red).
 
-The table has one line per share-partition, with records per state and QUEUED,
-the offsets past the persisted window up to the log end offset (the strip's
-trailing ``·``): produced, never delivered. json and yaml are
+The table has one line per share-partition, with records per state, DELETED
+(from the start offset up to the log start offset, not finished) and QUEUED,
+the offsets past the persisted window (and the log start offset) up to the log
+end offset (the strip's trailing ``·``): produced, never delivered. json and yaml are
 ``docs/schemas/inflight.schema.json``, jsonl and csv one row per share-partition
 (``inflight-row.schema.json``). Kafka's tool has no such view, so there is no
 ``plain`` layout.
@@ -61,6 +67,7 @@ __all__ = [
     "inflight_document",
     "inflight_rows",
     "render_inflight",
+    "retention_notes",
     "strip_plain",
     "strip_text",
 ]
@@ -73,16 +80,20 @@ DEFAULT_STRIP_WIDTH: Final = 40
 STATE_STYLES: Final[Mapping[WindowState, str]] = {
     WindowState.ACKNOWLEDGED: "green",
     WindowState.AVAILABLE: "yellow",
+    WindowState.ARCHIVING: "magenta",
     WindowState.ARCHIVED: "red",
     WindowState.UNRECORDED: "dim",
+    WindowState.DELETED: "dim red",
 }
 
 #: The character of each state; available cells use ``AVAILABLE_GLYPHS`` by level instead.
 STATE_GLYPHS: Final[Mapping[WindowState, str]] = {
     WindowState.ACKNOWLEDGED: "█",
     WindowState.AVAILABLE: "░",
+    WindowState.ARCHIVING: "╱",
     WindowState.ARCHIVED: "╳",
     WindowState.UNRECORDED: "·",
+    WindowState.DELETED: "∅",
 }
 
 #: Available cells by ``delivery_level``: delivered once (or never), more often, on the
@@ -92,7 +103,8 @@ AVAILABLE_STYLES: Final = ("yellow", "bold yellow", "bold dark_orange")
 
 LEGEND: Final = (
     "█ acknowledged  ░▒▓ available, darker as the delivery count nears the limit  "
-    "╳ archived  · unrecorded"
+    "╱ archiving (on its way to the dead-letter queue)  ╳ archived  · unrecorded  "
+    "∅ deleted by retention"
 )
 
 CSV_HEADER: Final = (
@@ -114,6 +126,9 @@ CSV_HEADER: Final = (
     "queued",
     "max_delivery_count",
     "error",
+    "archiving",
+    "log_start_offset",
+    "deleted",
 )
 
 
@@ -209,8 +224,10 @@ _HEADERS: Final = (
     "END-OFFSET",
     "AVAILABLE",
     "ACKNOWLEDGED",
+    "ARCHIVING",
     "ARCHIVED",
     "UNRECORDED",
+    "DELETED",
     "QUEUED",
     "MAX-DELIVERY",
     "LAG",
@@ -220,19 +237,23 @@ _LEFT: Final = frozenset({0, _STRIP_COLUMN})
 
 
 def _counts(partition: PartitionInflight) -> list[str]:
-    """Records per state in the strip's order, QUEUED (the strip's trailing ``·``) last.
+    """Records per state, DELETED, then QUEUED (the strip's trailing ``·``).
 
-    QUEUED counts what lies past the persisted window up to the log end offset:
+    DELETED counts the offsets from the start offset up to the log start offset that
+    were not finished (``-`` when the log start offset is unknown); QUEUED what lies
+    past the persisted window and the log start offset up to the log end offset:
     produced, never delivered; ``-`` when the log end offset is unknown.
     """
     window = partition.window
     if window is None:
-        return ["-"] * 6
+        return ["-"] * 8
     return [
         str(window.available),
         str(window.acknowledged),
+        str(window.archiving),
         str(window.archived),
         str(window.unrecorded),
+        or_dash(partition.deleted),
         or_dash(partition.queued),
         str(window.max_delivery_count),
     ]
@@ -314,7 +335,31 @@ def _notes(model: GroupInflight) -> list[str]:
     notes = ["", f"{LEGEND} ({scale}).", f"Note: {ACQUIRED_NOT_PERSISTED}."]
     if model.window_note is not None:
         notes.append(f"No windows: {model.window_note}.")
+    notes.extend(f"Note: {line}." for line in retention_notes(model))
     return notes
+
+
+def retention_notes(model: GroupInflight) -> list[str]:
+    """One line per share-partition whose start offset is below the log start offset:
+    the records in between are gone, not queued (what ``health`` warns of)."""
+    lines = []
+    for partition in model.partitions:
+        log_start = partition.log_start_offset
+        start = partition.start_offset
+        if log_start is None or start is None or not 0 <= start < log_start:
+            continue
+        deleted = partition.deleted
+        lost = (
+            f"{deleted} records were deleted by retention before they were delivered "
+            "(DELETED, ∅: never delivered, not queued)"
+            if deleted
+            else "the records below it were all finished before retention deleted them"
+        )
+        lines.append(
+            f"{partition.topic}:{partition.partition}: start offset {start} is below the "
+            f"log start offset {log_start}: {lost}"
+        )
+    return lines
 
 
 def _colored(
@@ -360,7 +405,8 @@ def _run_document(run: WindowRun) -> dict[str, Any]:
     }
 
 
-def _window_document(window: InFlightWindow, end_offset: int | None) -> dict[str, Any]:
+def _window_document(partition: PartitionInflight, window: InFlightWindow) -> dict[str, Any]:
+    end_offset = partition.end_offset
     return {
         "start_offset": window.start_offset if window.start_offset >= 0 else None,
         "end_offset": window.end_offset if window.end_offset >= 0 else None,
@@ -369,8 +415,10 @@ def _window_document(window: InFlightWindow, end_offset: int | None) -> dict[str
         ),
         "available": window.available,
         "acknowledged": window.acknowledged,
+        "archiving": window.archiving,
         "archived": window.archived,
         "unrecorded": window.unrecorded,
+        "deleted": partition.deleted,
         "queued": None if end_offset is None else window.queued(end_offset),
         "max_delivery_count": window.max_delivery_count,
         "delivery_histogram": [
@@ -392,12 +440,11 @@ def _partition_document(partition: PartitionInflight) -> dict[str, Any]:
         "topic_id": None if partition.topic_id is None else kafka_uuid(partition.topic_id),
         "start_offset": partition.start_offset,
         "end_offset": partition.end_offset,
+        "log_start_offset": partition.log_start_offset,
         "lag": partition.lag,
         "lag_source": partition.lag_source,
         "window": (
-            None
-            if partition.window is None
-            else _window_document(partition.window, partition.end_offset)
+            None if partition.window is None else _window_document(partition, partition.window)
         ),
         "window_error": partition.window_error,
         "error": error_document(partition.error),
@@ -422,8 +469,11 @@ def inflight_document(model: GroupInflight) -> dict[str, Any]:
 
 
 def _row(model: GroupInflight, partition: PartitionInflight) -> dict[str, Any]:
+    """The row's columns in ``CSV_HEADER``'s order: the ones added with Kafka 4.4's
+    ARCHIVING and the log start offset come after ``error``, so that a script reading
+    the csv by position still finds every earlier column where it was."""
     window = partition.window
-    document = None if window is None else _window_document(window, partition.end_offset)
+    document = None if window is None else _window_document(partition, window)
     summary_keys = (
         "delivery_complete_count",
         "available",
@@ -446,6 +496,9 @@ def _row(model: GroupInflight, partition: PartitionInflight) -> dict[str, Any]:
         "window_end_offset": None if document is None else document["end_offset"],
         **{key: None if document is None else document[key] for key in summary_keys},
         "error": error_document(partition.error),
+        "archiving": None if document is None else document["archiving"],
+        "log_start_offset": partition.log_start_offset,
+        "deleted": partition.deleted,
     }
 
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
 from kshare_cli.admin.inflight import (
     GroupInflight,
     GroupsOverview,
@@ -44,12 +45,16 @@ from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.errors import TimedOut
 from kshare_cli.services.session import BACKSTOP_S, Session
 
+if TYPE_CHECKING:
+    from kshare_cli.services.dead_letters import KeptDeadLetterQueues
+
 __all__ = [
     "REFRESH_BOUND_S",
     "BrokerFailure",
     "BrokersUnlisted",
     "ConsumedRecord",
     "DashboardReads",
+    "GroupDeadLetterQueue",
     "GroupFailure",
     "GroupInflight",
     "GroupSummary",
@@ -203,6 +208,7 @@ class DashboardReads:
         self._peek_timeout_s = min(peek_timeout_s, session.timeout_s)
         self._service: InflightService | None = None
         self._connecting: asyncio.Lock | None = None
+        self._dead_letters: KeptDeadLetterQueues | None = None
 
     async def _connected(self) -> InflightService:
         if self._connecting is None:
@@ -278,9 +284,31 @@ class DashboardReads:
             f"the time lag of share group {group.group_id!r}",
         )
 
+    async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue:
+        """The group's DLQ (Kafka 4.4): its topic and the dead letters the broker wrote
+        there for it, by reason. The DLQ topics' readers are kept for the dashboard's life,
+        so each lookup reads only what was written since the last one; a lookup is bounded
+        by the peek timeout (a big topic's first read goes on at the next lookup)."""
+        from kshare_cli.services.dead_letters import KeptDeadLetterQueues
+
+        service = await self._connected()
+        if self._dead_letters is None:
+            self._dead_letters = KeptDeadLetterQueues(
+                self._session, stopped_early="the lookup's time ran out (the next goes on)"
+            )
+        kept = self._dead_letters
+        queues = await self._session.within(
+            kept.read(service.admin, [group_id], self._peek_timeout_s),
+            f"the dead-letter queue of share group {group_id!r}",
+        )
+        return queues[group_id]
+
     async def aclose(self) -> None:
         self._service = None
         self._tailer = None
+        kept, self._dead_letters = self._dead_letters, None
+        if kept is not None:
+            await asyncio.to_thread(kept.close)
         await self._session.aclose()
 
 

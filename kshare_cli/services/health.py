@@ -14,7 +14,10 @@ Rules (per share-partition, then the group):
   delivery limit (the next failed delivery archives them); archived records above
   ``archived_above``; a start offset below the log start offset (retention deleted
   records before they were delivered: they are lost, yet the group can go on, so a
-  warning rather than an error).
+  warning rather than an error); records persisted ARCHIVING (Kafka 4.4: on their way
+  to the dead-letter queue) in one sample, or still in a second: a broker that
+  stopped between the ARCHIVING write and the DLQ write leaves them so until it
+  loads the share-partition again, neither delivered nor archived.
 
 A group's status is the worst of its share-partitions' and its own rules'.
 What one sample cannot tell (a stall) is said in ``GroupHealth.notes``, never guessed.
@@ -37,7 +40,7 @@ from kshare_cli.admin.inflight import (
     PartitionInflight,
 )
 from kshare_cli.admin.models import BrokerFailure, TopicPartition
-from kshare_cli.state.window import WindowState
+from kshare_cli.state.window import InFlightWindow, WindowState
 
 if TYPE_CHECKING:
     from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
@@ -150,6 +153,11 @@ class PartitionHealth:
     first_not_done: int | None = None
     """The window's first offset neither acknowledged nor archived (None without a
     window): where the oldest waiting record is, since the start offset trails."""
+    archiving: int | None = None
+    """Records persisted ARCHIVING (Kafka 4.4), neither delivered nor archived yet."""
+    deleted: int | None = None
+    """Records from the start offset to the log start offset that the group had not
+    finished: deleted by retention (None when the log start offset is unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +287,7 @@ def _partition(
     if limits.lag_above is not None and lag is not None and lag > limits.lag_above:
         findings.append((Status.WARN, f"lag {lag} is above {limits.lag_above}"))
     window = current.window
-    near_limit = archived = None
+    near_limit = archived = archiving = None
     if window is not None:
         last_chance = max(1, delivery_limit - 1)
         near_limit = sum(
@@ -295,6 +303,11 @@ def _partition(
                     f"(limit {delivery_limit}): one more failed delivery archives them",
                 )
             )
+        archiving = window.archiving
+        if archiving:
+            reason = _archiving_reason(window, earlier, elapsed)
+            if reason is not None:
+                findings.append((Status.WARN, reason))
         archived = window.archived
         if limits.archived_above is not None and archived > limits.archived_above:
             rising = ""
@@ -308,15 +321,28 @@ def _partition(
                     f"is above {limits.archived_above}{rising}",
                 )
             )
+    if log_start_offset is None:
+        log_start_offset = current.log_start_offset
+    deleted = None
     if log_start_offset is not None and start is not None and 0 <= start < log_start_offset:
+        # The window says which of those offsets were done (the start offset trails the
+        # acknowledgements); without it, none is known to be.
+        deleted = current.with_log_start_offset(log_start_offset).deleted
+        if deleted is None:
+            deleted = log_start_offset - start
+        lost = (
+            f"{deleted} records were deleted by retention before they were delivered"
+            if deleted
+            else "the records below it were all finished before retention deleted them"
+        )
         findings.append(
             (
                 Status.WARN,
-                f"start offset {start} is below the log start offset {log_start_offset}: "
-                f"{log_start_offset - start} records were deleted by retention "
-                "before they were delivered",
+                f"start offset {start} is below the log start offset {log_start_offset}: {lost}",
             )
         )
+    elif log_start_offset is not None:
+        deleted = 0
     return PartitionHealth(
         current.topic,
         current.partition,
@@ -329,7 +355,73 @@ def _partition(
         archived,
         near_limit,
         window.first_not_done() if window is not None and window.start_offset >= 0 else None,
+        archiving,
+        deleted,
     )
+
+
+def _archiving_reason(
+    window: InFlightWindow, earlier: PartitionInflight | None, elapsed: float | None
+) -> str | None:
+    """Why ARCHIVING records warn, or None when a second sample shows them all new.
+
+    Kafka persists ARCHIVING, writes the DLQ record, then persists ARCHIVED, within
+    milliseconds: one sample cannot tell a record in transit from one left behind, so it
+    warns and says what staying would mean; two samples warn only for the offsets
+    archiving in both.
+    """
+    ranges = _archiving(window)
+    what = "persisted on their way to the dead-letter queue, neither delivered nor archived"
+    if earlier is None or earlier.window is None or elapsed is None:
+        return (
+            f"{_count(ranges)} records are archiving ({_offsets_text(ranges)}): {what}; "
+            "the broker archives them right after their DLQ write, so if they stay, it "
+            "stopped between the two writes and finishes them only when it loads the "
+            "share-partition again"
+        )
+    still = _overlap(ranges, _archiving(earlier.window))
+    if not still:
+        return None
+    return (
+        f"{_count(still)} records have been archiving for {elapsed:.0f} s or more "
+        f"({_offsets_text(still)}): {what}; the broker stopped between the ARCHIVING "
+        "write and the DLQ write, and finishes them only when it loads the "
+        "share-partition again"
+    )
+
+
+def _archiving(window: InFlightWindow) -> list[tuple[int, int]]:
+    """The window's ARCHIVING ranges, ``(first, last)`` inclusive, in offset order."""
+    return [
+        (run.first_offset, run.last_offset)
+        for run in window.runs
+        if run.state is WindowState.ARCHIVING
+    ]
+
+
+def _overlap(ranges: list[tuple[int, int]], others: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The offsets both sorted range lists hold, as ranges."""
+    both = []
+    for first, last in ranges:
+        for other_first, other_last in others:
+            low, high = max(first, other_first), min(last, other_last)
+            if low <= high:
+                both.append((low, high))
+    return sorted(both)
+
+
+def _count(ranges: list[tuple[int, int]]) -> int:
+    return sum(last - first + 1 for first, last in ranges)
+
+
+def _offsets_text(ranges: list[tuple[int, int]], most: int = 3) -> str:
+    """``offset 5`` / ``offsets 3-4, 9`` (the first ``most`` ranges, then ``...``)."""
+    shown = ", ".join(
+        str(first) if first == last else f"{first}-{last}" for first, last in ranges[:most]
+    )
+    more = ", ..." if len(ranges) > most else ""
+    single = len(ranges) == 1 and ranges[0][0] == ranges[0][1]
+    return f"{'offset' if single else 'offsets'} {shown}{more}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@
 ``kshare health`` and ``kshare exporter`` read groups the same way, so a status
 means the same in a terminal and in Prometheus: describe, offsets and lag, the
 in-flight window (the state topic) and the log start offsets (ListOffsets
-earliest, for the retention rule). A group that cannot be read becomes an ERR
+earliest, for the retention rule; the windows mark the offsets below them
+deleted, as ``kshare inflight`` does). A group that cannot be read becomes an ERR
 result rather than an exception, so one bad group never hides the others.
 
 The log start offsets of many groups are asked in one ListOffsets per partition
@@ -44,7 +45,7 @@ async def sample_group(
         if partitions
         else {}
     )
-    return Sample(group, taken_at, dict(log_starts))
+    return Sample(group.with_log_start_offsets(log_starts), taken_at, dict(log_starts))
 
 
 async def sample_groups(
@@ -65,29 +66,27 @@ async def sample_groups(
         if partitions
         else {}
     )
-    return tuple(
-        result
-        if isinstance(result, GroupHealth)
-        else Sample(
-            result[0],
-            result[1],
-            {
-                key: log_starts[key]
-                for key in (
-                    TopicPartition(each.topic, each.partition) for each in result[0].partitions
-                )
-                if key in log_starts
-            },
-        )
-        for result in read
-    )
+    samples: list[Sample | GroupHealth] = []
+    for result in read:
+        if isinstance(result, GroupHealth):
+            samples.append(result)
+            continue
+        group, taken_at = result
+        own = {
+            key: log_starts[key]
+            for key in (TopicPartition(each.topic, each.partition) for each in group.partitions)
+            if key in log_starts
+        }
+        samples.append(Sample(group.with_log_start_offsets(own), taken_at, own))
+    return tuple(samples)
 
 
 async def _read(
     service: InflightService, group_id: str, clock: Callable[[], float]
 ) -> tuple[GroupInflight, float] | GroupHealth:
     try:
-        group = await service.group(group_id)
+        # The log start offsets are asked for every group at once, by the caller.
+        group = await service.group(group_id, log_start_offsets=False)
     except GroupNotFound as missing:
         return unreadable(group_id, str(missing), not_found=True)
     except GroupUnavailable as failed:

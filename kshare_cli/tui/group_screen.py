@@ -40,7 +40,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from kshare_cli.render.inflight import LEGEND, strip_text
 from kshare_cli.render.offsets import lag_text, total_lag_text
-from kshare_cli.services.dashboard import GroupInflight, PartitionInflight
+from kshare_cli.services.dashboard import GroupDeadLetterQueue, GroupInflight, PartitionInflight
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.history import (
@@ -53,7 +53,7 @@ from kshare_cli.tui.history import (
 from kshare_cli.tui.history import is_stalled as is_stalled_now
 from kshare_cli.tui.live_screen import LiveScreen, one_line
 from kshare_cli.tui.partition_screen import PartitionScreen
-from kshare_cli.tui.source import TimeLagSource
+from kshare_cli.tui.source import DeadLetterSource, TimeLagSource
 from kshare_cli.tui.widgets import FastTable, FilterInput, RowsView, TableSync
 
 __all__ = [
@@ -99,6 +99,42 @@ _MEMBER_COLUMNS: Final = (
 _STALL_LIST_LIMIT: Final = 6
 #: The time lag is looked up at most this often (dashboard clock); its ages tick between.
 TIME_LAG_EVERY_S: Final = 10.0
+#: The least time between two DLQ lookups of the group screen (each reads only the dead
+#: letters written since the last; the DLQ line's age follows the clock in between).
+DLQ_EVERY_S: Final = 10.0
+
+
+def dead_letter_line(
+    queue: GroupDeadLetterQueue | None, error: str | None, now: float
+) -> str | None:
+    """The group screen's DLQ line: the topic, the broker's dead letters for the group by
+    reason and the newest's age at ``now`` (epoch seconds), or why they are not shown;
+    None for a group without a DLQ on a cluster that has none (nothing to say)."""
+    if queue is None:
+        return None if error is None else f"DLQ: not read: {error}"
+    if queue.topic is None:
+        if not queue.active:
+            return None
+        return "DLQ: none (errors.deadletterqueue.topic.name is not set)"
+    if queue.records is None:
+        return f"DLQ {queue.topic}: {queue.note or 'not read'}"
+    floor = "" if queue.complete else "+"
+    newest = (
+        ""
+        if queue.newest_timestamp_ms is None
+        else f", newest {fmt.short(max(0.0, now - queue.newest_timestamp_ms / 1000))} ago"
+    )
+    text = (
+        f"DLQ {queue.topic}: {queue.records}{floor} records ({queue.rejected} rejected, "
+        f"{queue.delivery_limit} over the delivery limit"
+        + (f", {queue.other} other" if queue.other else "")
+        + f"){newest}"
+    )
+    if error is not None:
+        text += f" (last lookup failed: {error})"
+    elif queue.note is not None:
+        text += f" ({queue.note})"
+    return text
 
 
 def partition_row_key(topic: str, partition: int) -> str:
@@ -216,11 +252,21 @@ class GroupScreen(LiveScreen[GroupInflight]):
             super().__init__()
             self.error = error
 
+    class DeadLetterQueueRead(Message):
+        """A DLQ lookup answered (``DeadLetterSource.dead_letter_queue``), or failed."""
+
+        def __init__(self, queue: GroupDeadLetterQueue | None, error: str | None) -> None:
+            super().__init__()
+            self.queue = queue
+            self.error = error
+
     DEFAULT_CSS = """
     GroupScreen #summary { height: 1; text-style: bold; }
     GroupScreen #flow { height: 1; }
     GroupScreen #stall { height: auto; color: $error; text-style: bold; display: none; }
     GroupScreen #stall.-shown { display: block; }
+    GroupScreen #dlq { height: auto; display: none; }
+    GroupScreen #dlq.-shown { display: block; }
     GroupScreen #note { height: auto; color: $text-muted; }
     GroupScreen #note.-missing { color: $warning; }
     GroupScreen #partitions-header { height: 1; }
@@ -250,6 +296,12 @@ class GroupScreen(LiveScreen[GroupInflight]):
         self._time_lag_started: float | None = None
         #: Why the last time-lag lookup failed (its column shows "-" meanwhile).
         self.time_lag_error: str | None = None
+        #: The group's DLQ as last read (None: not yet, or no DLQ lookup), and why the
+        #: last lookup failed.
+        self.dead_letter_queue: GroupDeadLetterQueue | None = None
+        self.dead_letter_error: str | None = None
+        self._looking_up_dlq = False
+        self._dlq_started: float | None = None
 
     # -- layout ----------------------------------------------------------------
 
@@ -258,6 +310,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
         yield Static(f"share group {self.group_id}", id="summary")
         yield Static("", id="flow")
         yield Static("", id="stall")
+        yield Static("", id="dlq")
         yield Static("", id="note")
         yield Static("", id="partitions-header")
         yield RowsView(self._render_row, id="partitions")
@@ -326,6 +379,44 @@ class GroupScreen(LiveScreen[GroupInflight]):
         self._show_note(data)
         self._show_members(data)
         self._look_up_time_lag(data)
+        self._look_up_dead_letters()
+
+    def _look_up_dead_letters(self) -> None:
+        """Start a DLQ lookup, unless one is under way or the last began less than
+        ``DLQ_EVERY_S`` ago: each reads only what the DLQ topic got since the last."""
+        source = self.dashboard.source
+        if self._looking_up_dlq or not isinstance(source, DeadLetterSource):
+            return
+        now = self.dashboard.now()
+        if self._dlq_started is not None and now - self._dlq_started < DLQ_EVERY_S:
+            return
+        self._dlq_started = now
+        self._looking_up_dlq = True
+        self.run_worker(self._dead_letters(source), group="dlq", exit_on_error=False)
+
+    async def _dead_letters(self, source: DeadLetterSource) -> None:
+        try:
+            queue = await source.dead_letter_queue(self.group_id)
+        except Exception as error:  # noqa: BLE001 -- said on the DLQ line, the rows stay
+            self.post_message(self.DeadLetterQueueRead(None, one_line(error)))
+        else:
+            self.post_message(self.DeadLetterQueueRead(queue, None))
+
+    def on_group_screen_dead_letter_queue_read(
+        self, message: GroupScreen.DeadLetterQueueRead
+    ) -> None:
+        message.stop()
+        self._looking_up_dlq = False
+        if message.queue is not None:
+            self.dead_letter_queue = message.queue
+        self.dead_letter_error = message.error
+        self._show_dead_letters(self.dashboard.now())
+
+    def _show_dead_letters(self, now: float) -> None:
+        line = self.query_one("#dlq", Static)
+        text = dead_letter_line(self.dead_letter_queue, self.dead_letter_error, now)
+        line.update(text or "")
+        line.set_class(text is not None, "-shown")
 
     def _look_up_time_lag(self, data: GroupInflight) -> None:
         """Start a time-lag lookup for this answer, unless one is under way."""
@@ -375,6 +466,8 @@ class GroupScreen(LiveScreen[GroupInflight]):
             self._aged_at = int(now)
             self._show_partitions(self.data, now)
             self._show_summary(self.data, now)
+            if self.dead_letter_queue is not None:
+                self._show_dead_letters(now)
 
     def _show_partitions(self, data: GroupInflight, now: float) -> None:
         """Bring every row up to date; the table redraws only the cells that changed.

@@ -12,13 +12,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from kshare_cli.services.dashboard import ConsumedRecord, GroupInflight, GroupsOverview
+from kshare_cli.services.dashboard import (
+    ConsumedRecord,
+    GroupDeadLetterQueue,
+    GroupInflight,
+    GroupsOverview,
+)
 
 if TYPE_CHECKING:
     from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.services.dashboard import StateSource
 
-__all__ = ["ClosableSource", "DashboardSource", "LiveSource", "TimeLagSource"]
+__all__ = [
+    "ClosableSource",
+    "DashboardSource",
+    "DeadLetterSource",
+    "LiveSource",
+    "TimeLagSource",
+]
 
 
 class DashboardSource(Protocol):
@@ -43,6 +54,14 @@ class TimeLagSource(Protocol):
     async def oldest_unacknowledged(
         self, group: GroupInflight
     ) -> Mapping[tuple[str, str, int], int | None]: ...
+
+
+@runtime_checkable
+class DeadLetterSource(Protocol):
+    """A source that reads a group's dead-letter queue (Kafka 4.4): its topic and the dead
+    letters the broker wrote there, by reason. A source without it shows no DLQ line."""
+
+    async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue: ...
 
 
 @runtime_checkable
@@ -96,6 +115,9 @@ class LiveSource:
         self, group: GroupInflight
     ) -> Mapping[tuple[str, str, int], int | None]:
         return await self._reads.oldest_unacknowledged(group)
+
+    async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue:
+        return await self._reads.dead_letter_queue(group_id)
 
     async def aclose(self) -> None:
         await self._reads.aclose()

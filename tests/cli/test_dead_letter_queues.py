@@ -231,7 +231,7 @@ def _flood(bootstrap: str, stop: threading.Event, per_second: int) -> int:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     sent = 0
     while not stop.is_set():
-        headers = [
+        headers: list[tuple[str, str | bytes | None]] = [
             ("__dlq.errors.topic", b"burst-src"),
             ("__dlq.errors.partition", b"0"),
             ("__dlq.errors.offset", str(sent).encode()),

@@ -184,8 +184,10 @@ def test_table_has_one_line_per_share_partition_with_strip_counts_and_lag() -> N
         "END-OFFSET",
         "AVAILABLE",
         "ACKNOWLEDGED",
+        "ARCHIVING",
         "ARCHIVED",
         "UNRECORDED",
+        "DELETED",
         "QUEUED",
         "MAX-DELIVERY",
         "LAG",
@@ -199,16 +201,18 @@ def test_table_has_one_line_per_share_partition_with_strip_counts_and_lag() -> N
         "12",
         "2",
         "5",
+        "0",
         "1",
         "2",
+        "-",  # the log start offset was not read
         "2",
         "5",
         "6",
     ]
     # no window: a blank strip and unknown counts, the offsets still shown
-    assert rows["orders:1"] == ["orders:1", "0", "12", "-", "-", "-", "-", "-", "-", "-"]
+    assert rows["orders:1"] == ["orders:1", "0", "12", *["-"] * 9]
     assert ACQUIRED_NOT_PERSISTED in text
-    assert "nears the limit  ╳ archived  · unrecorded (limit 5)." in text
+    assert "╳ archived  · unrecorded  ∅ deleted by retention (limit 5)." in text
 
 
 def test_table_columns_line_up() -> None:
@@ -248,8 +252,9 @@ def test_a_group_without_share_partitions_has_no_table() -> None:
 
 def test_queued_is_unknown_without_a_log_end_offset() -> None:
     text = render_inflight(_group(_partition(0, WINDOW, end=None)), "table", strip_width=12)
-    # START-OFFSET WINDOW END-OFFSET AVAILABLE ACKNOWLEDGED ARCHIVED UNRECORDED QUEUED ...
-    assert _rows(text)["orders:0"][3:9] == ["-", "2", "4", "1", "0", "-"]
+    # START-OFFSET WINDOW END-OFFSET AVAILABLE ACKNOWLEDGED ARCHIVING ARCHIVED UNRECORDED
+    # DELETED QUEUED ...
+    assert _rows(text)["orders:0"][3:11] == ["-", "2", "4", "0", "1", "0", "-", "-"]
 
 
 def test_a_partition_error_takes_the_place_of_the_strip() -> None:
@@ -349,7 +354,13 @@ def test_jsonl_and_csv_are_one_row_per_share_partition() -> None:
     assert records[0] == list(CSV_HEADER)
     assert records[1][CSV_HEADER.index("acknowledged")] == "5"
     assert records[2][CSV_HEADER.index("acknowledged")] == ""
-    assert records[4][-1] == "TOPIC_AUTHORIZATION_FAILED: Topic authorization failed."
+    assert records[4][CSV_HEADER.index("error")] == (
+        "TOPIC_AUTHORIZATION_FAILED: Topic authorization failed."
+    )
+    # Kafka 4.4's ARCHIVING and the log start offset came after error: the columns
+    # before it keep their places for scripts that read the csv by position.
+    after_error = CSV_HEADER[CSV_HEADER.index("error") + 1 :]
+    assert after_error[:3] == ("archiving", "log_start_offset", "deleted")
 
 
 def test_the_documented_example_follows_the_schema() -> None:

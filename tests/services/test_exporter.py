@@ -262,7 +262,7 @@ class _Service:
         self._cluster = cluster
         self.admin = _Admin(cluster)
 
-    async def group(self, group_id: str) -> GroupInflight:
+    async def group(self, group_id: str, *, log_start_offsets: bool = True) -> GroupInflight:
         lag = self._cluster.lags[group_id]
         if isinstance(lag, str):
             raise GroupUnavailable(GroupFailure(group_id, KafkaError.of(7, lag)))

@@ -13,11 +13,18 @@ from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable, InflightService
+from kshare_cli.admin.inflight import (
+    GroupInflight,
+    GroupNotFound,
+    GroupUnavailable,
+    InflightService,
+    PartitionInflight,
+)
 from kshare_cli.admin.models import GroupFailure, KafkaError, TopicPartition
 from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP
 from kshare_cli.services.health import GroupHealth, Sample
 from kshare_cli.services.sampling import sample_group, sample_groups
+from kshare_cli.state.window import InFlightWindow, WindowRun, WindowState
 
 
 class _Admin:
@@ -31,13 +38,18 @@ class _Service:
 
     admin = _Admin()
 
-    async def group(self, group_id: str) -> Any:
+    async def group(self, group_id: str, *, log_start_offsets: bool = True) -> Any:
+        # The sampler asks every group's log start offsets at once, not each group's own.
+        assert not log_start_offsets
         if group_id == "gone":
             raise GroupNotFound(_failure(group_id, ErrorCode.group_id_not_found))
         if group_id == "denied":
             raise GroupUnavailable(_failure(group_id, ErrorCode.group_authorization_failed))
-        partitions = [SimpleNamespace(topic="orders", partition=index) for index in (0, 1)]
-        return SimpleNamespace(group_id=group_id, partitions=partitions)
+        window = InFlightWindow(5, 0, (WindowRun(5, 5, WindowState.ACKNOWLEDGED, 1),), 1, 1, 0, 0)
+        partitions = tuple(
+            PartitionInflight("orders", index, None, 5, 20, 14, None, window) for index in (0, 1)
+        )
+        return GroupInflight(group_id, None, partitions, None)
 
 
 def _failure(group_id: str, code: ErrorCode) -> GroupFailure:
@@ -64,6 +76,9 @@ def test_one_group_is_sampled_as_each_of_many() -> None:
         TopicPartition("orders", 0): 10,
         TopicPartition("orders", 1): 11,
     }
+    # Offsets 6.. below each log start offset are deleted by retention, not waiting.
+    assert [each.deleted for each in sample.group.partitions] == [4, 5]
+    assert [each.log_start_offset for each in sample.group.partitions] == [10, 11]
     assert (gone.not_found, gone.reasons) == (True, ("share group 'gone': not found",))
     assert (denied.not_found, denied.reasons) == (
         False,
