@@ -19,6 +19,10 @@ last began ``TIME_LAG_EVERY_S`` ago or more): a slow
 or failed lookup leaves the column unknown ("-"), never the rows waiting. The
 source answers the records' timestamps, and the rows age them with the
 dashboard's clock once a second, as the other ages.
+
+The DLQ line (Kafka 4.4) is looked up the same way (``DeadLetterSource``, at most
+every ``DLQ_EVERY_S``): the group's DLQ topic, the dead letters the broker wrote
+there for it by reason, the newest one's age on the dashboard's clock.
 """
 
 from __future__ import annotations
