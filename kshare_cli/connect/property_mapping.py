@@ -631,9 +631,23 @@ def settings_from_properties(
     origins = origins or {}
     reader = _Reader(properties, origins)
     warnings: list[str] = list(notes)
-    protocol = _protocol(reader)
-    tls = _tls_settings(reader) if protocol in ("SSL", "SASL_SSL") else None
-    sasl = _sasl_settings(reader, warnings) if protocol.startswith("SASL_") else None
+    loud = sorted(key for key in properties if origins.get(key) not in quiet_origins)
+    unknown = [
+        _unknown_key_warning(key, origins.get(key))
+        for key in loud
+        if key not in _KNOWN_KEYS and not is_client_key(key)
+    ]
+    try:
+        protocol = _protocol(reader)
+        tls = _tls_settings(reader) if protocol in ("SSL", "SASL_SSL") else None
+        sasl = _sasl_settings(reader, warnings) if protocol.startswith("SASL_") else None
+    except UsageError as error:
+        # A misspelt key is the likeliest cause of a setting found missing
+        # (sasl.jaas.confg: "needs a username and password"): say so in the one line.
+        typos = [warning for warning in unknown if "(did you mean " in warning]
+        if not typos:
+            raise
+        raise UsageError(f"{error}; {'; '.join(typos)}") from None
     client_id = reader.get("client.id")
     timeout_text = reader.get("request.timeout.ms")
     timeout = DEFAULT_REQUEST_TIMEOUT_MS
@@ -643,7 +657,6 @@ def settings_from_properties(
         timeout = int(timeout_text)
     reader.get("bootstrap.servers")
 
-    loud = sorted(key for key in properties if origins.get(key) not in quiet_origins)
     unused = [key for key in loud if key in _KNOWN_KEYS and key not in reader.used]
     off_plane = [
         key
@@ -657,11 +670,7 @@ def settings_from_properties(
     foreign = [key for key in loud if key not in _KNOWN_KEYS and is_client_key(key)]
     if foreign:
         warnings.append(f"ignored properties kshare does not use: {', '.join(foreign)}")
-    warnings.extend(
-        _unknown_key_warning(key, origins.get(key))
-        for key in loud
-        if key not in _KNOWN_KEYS and not is_client_key(key)
-    )
+    warnings.extend(unknown)
     return ConnectionSettings(
         bootstrap_servers=bootstrap_servers,
         security_protocol=protocol,

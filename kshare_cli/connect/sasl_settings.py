@@ -60,8 +60,23 @@ class SaslSettings:
         return token
 
     def _fresh_token_hint(self) -> str:
+        """Where the token came from, so the fix names the setting that made it."""
         if self.token_file is not None:
             return f"put a fresh token in kshare.oauthbearer.token.file {self.token_file}"
+        if self.token is None and self.unsecured_jwt is not None:
+            # Minted a moment ago (OAuthBearerLoginModule's unsecuredLogin* options, or
+            # librdkafka's sasl.oauthbearer.config): its options rule it out, not its age.
+            lifetime = self.unsecured_jwt.lifetime_seconds
+            if lifetime <= 0:
+                return (
+                    f"the token is minted from sasl.jaas.config with "
+                    f"unsecuredLoginLifetimeSeconds={lifetime}: set it to a positive number "
+                    "of seconds (Kafka's default is 3600)"
+                )
+            return (
+                "the token is minted from sasl.jaas.config's unsecuredLogin* options: fix the "
+                "claim there (or this machine's clock)"
+            )
         return "set kshare.oauthbearer.token to a fresh token"
 
     def _read_token(self) -> str:

@@ -206,6 +206,16 @@ class TlsSettings:
                 f"cannot open the PKCS12 truststore {path}: wrong or missing "
                 "ssl.truststore.password, or not a PKCS12 file"
             )
+        if store.key is not None:
+            # Java's TrustManagerFactory trusts only a store's certificate entries; a
+            # keystore has none, so Java refuses it. Trusting the key's own chain instead
+            # would accept any broker that certificate's CA signed, not the cluster's CA.
+            raise UsageError(
+                f"ssl.truststore.location {path} is a keystore (it holds a private key): "
+                "a truststore holds only the CA certificates to trust; point "
+                "ssl.truststore.location at the cluster's truststore, and the keystore at "
+                "ssl.keystore.location"
+            )
         certificates = [entry.certificate for entry in store.additional_certs]
         if store.cert is not None:
             certificates.insert(0, store.cert.certificate)
@@ -327,6 +337,9 @@ class TlsSettings:
             config["ssl.ca.location"] = str(self.ca_file)
         elif (cadata := self.trusted_pem()) is not None:
             config["ssl.ca.pem"] = cadata
+        # The same checks (and messages: "wrong ssl.key.password") as the control plane,
+        # before librdkafka words them its own way ("ssl.key.location failed: ... PEM lib").
+        self._client_identity()
         if self.key_password is not None:
             config["ssl.key.password"] = self.key_password.reveal()
         if self.keystore_file is not None:

@@ -24,7 +24,7 @@ from typing import Final
 
 from kshare_cli.connect.bootstrap import parse_bootstrap
 from kshare_cli.connect.settings import ConnectionSettings
-from kshare_cli.errors import ConnectionFailed, KshareError, UsageError
+from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, KshareError, UsageError
 
 #: What one check may take: a Kafka broker answers a handshake in milliseconds, and
 #: the failure it explains has already happened.
@@ -93,8 +93,23 @@ def _check(settings: ConnectionSettings, address: str, timeout_s: float) -> Ksha
 
     try:
         asyncio.run(connect_and_ask())
-    except ConnectionFailed as error:  # TLS, SASL, not Kafka, refused: the diagnosis
+    except AuthenticationFailed as error:  # TLS or SASL refused, a SASL listener: final
+        return error
+    except ConnectionFailed as error:  # not Kafka, refused: the diagnosis
+        if not one_broker.security_protocol.endswith("SSL") and _answers_tls(address, timeout_s):
+            # A TLS listener reached in plaintext: as final as a SASL listener reached
+            # without SASL, since every attempt meets the same close (librdkafka's
+            # only word for it is "all brokers are down", after 57 reconnects a second).
+            return AuthenticationFailed(str(error))
         return error
     except KshareError:
         return None  # timed out, or nothing to add to what librdkafka said
     return None
+
+
+def _answers_tls(address: str, timeout_s: float) -> bool:
+    """Whether ``address`` speaks TLS: the control plane's proof of a TLS listener."""
+    from kshare_cli.wire.connection import answers_tls
+
+    host, _, port = address.rpartition(":")
+    return asyncio.run(answers_tls(host.strip("[]"), int(port), min(timeout_s, 1.0)))

@@ -18,8 +18,9 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.security import ListenerSecurity, server_ssl_context
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
-from tests.support.sandbox import _read_properties
+from tests.support.sandbox import _read_properties, skip_on_real_cluster
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial
 
 #: Every command that connects, each with what it needs to get as far as connecting.
@@ -39,9 +40,9 @@ COMMANDS = {
 FAILS_WITHIN_S = 5.0
 
 
-def run(kshare: Kshare, command: str, bootstrap: str, config: Path | None) -> tuple[
-    subprocess.CompletedProcess[str], float
-]:
+def run(
+    kshare: Kshare, command: str, bootstrap: str, config: Path | None
+) -> tuple[subprocess.CompletedProcess[str], float]:
     """``kshare <command>`` as an operator runs it, with --timeout 30s; (result, seconds)."""
     argv = [str(KSHARE), *COMMANDS[command], "-b", bootstrap, "--timeout", "30s"]
     if config is not None:
@@ -297,3 +298,267 @@ def test_a_missing_client_certificate_is_named_on_every_plane(
     )
     assert "alert number 42" not in line
     assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+# -- 5. a TLS listener reached without TLS (issue 24) -----------------------------------------
+
+TLS_LISTENER = "a TLS listener; set security.protocol=SSL or SASL_SSL"
+#: librdkafka reconnects to a TLS listener dozens of times a second and calls it only "all
+#: brokers are down": the data plane must stop as soon as the control plane says what it is.
+TLS_LISTENER_WITHIN_S = 2.0
+
+
+def _real_tls_cluster() -> tuple[str, dict[str, str]] | None:
+    """(bootstrap, its properties without TLS or SASL) when the real test cluster is TLS."""
+    bootstrap = os.environ.get("KSHARE_TEST_BOOTSTRAP")
+    config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
+    if not bootstrap or not config_path:
+        return None
+    properties = _read_properties(config_path)
+    if properties.get("security.protocol", "PLAINTEXT").upper() not in ("SSL", "SASL_SSL"):
+        return None
+    kept = {
+        key: value
+        for key, value in properties.items()
+        if not key.startswith(("ssl.", "sasl.")) and key != "security.protocol"
+    }
+    return bootstrap, kept
+
+
+@pytest.fixture
+def tls_listener(secure_sandbox: SecureSandbox, tmp_path: Path) -> tuple[str, Path | None]:
+    """(bootstrap, a plaintext --command-config or None): a real TLS cluster, else the sandbox."""
+    real = _real_tls_cluster()
+    if real is not None:
+        bootstrap, properties = real
+        return bootstrap, write_properties(tmp_path / "plaintext.properties", properties)
+    return secure_sandbox("SSL").bootstrap, None
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_tls_listener_reached_without_tls_is_named_at_once_on_every_plane(
+    kshare: Kshare, tls_listener: tuple[str, Path | None], command: str
+) -> None:
+    """consume and produce waited out --timeout (exit 4) while list said this in 0.5 s."""
+    bootstrap, config = tls_listener
+    result, elapsed = run(kshare, command, bootstrap, config)
+    assert result.returncode == ExitCode.CONNECTION, result.stderr
+    assert_one_error_line(
+        result.stderr, "kshare: error: ", "does not answer as a Kafka broker", TLS_LISTENER
+    )
+    assert elapsed < TLS_LISTENER_WITHIN_S, elapsed
+
+
+# -- 6. mistakes in the TLS files: one wording for every command (issue 24) --------------------
+
+WRONG_SECRET = "Wr0ng-secret-24"
+
+
+def _secured_bootstrap(secure_sandbox: SecureSandbox) -> str:
+    """Where the command would connect: these mistakes are refused before it does."""
+    return (
+        os.environ.get("KSHARE_TEST_BOOTSTRAP")
+        or secure_sandbox("SSL", require_client_cert=True).bootstrap
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("store", ["pem-key", "pkcs12-keystore"])
+def test_a_wrong_key_or_keystore_password_reads_the_same_on_every_plane(
+    kshare: Kshare,
+    secure_sandbox: SecureSandbox,
+    tls_material: TlsMaterial,
+    tmp_path: Path,
+    command: str,
+    store: str,
+) -> None:
+    """consume and produce said librdkafka's ``ssl.key.location failed: ... PEM lib``."""
+    properties = {"security.protocol": "SSL", "ssl.ca.location": str(tls_material.ca_pem)}
+    if store == "pem-key":
+        properties |= {
+            "ssl.certificate.location": str(tls_material.client_cert),
+            "ssl.key.location": str(tls_material.client_key_encrypted),
+            "ssl.key.password": WRONG_SECRET,
+        }
+        expected = (
+            f"kshare: error: cannot load the private key in {tls_material.client_key_encrypted}: "
+            "wrong ssl.key.password"
+        )
+    else:
+        properties |= {
+            "ssl.keystore.location": str(tls_material.keystore),
+            "ssl.keystore.password": WRONG_SECRET,
+        }
+        expected = (
+            f"kshare: error: cannot open the PKCS12 keystore {tls_material.keystore}: wrong or "
+            "missing ssl.keystore.password"
+        )
+    config = write_properties(tmp_path / "mtls.properties", properties)
+    result, elapsed = run(kshare, command, _secured_bootstrap(secure_sandbox), config)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    line = assert_one_error_line(result.stderr, expected)
+    assert "PEM lib" not in line and "PKCS12 routines" not in line
+    assert WRONG_SECRET not in result.stderr
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_keystore_given_as_the_truststore_is_refused(
+    kshare: Kshare,
+    secure_sandbox: SecureSandbox,
+    tls_material: TlsMaterial,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    """Java's TrustManagerFactory finds no trusted entry in a keystore; kshare trusted the
+    key's own certificate chain, so any broker that certificate's CA signed."""
+    config = write_properties(
+        tmp_path / "truststore.properties",
+        {
+            "security.protocol": "SSL",
+            "ssl.truststore.location": str(tls_material.keystore),
+            "ssl.truststore.password": tls_material.keystore_password,
+            "ssl.truststore.type": "PKCS12",
+        },
+    )
+    result, elapsed = run(kshare, command, _secured_bootstrap(secure_sandbox), config)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert_one_error_line(
+        result.stderr,
+        f"kshare: error: ssl.truststore.location {tls_material.keystore} is a keystore "
+        "(it holds a private key)",
+        "ssl.keystore.location",
+    )
+    assert tls_material.keystore_password not in result.stderr
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+# -- 7. SASL settings that cannot work, named for what they are (issue 24) ---------------------
+
+
+def _sasl_bootstrap(secure_sandbox: SecureSandbox) -> str:
+    return (
+        os.environ.get("KSHARE_TEST_BOOTSTRAP")
+        or secure_sandbox("SASL_PLAINTEXT", mechanisms=("PLAIN", "OAUTHBEARER")).bootstrap
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_misspelt_sasl_jaas_config_is_named_as_the_cause(
+    kshare: Kshare, secure_sandbox: SecureSandbox, tmp_path: Path, command: str
+) -> None:
+    """Other misspelt keys got "did you mean"; this one only "needs a username and password"."""
+    password = USERS["alice"]
+    config = write_properties(
+        tmp_path / "typo.properties",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.jaas.confg": "org.apache.kafka.common.security.plain.PlainLoginModule "
+            f'required username="alice" password="{password}";',
+        },
+    )
+    result, elapsed = run(kshare, command, _sasl_bootstrap(secure_sandbox), config)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert_one_error_line(
+        result.stderr,
+        "kshare: error: SASL/PLAIN needs a username and password",
+        "unknown property sasl.jaas.confg (did you mean sasl.jaas.config?)",
+    )
+    assert password not in result.stderr
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("options", "words", "hint"),
+    [
+        (
+            'unsecuredLoginLifetimeSeconds="0"',
+            "the OAUTHBEARER token expired at",
+            "minted from sasl.jaas.config with unsecuredLoginLifetimeSeconds=0: set it to a "
+            "positive number of seconds",
+        ),
+        (
+            'unsecuredLoginNumberClaim_nbf="4102444800"',
+            "the OAUTHBEARER token is not valid before 2100-01-01T00:00:00Z",
+            "minted from sasl.jaas.config's unsecuredLogin* options: fix the claim there",
+        ),
+    ],
+    ids=["expired", "not-yet-valid"],
+)
+def test_a_minted_token_that_no_broker_takes_names_the_login_modules_options(
+    kshare: Kshare,
+    secure_sandbox: SecureSandbox,
+    tmp_path: Path,
+    command: str,
+    options: str,
+    words: str,
+    hint: str,
+) -> None:
+    """No static token is configured, so "set kshare.oauthbearer.token" was the wrong fix."""
+    config = write_properties(
+        tmp_path / "unsecured.properties",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer."
+            f'OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="alice" {options};',
+        },
+    )
+    result, elapsed = run(kshare, command, _sasl_bootstrap(secure_sandbox), config)
+    assert result.returncode == ExitCode.CONNECTION, result.stderr
+    line = assert_one_error_line(result.stderr, f"kshare: error: {words}", hint)
+    assert "kshare.oauthbearer.token" not in line
+    assert elapsed < FAILS_WITHIN_S, elapsed
+
+
+# -- 8. a static OAUTHBEARER token's start-up (issue 24) ---------------------------------------
+
+
+def test_consume_with_a_static_token_builds_its_two_clients_side_by_side(
+    kshare: Kshare, secure_sandbox: SecureSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """confluent-kafka builds a client that has an ``oauth_cb`` in whole seconds (it sleeps 1 s
+    before the first token can be set), so the share consumer and the preflight's AdminClient,
+    built in turn, cost a static token's ``kshare consume`` 2 s where PLAIN's took 0.2 s. The
+    fact that cannot be a race: while one of them is being built, so is the other.
+    """
+    from kshare_cli.dataplane.clients import new_admin, new_share_consumer
+
+    skip_on_real_cluster("watches kshare's own client constructions in-process")
+    sandbox = secure_sandbox("SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",))
+    now = int(time.time())
+    config = write_properties(
+        tmp_path / "oauth.properties",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "OAUTHBEARER",
+            "kshare.oauthbearer.token": jwt(exp=now + 3600, iat=now),
+        },
+    )
+    building: dict[str, tuple[float, float]] = {}
+
+    def timed(name: str, build: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def wrapper(settings: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return build(settings)
+            finally:
+                building[name] = (started, time.monotonic())
+
+        return wrapper
+
+    monkeypatch.setattr(
+        "kshare_cli.consumer.share_consume.new_share_consumer",
+        timed("consumer", new_share_consumer),
+    )
+    monkeypatch.setattr("kshare_cli.consumer.preflight.new_admin", timed("admin", new_admin))
+    result = kshare.run(
+        "consume", "-t", "no-such-topic", "-g", "g", "-b", sandbox.bootstrap,
+        "--command-config", str(config), "--timeout", "30s", connect=False,
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.NOT_FOUND, result.stderr
+    assert "oauth" not in result.stderr.lower()
+    (consumer_from, consumer_to), (admin_from, admin_to) = building["consumer"], building["admin"]
+    assert consumer_from < admin_to and admin_from < consumer_to, building

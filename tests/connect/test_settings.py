@@ -457,16 +457,31 @@ def test_java_pem_store_types_name_pem_files() -> None:
 
 
 def test_librdkafka_config_mapping(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    authority = trustme.CA()
     ca = tmp_path / "ca.pem"
-    ca.write_bytes(trustme.CA().cert_pem.bytes())
+    ca.write_bytes(authority.cert_pem.bytes())
+    # The files are read as the control plane reads them (issue 24: one wording of a
+    # wrong ssl.key.password), so they must exist and open with the password.
+    leaf = authority.issue_cert("me@example.com")
+    cert, key = tmp_path / "me.pem", tmp_path / "me.key"
+    cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+    key.write_bytes(
+        serialization.load_pem_private_key(leaf.private_key_pem.bytes(), None).private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"kp"),
+        )
+    )
     result = settings(
         {
             "security.protocol": "SASL_SSL",
             "sasl.mechanism": "SCRAM-SHA-256",
             "sasl.jaas.config": SCRAM_JAAS,
             "ssl.ca.location": str(ca),
-            "ssl.certificate.location": "/etc/me.pem",
-            "ssl.key.location": "/etc/me.key",
+            "ssl.certificate.location": str(cert),
+            "ssl.key.location": str(key),
             "ssl.key.password": "kp",
             "client.id": "ops",
         }
@@ -478,8 +493,8 @@ def test_librdkafka_config_mapping(tmp_path: Path) -> None:
         "ssl.endpoint.identification.algorithm": "https",
         "ssl.ca.location": str(ca),
         "ssl.key.password": "kp",
-        "ssl.certificate.location": "/etc/me.pem",
-        "ssl.key.location": "/etc/me.key",
+        "ssl.certificate.location": str(cert),
+        "ssl.key.location": str(key),
         "sasl.mechanism": "SCRAM-SHA-256",
         "sasl.username": "alice",
         "sasl.password": PASSWORD,
