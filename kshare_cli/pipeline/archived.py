@@ -9,6 +9,7 @@ from pyspark.sql.types import (
     BooleanType,
     IntegerType,
     LongType,
+    StringType,
     StructField,
     StructType,
     TimestampType,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARCHIVED_OFFSETS_SCHEMA",
     "ARCHIVED_SCHEMA",
+    "ARCHIVED_STATES",
     "KAFKA_HEADERS_TYPE",
     "archived_offsets",
     "archived_records",
@@ -41,18 +43,30 @@ KAFKA_HEADERS_TYPE: Final = KAFKA_SCHEMA["headers"].dataType
 
 # --------------------------------------------------------------------------- archived
 
+ARCHIVED_STATES: Final = (
+    DeliveryState.ARCHIVED.name.lower(),
+    DeliveryState.ARCHIVING.name.lower(),
+)
+"""The final states (DELIVERIES_SCHEMA's final_state) of a dead-lettered offset: archived,
+and Kafka 4.4's archiving -- on its way to the group's DLQ, never delivered again. An
+offset that went ARCHIVING then ARCHIVED has final state archived: one record, not two."""
+
 ARCHIVED_OFFSETS_SCHEMA: Final = StructType(
     [
         *SHARE_PARTITION_FIELDS,
         StructField("offset", LongType(), False),
         StructField("delivery_count", IntegerType(), False),
         StructField("archived_at", TimestampType(), True),
+        StructField("state", StringType(), False),
     ]
 )
-"""One row per offset whose final state is Archived (DELIVERIES_SCHEMA's final_state).
+"""One row per offset whose final state is one of ARCHIVED_STATES (DELIVERIES_SCHEMA's
+final_state).
 
 delivery_count is the highest count the offset reached; archived_at the
-state-topic timestamp of the record that archived it (DELIVERIES' last_changed).
+state-topic timestamp of the record that archived it (DELIVERIES' last_changed);
+state the final state, "archived" or "archiving" (a state 3 left behind: reported
+as such, never as delivered).
 """
 
 ARCHIVED_SCHEMA: Final = StructType(
@@ -67,6 +81,7 @@ ARCHIVED_SCHEMA: Final = StructType(
         StructField("timestamp", TimestampType(), True),
         StructField("timestampType", IntegerType(), True),
         StructField("headers", KAFKA_HEADERS_TYPE, True),
+        StructField("state", StringType(), False),
     ]
 )
 """An archived offset with its source record (key, value, timestamp, headers as the
@@ -75,14 +90,16 @@ the record (retention, a deleted topic): the offset is still reported."""
 
 
 def archived_offsets(ranges: DataFrame) -> DataFrame:
-    """The offsets of `deliveries` ranges whose final state is archived, one row each."""
+    """The offsets of `deliveries` ranges whose final state is archived or archiving, one
+    row each."""
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
 
-    return ranges.filter(F.col("final_state") == DeliveryState.ARCHIVED.name.lower()).select(
+    return ranges.filter(F.col("final_state").isin(*ARCHIVED_STATES)).select(
         *SHARE_PARTITION_COLUMNS,
         F.explode(F.sequence("first_offset", "last_offset")).alias("offset"),
         F.col("max_delivery_count").alias("delivery_count"),
         F.col("last_changed").alias("archived_at"),
+        F.col("final_state").alias("state"),
     )
 
 
@@ -100,9 +117,8 @@ def archived_records(
     record_columns = ("key", "value", "timestamp", "timestampType", "headers")
     if source_records is None:
         joined = named.withColumn("_found", F.lit(False))
-        for name, field in zip(
-            record_columns, ARCHIVED_SCHEMA.fields[-len(record_columns) :], strict=True
-        ):
+        for name in record_columns:
+            field = ARCHIVED_SCHEMA[name]
             joined = joined.withColumn(name, F.lit(None).cast(field.dataType))
     else:
         records = source_records.select(
@@ -119,4 +135,5 @@ def archived_records(
         "archived_at",
         F.coalesce(F.col("_found"), F.lit(False)).alias("record_found"),
         *record_columns,
+        "state",
     )

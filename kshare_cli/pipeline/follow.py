@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from kshare_cli.pipeline.archived import ARCHIVED_STATES
 from kshare_cli.pipeline.deliveries import DELIVERIES_SCHEMA, deliveries
 from kshare_cli.pipeline.jobs import (
     AuditScope,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditFollow", "Emit"]
 
-_ARCHIVED: Final = DeliveryState.ARCHIVED.name.lower()
 _STATE_NUMBERS: Final = {state.name.lower(): int(state) for state in DeliveryState}
 
 
@@ -122,11 +122,12 @@ class AuditFollow:
                 self._states.pop(key, None)
 
     def remember_ranges(self, ranges: Iterable[DeliveryRange]) -> None:
-        """Take the outcome of every offset range so far (and which offsets were archived)."""
+        """Take the outcome of every offset range so far (and which offsets were archived, or
+        are archiving: a record that goes ARCHIVING then ARCHIVED is reported once)."""
         for each in ranges:
             key = (each.group_id, each.topic_id, each.partition)
             self._ranges.setdefault(key, []).append(each)
-            if each.final_state == _ARCHIVED:
+            if each.final_state in ARCHIVED_STATES:
                 _add_span(self._archived.setdefault(key, []), each.first_offset, each.last_offset)
 
     def remember_start_offsets(self, records: DataFrame) -> None:
@@ -326,7 +327,7 @@ class AuditFollow:
         ]
         newly_archived: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
         for each in changed:
-            if each.final_state != _ARCHIVED:
+            if each.final_state not in ARCHIVED_STATES:
                 continue
             key = (each.group_id, each.topic_id, each.partition)
             for first, last in _subtract(
@@ -343,7 +344,7 @@ class AuditFollow:
         archived = [
             each
             for each in changed
-            if each.final_state == _ARCHIVED
+            if each.final_state in ARCHIVED_STATES
             and (each.group_id, each.topic_id, each.partition) in newly_archived
         ]
         if not archived:

@@ -93,7 +93,15 @@ class DeliveryRange:
 
 @dataclass(frozen=True, slots=True)
 class ArchivedRecord:
-    """An archived offset and, when the source still holds it, its record."""
+    """An archived offset and, when the source still holds it, its record.
+
+    state is "archived", or "archiving" for Kafka 4.4's ARCHIVING left behind
+    (the broker stopped between persisting it and writing its DLQ record; it
+    resumes when it loads the share-partition): never delivered again, not yet
+    delivery-complete. reason is "rejected" or "delivery_limit"
+    (``kafka.dead_letters.DeadLetterReason``, inferred as Kafka does from the
+    delivery count and the group's limit); None when the limit is unknown.
+    """
 
     group_id: str
     topic_id: str
@@ -107,6 +115,8 @@ class ArchivedRecord:
     value: bytes | None
     timestamp: datetime.datetime | None
     headers: tuple[tuple[str, bytes | None], ...] | None
+    state: str = "archived"
+    reason: str | None = None
 
 
 HISTORY_PRUNED: Final = "pruned"
@@ -158,11 +168,13 @@ ARCHIVED_FIELDS: Final = tuple(ArchivedRecord.__dataclass_fields__)
 
 @dataclass(frozen=True, slots=True)
 class DeadLetterCount:
-    """What a --dlq-topic run did: dead letters produced, and those skipped because the
-    topic already held them (an earlier run, or Kafka's own DLQ)."""
+    """What a --dlq-topic run did: dead letters produced, those skipped because a DLQ
+    topic already held them (an earlier run, or Kafka's own DLQ), and those still
+    ARCHIVING that the group's broker DLQ is writing."""
 
     produced: int
     already_there: int
+    left_to_broker: int = 0
 
 
 @dataclass(frozen=True, slots=True)

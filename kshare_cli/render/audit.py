@@ -386,6 +386,8 @@ def _archived_table(
         "PARTITION",
         "OFFSET",
         "DELIVERIES",
+        "REASON",
+        "STATE",
         "ARCHIVED-AT",
         "KEY",
         "VALUE",
@@ -404,6 +406,8 @@ def _archived_table(
                 record.partition,
                 record.offset,
                 record.delivery_count,
+                (record.reason or "unknown").replace("_", " "),
+                record.state,
                 iso_time(record.archived_at) or _UNKNOWN_TIME,
                 _preview(record.key) if record.record_found else "(gone)",
                 _preview(record.value) if record.record_found else "(gone)",
@@ -412,4 +416,9 @@ def _archived_table(
         )
     if any(not record.record_found for record in records):
         notes.append("(gone): the source topic no longer holds the record (retention).")
+    if any(record.state != "archived" for record in records):
+        notes.append(
+            "archiving: Kafka 4.4 persisted the record on its way to the group's DLQ and has "
+            "not yet written it there (it resumes when it loads the share-partition)."
+        )
     return table_text(table, width, [*notes, *footer])

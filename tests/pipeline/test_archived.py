@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from kshare_cli.kafka.share_states import DeliveryState
 from kshare_cli.pipeline.archived import (
     ARCHIVED_OFFSETS_SCHEMA,
     ARCHIVED_SCHEMA,
@@ -86,3 +87,31 @@ def test_archived_records_join_the_source_records(spark: SparkSession) -> None:
     ]
     assert {row["group_id"] for row in archived} == {"g"}
     assert archived_records(offsets, topic_names(spark), None).filter("record_found").count() == 0
+
+
+def test_archiving_then_archived_is_one_record_and_archiving_left_behind_is_reported_so(
+    spark: SparkSession,
+) -> None:
+    """Kafka 4.4 persists a dead-lettered record twice, ARCHIVING (3) then ARCHIVED (4): one
+    archived record, dated by the ARCHIVED write. A state 3 left behind (the broker stopped
+    between the two writes) is reported as archiving, never as delivered; acknowledged
+    offsets are not reported."""
+    archiving = int(DeliveryState.ARCHIVING)
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 0, ACKNOWLEDGED, 1))),
+            StateRecord(update_key("g", 0), update(-1, (1, 1, archiving, 1))),
+            StateRecord(update_key("g", 0), update(-1, (1, 1, ARCHIVED, 1))),
+            StateRecord(update_key("g", 0), update(-1, (2, 2, archiving, 5))),
+        ),
+        state_partition=0,
+    )
+    ranges = deliveries(frame(spark, rows))
+
+    result = archived_records(archived_offsets(ranges), topic_names(spark), None)
+
+    assert sorted(
+        (row["offset"], row["delivery_count"], row["state"], row["archived_at"])
+        for row in result.collect()
+    ) == [(1, 1, "archived", time_at(3)), (2, 5, "archiving", time_at(4))]
