@@ -36,6 +36,7 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.admin.group_configs import describe_result_for
 from kshare_cli.admin.models import (
     BrokerFailure,
+    EndOffsets,
     GroupDescription,
     GroupFailure,
     GroupOffsets,
@@ -46,7 +47,7 @@ from kshare_cli.admin.models import (
     TopicPartition,
     in_partition_order,
 )
-from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP
+from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP, lag_and_source
 from kshare_cli.errors import (
     ConnectionFailed,
     ExitCode,
@@ -57,7 +58,8 @@ from kshare_cli.errors import (
 )
 from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS
 from kshare_cli.kafka.group_configs import BROKER_RESOURCE, GROUP_RESOURCE, ConfigSource
-from kshare_cli.state.partitioning import state_partition_for
+from kshare_cli.state.lag import share_partition_lag
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import InFlightWindow
@@ -173,6 +175,12 @@ class GroupInflight(LagTotals):
     read: a strip then assumes Kafka's default. ``unknown_topics`` are the topics
     asked for that the cluster does not have, which the command reports apart from
     a topic that exists but that the group has no share-partition of.
+
+    ``offsets_note`` is None when the start offsets and lag are the broker's
+    (DescribeShareGroupOffsets). Else it is one line saying why they come from
+    ``__share_group_state`` instead (the group coordinator held the request while a
+    broker did not answer, named) and that share-partitions whose state lives on
+    that broker are missing or marked (``window_error``): a partial answer.
     """
 
     group_id: str
@@ -181,6 +189,7 @@ class GroupInflight(LagTotals):
     window_note: str | None
     delivery_count_limit: int | None = None
     unknown_topics: tuple[str, ...] = ()
+    offsets_note: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "partitions", in_partition_order(self.partitions))
@@ -345,6 +354,31 @@ class TailingStateSource:
                 return None
             return self._unread.get(state_partition_for(key, count))
 
+    def read_everywhere(self, group_ids: Collection[str], timeout_s: float) -> StateTopicRead:
+        """Every state partition, keeping ``group_ids``' share-partitions, each partition
+        given up on alone: for a caller that cannot know where they live (the group
+        coordinator held DescribeShareGroupOffsets, ``InflightService.group``). A
+        reader of its own, so the tailer ``refresh`` follows is left as it is."""
+        from kshare_cli.state.tailer import StateTailer
+
+        asked = time.monotonic()
+        with (
+            self._turn(timeout_s),
+            StateTailer(self._config, group_ids=frozenset(group_ids)) as tailer,
+        ):
+            silent = tailer.catch_up_each(max(0.0, asked + timeout_s - time.monotonic()))
+            count = tailer.partition_count
+            states = tailer.states()
+            leaders = [tailer.leader(partition) for partition in sorted(silent)]
+        if count is not None and silent:
+            states = {
+                key: state
+                for key, state in states.items()
+                if state_partition_for(key, count) not in silent
+            }
+        named = tuple(dict.fromkeys(leader for leader in leaders if leader is not None))
+        return StateTopicRead(states, silent, named, count)
+
     def close(self) -> None:
         """Close the tailer; waits for a refresh in progress (at most its timeout)."""
         with self._lock:
@@ -414,6 +448,27 @@ class TailingStateSource:
         self.close()
 
 
+@dataclass(frozen=True, slots=True)
+class StateTopicRead:
+    """One read of every state partition for some groups (``read_everywhere``).
+
+    ``states`` are the share-partitions read to the end; ``silent`` the state
+    partitions given up on, each with why, whose share-partitions are left out;
+    ``silent_leaders`` their leaders, named (``broker N (HOST:PORT)``), once each.
+    """
+
+    states: Mapping[SharePartitionKey, SharePartitionState]
+    silent: Mapping[int, str] = dataclasses.field(default_factory=dict)
+    silent_leaders: tuple[str, ...] = ()
+    partition_count: int | None = None
+
+    def unread_reason(self, key: SharePartitionKey) -> str | None:
+        """Why ``key``'s state is unknown (its state partition was silent), else None."""
+        if self.partition_count is None or not self.silent:
+            return None
+        return self.silent.get(state_partition_for(key, self.partition_count))
+
+
 class PlacedStateSource(TailingStateSource):
     """A ``TailingStateSource`` that can also read only where given share-partitions live.
 
@@ -461,6 +516,13 @@ class InflightService:
     ``state_timeout_s`` bounds each state refresh; it defaults to the client's
     timeout and should stay below any deadline around the call, because a worker
     thread cannot be cancelled.
+
+    ``offsets_when_held``: when the group coordinator holds DescribeShareGroupOffsets
+    (Kafka waits for every share coordinator it reads from: about 180 s for a hung
+    one, until fencing for a stopped one) while it still describes the group,
+    ``group`` answers from ``__share_group_state`` instead of failing, with
+    ``GroupInflight.offsets_note`` saying so. Off by default: a caller that turns it
+    on must treat that note as a partial answer.
     """
 
     def __init__(
@@ -469,10 +531,12 @@ class InflightService:
         state: StateSource | None,
         *,
         state_timeout_s: float | None = None,
+        offsets_when_held: bool = False,
     ) -> None:
         self._admin = admin
         self._state = state
         self._state_timeout_s = state_timeout_s
+        self._offsets_when_held = offsets_when_held
 
     @property
     def admin(self) -> ShareGroupAdmin:
@@ -529,20 +593,35 @@ class InflightService:
         Raises ``GroupNotFound`` (exit 5) for a group that does not exist and
         ``GroupUnavailable`` for one that could not be described, with the message
         ``kshare describe`` prints for it. A state topic that cannot be read is no
-        failure: the windows are None and ``window_note`` says why.
+        failure: the windows are None and ``window_note`` says why. Offsets the
+        coordinator held are read from the state topic (``offsets_when_held``).
         """
         admin = self._admin
         wanted_topics = frozenset(topics)
         # The state topic first, the offsets after: on a live group everything moves
         # forward, so a window read before the log end offsets never reaches past them
         # (read concurrently, a slow state read showed windows beyond the end offset).
-        placed = await self._placement(group_id, wanted_topics)
+        try:
+            placed = await self._placement(group_id, wanted_topics)
+        except GroupUnavailable as unavailable:
+            if not self._may_be_held(unavailable.failure):
+                raise
+            return await self._from_state_topic(
+                group_id, wanted_topics, unavailable.failure, log_start_offsets
+            )
         states, note, unread = await self._states(group_id, placed)
         descriptions, offsets, limit = await asyncio.gather(
             admin.describe_groups([group_id]),
             admin.list_share_partition_offsets([group_id]),
             self._delivery_count_limit(group_id),
         )
+        listed = offsets.get(group_id)
+        if (
+            isinstance(listed, GroupFailure)
+            and isinstance(descriptions.get(group_id), GroupDescription)
+            and self._may_be_held(listed)
+        ):
+            return await self._from_state_topic(group_id, wanted_topics, listed, log_start_offsets)
         for result in (descriptions.get(group_id), offsets.get(group_id)):
             if isinstance(result, GroupFailure):
                 raise _group_error(result)
@@ -581,6 +660,140 @@ class InflightService:
         if not partitions:
             return {}
         return (await self._admin.log_offsets(partitions, EARLIEST_TIMESTAMP)).offsets
+
+    def _may_be_held(self, failure: GroupFailure) -> bool:
+        """Whether a failed DescribeShareGroupOffsets may have been held by a live
+        coordinator (the client ends a held request with REQUEST_TIMED_OUT); whether it
+        was is told by the coordinator still describing the group."""
+        return (
+            self._offsets_when_held
+            and self._state is not None
+            and failure.error.code == ErrorCode.request_timed_out
+        )
+
+    async def _from_state_topic(
+        self,
+        group_id: str,
+        wanted_topics: Collection[str],
+        held: GroupFailure,
+        log_start_offsets: bool,
+    ) -> GroupInflight:
+        """The group as far as it can be known while its coordinator holds
+        DescribeShareGroupOffsets: its description (ShareGroupDescribe is not held), and
+        its share-partitions from ``__share_group_state``, every state partition read
+        and each silent one given up on alone, topic ids named through Metadata, the
+        log end offsets from ListOffsets (after the state read, as in ``group``) and
+        the lag by KIP-1226's rule from them (``lag_source`` ``state``).
+
+        A coordinator that does not describe the group either is not holding: the
+        offsets' failure is raised, as before.
+        """
+        admin = self._admin
+        described = (await admin.describe_groups([group_id])).get(group_id)
+        if not isinstance(described, GroupDescription):
+            raise _group_error(held)
+        read, window_note, limit = await self._read_everywhere(group_id)
+        metadata = await admin.client.metadata()
+        names = {
+            topic.topic_id: name
+            for name, topic in metadata.topics.items()
+            if topic.error_code == 0 and topic.topic_id != _ZERO_UUID
+        }
+        ids = {name: topic_id for topic_id, name in names.items()}
+        found: dict[TopicPartition, tuple[SharePartitionKey, SharePartitionState]] = {}
+        for key, state in ({} if read is None else read.states).items():
+            name = names.get(key.topic_id)
+            if key.group_id != group_id or name is None:
+                continue  # a deleted topic's state: Kafka lists no share-partition of it
+            if not wanted_topics or name in wanted_topics:
+                found[TopicPartition(name, key.partition)] = (key, state)
+        # Share-partitions whose state may sit on a silent state partition: those of
+        # the topics the group is known to use (its states elsewhere, its members'
+        # subscriptions and assignments, the topics asked for) are marked, not dropped.
+        marked: dict[TopicPartition, str] = {}
+        if read is not None and read.silent:
+            used = {tp.topic for tp in found} | set(wanted_topics)
+            for member in described.members:
+                used.update(member.subscribed_topics)
+                used.update(member.assignment)
+            if wanted_topics:
+                used &= set(wanted_topics)
+            for name in sorted(used):
+                topic = metadata.topics.get(name)
+                if topic is None or name not in ids:
+                    continue
+                for index in sorted(topic.partitions):
+                    tp = TopicPartition(name, index)
+                    reason = read.unread_reason(SharePartitionKey(group_id, ids[name], index))
+                    if tp not in found and reason is not None:
+                        marked[tp] = reason
+        started = [
+            SharePartitionOffset(tp.topic, tp.partition, state.start_offset)
+            for tp, (_, state) in found.items()
+        ]
+        ends, log_starts = await asyncio.gather(
+            admin.log_end_offsets([*found, *marked]) if found or marked else _no_end_offsets(),
+            self._log_start_offsets(started if log_start_offsets else ()),
+        )
+        offsets = [_offset_from_state(tp, state, ends) for tp, (_, state) in found.items()] + [
+            SharePartitionOffset(
+                tp.topic,
+                tp.partition,
+                None,
+                end_offset=ends.get(tp),
+                end_offset_error=ends.failures.get(tp),
+            )
+            for tp in marked
+        ]
+        states = {key: state for key, state in found.values()}
+        unread = _nothing_unread if read is None else read.unread_reason
+        partitions = tuple(
+            _partition(offset, ids.get(offset.topic), group_id, states, unread)
+            for offset in offsets
+        )
+        unknown_topics = tuple(
+            sorted(
+                name
+                for name in wanted_topics
+                if (topic := metadata.topics.get(name)) is None
+                or topic.error_code == ErrorCode.unknown_topic_or_partition
+            )
+        )
+        note = _held_note(described, held, read, window_note)
+        group = GroupInflight(
+            group_id, described, partitions, window_note, limit, unknown_topics, note
+        )
+        return group.with_log_start_offsets(log_starts) if log_starts else group
+
+    async def _read_everywhere(
+        self, group_id: str
+    ) -> tuple[StateTopicRead | None, str | None, int | None]:
+        """Every state partition for the group (``read_everywhere``), within the state's
+        share of what is left of the deadline, beside the delivery limit's lookup; the
+        read is None when the state topic could not be read, with why."""
+        source = self._state
+        client = self._admin.client
+        timeout_s = client.timeout_s
+        # The same share of what is left as the state read has of the whole timeout
+        # (the session's STATE_SHARE_OF_TIMEOUT): the end offsets still come after it.
+        share = (self._state_timeout_s or timeout_s * _HELD_STATE_SHARE) / timeout_s
+        budget_s = min(self._state_timeout_s or timeout_s, client.remaining_s() * min(1.0, share))
+
+        async def read() -> StateTopicRead:
+            if isinstance(source, TailingStateSource):
+                return await asyncio.to_thread(source.read_everywhere, [group_id], budget_s)
+            assert source is not None
+            return StateTopicRead(await asyncio.to_thread(source.refresh, [group_id], budget_s))
+
+        limit_lookup = asyncio.ensure_future(self._delivery_count_limit(group_id))
+        try:
+            state_read = await read()
+        except StateTopicUnavailable as unavailable:
+            return None, unavailable.reason, await limit_lookup
+        except BaseException:
+            limit_lookup.cancel()
+            raise
+        return state_read, None, await limit_lookup
 
     async def _placement(
         self, group_id: str, wanted_topics: Collection[str]
@@ -748,6 +961,82 @@ async def _delivery_count_limit_from(
                 kind = "group" if resource_type == GROUP_RESOURCE else "broker"
                 return StatedDeliveryCountLimit(int(text.strip()), f"{kind} config {key}")
     return None
+
+
+async def _no_end_offsets() -> EndOffsets:
+    return EndOffsets()
+
+
+#: The state read's share of what is left, when the service was given no state timeout.
+_HELD_STATE_SHARE: Final = 0.75
+
+
+def _offset_from_state(
+    tp: TopicPartition, state: SharePartitionState, ends: EndOffsets
+) -> SharePartitionOffset:
+    """A share-partition's offsets from its persisted state and its log end offset: the
+    lag by the broker's own rule (``share_partition_lag``), marked as kshare's; where that
+    rule knows none (a 4.2 reset's count -1), kshare's bound, as describe gives it."""
+    end = ends.get(tp)
+    start = state.start_offset if state.start_offset >= 0 else None
+    by_rule = (
+        None
+        if end is None
+        else share_partition_lag(end, state.start_offset, state.delivery_complete_count)
+    )
+    lag, source = (by_rule, "state") if by_rule is not None else lag_and_source(start, None, end)
+    return SharePartitionOffset(
+        tp.topic,
+        tp.partition,
+        start,
+        leader_epoch=state.leader_epoch if state.leader_epoch >= 0 else None,
+        lag=lag,
+        lag_source=source,
+        end_offset=end,
+        end_offset_error=ends.failures.get(tp),
+    )
+
+
+def _held_note(
+    description: GroupDescription,
+    held: GroupFailure,
+    read: StateTopicRead | None,
+    window_note: str | None,
+) -> str:
+    """Why the offsets are the state topic's, naming the silent broker: one line."""
+    coordinator = description.coordinator
+    holder = (
+        "the group coordinator"
+        if coordinator is None
+        else f"the group coordinator broker {coordinator.node_id} "
+        f"({coordinator.host}:{coordinator.port})"
+    )
+    if read is None:
+        return (
+            f"{holder} held DescribeShareGroupOffsets ({held.error}) and "
+            f"{SHARE_STATE_TOPIC} could not be read either ({window_note}): "
+            "no share-partition can be shown"
+        )
+    instead = (
+        f"start offsets and lag read from {SHARE_STATE_TOPIC} instead (lag computed by kshare)"
+    )
+    if not read.silent:
+        return f"{holder} held DescribeShareGroupOffsets ({held.error}): {instead}"
+    count = len(read.silent)
+    if count == 1:
+        where = f"state partition {next(iter(read.silent))}"
+    else:
+        where = f"{count} state partitions"
+    if read.silent_leaders:
+        silent = " and ".join(read.silent_leaders)
+        why = f"while {silent} did not answer"
+        where = f"{where} led by {silent}"
+    else:
+        why = f"while {where} had no leader"
+    return (
+        f"{holder} held DescribeShareGroupOffsets {why}: {instead}; "
+        f"share-partitions whose state lives on {where} are missing or unknown"
+    )
 
 
 def _nothing_unread(key: SharePartitionKey) -> str | None:

@@ -73,7 +73,11 @@ _STATE_BY_UPPER: Final = {state.upper(): state for state in GROUP_STATES}
 #: exact. ``bound``: log end offset minus start offset, computed by kshare because the
 #: broker gave none (a v0-only broker, or lag unknown after an offset reset); an upper
 #: bound, since records already acknowledged inside the in-flight window are not subtracted.
-LagSource = Literal["broker", "bound"]
+#: ``state``: computed by kshare with KIP-1226's rule (``state.lag``) from the start offset and
+#: delivery-complete count persisted in ``__share_group_state``, because the group coordinator
+#: held DescribeShareGroupOffsets (a share coordinator it reads from did not answer): the
+#: broker's figure as of the persisted state, not the broker's answer.
+LagSource = Literal["broker", "bound", "state"]
 
 
 def parse_group_state(text: str) -> str:
@@ -379,12 +383,14 @@ def summed_lag(partitions: Sequence[Lagged]) -> int | None:
 
 
 def summed_lag_source(partitions: Sequence[Lagged]) -> LagSource | None:
-    """``bound`` as soon as one summed part is kshare's upper bound: then so is the sum."""
+    """``bound`` as soon as one summed part is kshare's upper bound: then so is the sum;
+    else ``state`` as soon as one is kshare's figure from the state topic."""
     if summed_lag(partitions) is None:
         return None
-    if any(each.lag is not None and each.lag_source == "bound" for each in partitions):
+    sources = {each.lag_source for each in partitions if each.lag is not None}
+    if "bound" in sources:
         return "bound"
-    return "broker"
+    return "state" if "state" in sources else "broker"
 
 
 def summed_lag_complete(partitions: Sequence[Lagged]) -> bool | None:

@@ -719,13 +719,23 @@ class ShareGroupResetter:
         """Every share-partition the broker lists for the group (DescribeShareGroupOffsets
         with all topics, as Kafka's tool), its start offset (None: not initialised), and
         the windows from the state topic (None when not read, with the reason)."""
-        service = InflightService(self._admin, self._state, state_timeout_s=self._state_timeout_s)
+        # A coordinator holding DescribeShareGroupOffsets (a share coordinator it reads from
+        # is silent) still describes the group; the state topic then names the silent broker.
+        # A plan needs every share-partition, so the state topic's answer is not enough.
+        service = InflightService(
+            self._admin, self._state, state_timeout_s=self._state_timeout_s, offsets_when_held=True
+        )
         try:
             inflight = await service.group(group_id)
         except GroupNotFound:
             raise NotFound(f"share group '{group_id}' not found") from None
         except GroupUnavailable as unavailable:
             raise Refused(f"share group '{group_id}': start offsets: {unavailable}") from None
+        if inflight.offsets_note is not None:
+            raise Refused(
+                f"share group '{group_id}': no plan without every start offset: "
+                f"{inflight.offsets_note}"
+            )
         for partition in inflight.partitions:
             if partition.error is not None:
                 raise Refused(

@@ -68,6 +68,7 @@ __all__ = [
     "description_from",
     "end_offsets_from",
     "group_offsets_from",
+    "lag_and_source",
     "listed_groups_from",
 ]
 
@@ -392,9 +393,11 @@ def description_from(group: Any, coordinator: Coordinator | None) -> GroupDescri
     )
 
 
-def _lag(
+def lag_and_source(
     start: int | None, broker_lag: int | None, end: int | None
 ) -> tuple[int | None, LagSource | None]:
+    """The broker's lag when it gave one, else kshare's bound (end - start), else unknown:
+    the one rule for describe, and for inflight's rows read from the state topic."""
     if broker_lag is not None:
         return broker_lag, "broker"
     if start is not None and end is not None:
@@ -430,7 +433,7 @@ def group_offsets_from(group: Any, end_offsets: EndOffsets | None = None) -> Gro
             epoch = int(partition.leader_epoch)
             reported = getattr(partition, "lag", None)  # absent before v1
             broker_lag = None if reported is None or int(reported) < 0 else int(reported)
-            lag, source = _lag(start, broker_lag, end)
+            lag, source = lag_and_source(start, broker_lag, end)
             offsets.append(
                 SharePartitionOffset(
                     tp.topic,

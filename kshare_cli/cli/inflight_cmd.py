@@ -7,7 +7,10 @@ every share-partition with its offsets and lag, leaves the strips blank, says wh
 in one stderr warning and exits 0. Exit 5 for a missing group (as ``describe``) or
 a ``--topic`` the group has no share-partition of (stderr says whether the topic
 exists at all), 2 for bad usage. stdout is data only: a group without
-share-partitions prints no table, and stderr says so.
+share-partitions prints no table, and stderr says so. When the group coordinator
+holds DescribeShareGroupOffsets (a share coordinator it reads from is stopped or
+hung), the offsets come from the state topic, stderr names the silent broker and
+the command exits 1.
 """
 
 from __future__ import annotations
@@ -116,12 +119,16 @@ def finish(
                 "(the topic exists; the group has not consumed from it, or its offsets "
                 "were deleted)"
             )
-    if not topics and not result.partitions:
+    if not topics and not result.partitions and result.offsets_note is None:
         typer.echo(
             f"kshare: share group '{result.group_id}' has no share-partitions: none of its "
             "consumers has fetched from a topic yet, or its offsets were deleted",
             err=True,
         )
+    if result.offsets_note is not None:
+        # The coordinator held DescribeShareGroupOffsets: the offsets shown are the state
+        # topic's, and what lives on the silent broker is missing. A partial answer.
+        common.report_failure(f"share group '{result.group_id}': {result.offsets_note}")
     errors = [partition for partition in result.partitions if partition.error is not None]
     for partition in errors:
         common.report_failure(
@@ -141,7 +148,7 @@ def finish(
             f"{partition.topic}:{partition.partition}: end offset unknown: "
             f"{partition.end_offset_error}"
         )
-    if errors or unread or no_end:
+    if errors or unread or no_end or result.offsets_note is not None:
         raise typer.Exit(int(ExitCode.PARTIAL))
     if missing:
         raise typer.Exit(int(ExitCode.NOT_FOUND))

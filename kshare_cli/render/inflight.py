@@ -129,6 +129,7 @@ CSV_HEADER: Final = (
     "archiving",
     "log_start_offset",
     "deleted",
+    "offsets_note",
 )
 
 
@@ -335,6 +336,8 @@ def _notes(model: GroupInflight) -> list[str]:
     notes = ["", f"{LEGEND} ({scale}).", f"Note: {ACQUIRED_NOT_PERSISTED}."]
     if model.window_note is not None:
         notes.append(f"No windows: {model.window_note}.")
+    if model.offsets_note is not None:
+        notes.append(f"Offsets: {model.offsets_note}.")
     notes.extend(f"Note: {line}." for line in retention_notes(model))
     return notes
 
@@ -464,6 +467,7 @@ def inflight_document(model: GroupInflight) -> dict[str, Any]:
         "total_lag_source": model.total_lag_source,
         "total_lag_complete": model.total_lag_complete,
         "window_note": model.window_note,
+        "offsets_note": model.offsets_note,
         "partitions": [_partition_document(partition) for partition in model.partitions],
     }
 
@@ -499,6 +503,7 @@ def _row(model: GroupInflight, partition: PartitionInflight) -> dict[str, Any]:
         "archiving": None if document is None else document["archiving"],
         "log_start_offset": partition.log_start_offset,
         "deleted": partition.deleted,
+        "offsets_note": model.offsets_note,
     }
 
 

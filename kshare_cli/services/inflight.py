@@ -4,6 +4,14 @@ A command about one group reads only the state partitions its share-partitions
 live in (``Session.placed_state``); the state read gets the session's share of
 the timeout. ``GroupInflight`` and its parts are re-exported for the command and
 the dashboard, which reach the admin layer only through services.
+
+When the group coordinator holds DescribeShareGroupOffsets (Kafka does while a
+share coordinator it reads from is stopped or hung, for minutes) but still
+describes the group, the command shows what can be known, which Kafka's tool
+does not: the group's state and members, and its share-partitions from
+``__share_group_state`` (every state partition read, each silent one given up
+on alone) with their log end offsets and kshare's lag, ``offsets_note`` naming
+the silent broker (``InflightService(offsets_when_held=True)``).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from kshare_cli.admin.inflight import (
     GroupsOverview,
     GroupSummary,
     GroupUnavailable,
+    InflightService,
     PartitionInflight,
     StateSource,
     TailingStateSource,
@@ -44,6 +53,12 @@ async def inflight(
 
         async def work() -> GroupInflight:
             async with session.admin() as admin:
-                return await session.inflight(admin, source).group(group_id, topics)
+                service = InflightService(
+                    admin,
+                    source,
+                    state_timeout_s=session.state_timeout_s,
+                    offsets_when_held=True,
+                )
+                return await service.group(group_id, topics)
 
         return await session.bounded(work(), "reading the in-flight windows")

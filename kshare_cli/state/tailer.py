@@ -240,6 +240,11 @@ class StateTailer:
                 break
         return applied
 
+    def leader(self, partition: int) -> str | None:
+        """The partition's leader as ``broker N (HOST:PORT)`` in the last metadata; None
+        when it had none or the partition was never seen (to name who was silent)."""
+        return self._leaders.get(partition)
+
     def states(self) -> dict[SharePartitionKey, SharePartitionState]:
         """Every share-partition's current state (a copy)."""
         return self._replayer.states()

@@ -4,10 +4,18 @@ Issue 16: the state reader read all fifty state partitions, and librdkafka waite
 for the down leader's, so ``kshare inflight`` of any group took the state share of
 --timeout (24 s of 30 s) whichever group it was about. Now it reads only the state
 partitions holding the group's share-partitions and gives up on each one alone:
-a group placed elsewhere answers in full at once; a group with one share-partition
-on the down leader's state partition shows its other windows, names the broker,
-and exits 1. Three sandbox nodes; the stopped node stays the leader in the
-metadata (never fenced), as on Kafka until the broker session times out.
+a group placed elsewhere answers in full at once.
+
+Issue 23: a group with one share-partition on the down leader's state partition
+cannot have its offsets: Kafka's group coordinator, healthy itself, holds
+DescribeShareGroupOffsets until every share coordinator it reads from answers
+(the sandbox holds it as Kafka 4.2-4.4 do). kshare then shows what can be known:
+the group's description, and its other share-partitions from the state topic
+itself (start offset, window, the log end offset and kshare's lag), the missing
+one marked, the silent broker named, exit 1, within --timeout. A reset's plan
+needs every share-partition: it fails naming the broker. Three sandbox nodes; the
+stopped node stays the leader in the metadata (never fenced), as on Kafka until
+the broker session times out.
 """
 
 from __future__ import annotations
@@ -20,7 +28,10 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
+from kshare_cli.admin.models import GroupDescription
 from kshare_cli.errors import ExitCode
+from kshare_cli.render.inflight import CSV_HEADER, render_inflight
 from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
@@ -36,6 +47,9 @@ VICTIM = 2
 HEALTHY = 1
 #: The victim's share-partition on the down leader's state partition.
 VICTIM_PARTITION = 0
+TIMEOUT_S = 30.0
+#: The bound a command under --timeout is held to: the timeout and a margin.
+WITHIN_S = TIMEOUT_S + 5.0
 
 
 def _topic_id(sandbox: SandboxThread, topic: str) -> uuid.UUID:
@@ -70,14 +84,16 @@ def _share_key(group: str, topic_id: uuid.UUID, partition: int) -> str:
 
 def _timed(kshare: Kshare, *args: str) -> tuple[int, str, str, float]:
     started = time.monotonic()
-    result = kshare.run(*args, "--timeout", "30s")
+    result = kshare.run(*args, "--timeout", f"{TIMEOUT_S:g}s")
     return result.exit_code, result.stdout, result.stderr, time.monotonic() - started
 
 
 def test_inflight_reads_only_its_state_partitions_and_gives_up_on_each_alone(
     sandbox_cluster: StartCluster, tmp_path: Path
 ) -> None:
-    sandbox = sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS)
+    # Kafka 4.4 persists a reset's delivery-complete count as 0 (4.2: -1, lag unknown):
+    # the broker gives the healthy group a lag, and kshare computes the victim's.
+    sandbox = sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS, kafka_version="4.4")
     suffix = uuid.uuid4().hex[:8]
     topic = f"state-faults-{suffix}"
     admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
@@ -125,34 +141,93 @@ def test_inflight_reads_only_its_state_partitions_and_gives_up_on_each_alone(
     assert [row["window_error"] for row in document["partitions"]] == [None] * PARTITIONS
     assert all(row["window"] is not None for row in document["partitions"]), document
 
+    healthy_lags = {row["partition"]: row["lag"] for row in document["partitions"]}
+    assert {row["lag_source"] for row in document["partitions"]} == {"broker"}
+    assert document["offsets_note"] is None
+
+    # The victim's coordinator (the healthy node) holds DescribeShareGroupOffsets: its
+    # description and the state topic answer instead, the broker named, exit 1.
     code, out, err, elapsed = _timed(kshare, "inflight", victim, "-o", "json")
     message = f"inflight {victim}: exit {code} after {elapsed:.2f} s\n{err}"
     assert code == ExitCode.PARTIAL, message
-    assert elapsed < 10.0, message
+    assert elapsed < WITHIN_S, message
     assert "Traceback" not in err, message
+    held = (
+        f"the group coordinator broker {HEALTHY} ({sandbox.addresses[HEALTHY]}) held "
+        f"DescribeShareGroupOffsets while {named} did not answer"
+    )
+    assert f"kshare: error: share group '{victim}': {held}: start offsets and lag read " in err
+    assert "from __share_group_state instead (lag computed by kshare)" in err, message
     assert (
         f"{topic}:{VICTIM_PARTITION}: window unknown: state partition "
         f"{victim_state_partition}'s leader {named} did not answer"
     ) in err, message
     document = json.loads(out)
     validate(document, "inflight.schema.json")
+    assert held in document["offsets_note"]
+    assert f"state partitions led by {named} are missing or unknown" in document["offsets_note"]
+    assert (document["state"], document["members"]) == ("Empty", 0)
     by_partition = {row["partition"]: row for row in document["partitions"]}
-    assert by_partition[VICTIM_PARTITION]["window"] is None
-    assert named in by_partition[VICTIM_PARTITION]["window_error"]
+    assert sorted(by_partition) == list(range(PARTITIONS)), by_partition
+    missing = by_partition[VICTIM_PARTITION]
+    assert (missing["start_offset"], missing["window"], missing["lag"]) == (None, None, None)
+    assert named in missing["window_error"]
     for partition in range(PARTITIONS):
-        if partition != VICTIM_PARTITION:
-            assert by_partition[partition]["window"] is not None, by_partition
-            assert by_partition[partition]["window_error"] is None, by_partition
+        if partition == VICTIM_PARTITION:
+            continue
+        row = by_partition[partition]
+        assert row["window"] is not None and row["window_error"] is None, by_partition
+        assert (row["start_offset"], row["end_offset"]) == (0, 1), row
+        # The broker's rule, applied by kshare to the persisted state: the same figure
+        # the broker gives the healthy group placed alike.
+        assert (row["lag"], row["lag_source"]) == (healthy_lags[partition], "state"), row
+    assert (document["total_lag_source"], document["total_lag_complete"]) == ("state", False)
 
-    # A reset's plan reads the windows the same way: its counts become lower bounds,
-    # the reason names the broker, and it comes within seconds, not the state share.
+    # A reset's plan needs every share-partition's start offset: it fails naming the
+    # silent broker, within --timeout.
     code, out, err, elapsed = _timed(
         kshare, "reset-offsets", victim, "--all-topics", "--to-earliest", "-o", "json"
     )
     message = f"reset-offsets {victim}: exit {code} after {elapsed:.2f} s\n{err}"
-    assert code == ExitCode.OK, message
-    assert elapsed < 10.0, message
-    assert named in err, message
-    plan = json.loads(out)
-    validate(plan, "reset.schema.json")
-    assert named in plan["counts_note"], out
+    assert code == ExitCode.PARTIAL, message
+    assert elapsed < WITHIN_S, message
+    assert "Traceback" not in err, message
+    assert f"share group '{victim}': no plan without every start offset: {held}" in err, message
+    assert out == "", message
+
+
+def _held_group() -> GroupInflight:
+    """A group answered from the state topic: one share-partition shown, one marked."""
+    note = (
+        "the group coordinator broker 1 (h:1) held DescribeShareGroupOffsets while broker 2 "
+        "(h:2) did not answer: start offsets and lag read from __share_group_state instead "
+        "(lag computed by kshare); share-partitions whose state lives on state partition 7 "
+        "led by broker 2 (h:2) are missing or unknown"
+    )
+    shown = PartitionInflight("t", 1, uuid.uuid4(), 0, 5, 5, "state", None)
+    marked = PartitionInflight(
+        "t", 0, None, None, 5, None, None, None,
+        window_error="state partition 7's leader broker 2 (h:2) did not answer",
+    )  # fmt: skip
+    description = GroupDescription("g", "Empty", None, 1, 1, "simple")
+    return GroupInflight("g", description, (shown, marked), None, 5, (), note)
+
+
+def test_the_held_offsets_note_is_in_every_output_format() -> None:
+    group = _held_group()
+    note = group.offsets_note
+    assert note is not None
+    assert group.total_lag_source == "state"
+    table = render_inflight(group, "table")
+    assert f"Offsets: {note}." in table.splitlines()
+    document = json.loads(render_inflight(group, "json"))
+    validate(document, "inflight.schema.json")
+    assert document["offsets_note"] == note
+    assert [row["lag_source"] for row in document["partitions"]] == [None, "state"]
+    rows = [json.loads(line) for line in render_inflight(group, "jsonl").splitlines()]
+    for row in rows:
+        validate(row, "inflight-row.schema.json")
+    assert [row["offsets_note"] for row in rows] == [note, note]
+    csv_lines = render_inflight(group, "csv").splitlines()
+    assert csv_lines[0].split(",")[-1] == CSV_HEADER[-1] == "offsets_note"
+    assert all(note in line for line in csv_lines[1:])
