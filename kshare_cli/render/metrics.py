@@ -77,7 +77,10 @@ METRICS: Final = {
     ),
 }
 
-_WINDOW_STATES: Final = ("available", "acknowledged", "archived")
+#: ``archiving``: Kafka 4.4's records on their way to the dead-letter queue (neither
+#: delivered nor archived yet); ``deleted``: offsets below the log start offset the group
+#: had not finished (retention deleted them), served only when the log start offset is known.
+_WINDOW_STATES: Final = ("available", "acknowledged", "archiving", "archived")
 
 
 class SnapshotCollector(Collector):
@@ -127,9 +130,16 @@ class SnapshotCollector(Collector):
                     end.add_metric(labels, partition.end_offset)
                 window = partition.window
                 if window is not None:
-                    counts = (window.available, window.acknowledged, window.archived)
+                    counts = (
+                        window.available,
+                        window.acknowledged,
+                        window.archiving,
+                        window.archived,
+                    )
                     for name, count in zip(_WINDOW_STATES, counts, strict=True):
                         records.add_metric([*labels, name], count)
+                    if partition.deleted is not None:
+                        records.add_metric([*labels, "deleted"], partition.deleted)
                     deliveries.add_metric(labels, window.max_delivery_count)
         for health in snapshot.report.groups:
             labels = [cluster, health.group_id]
