@@ -264,9 +264,26 @@ DlqTopic = Annotated[
     typer.Option(
         "--dlq-topic",
         metavar="TOPIC",
-        help="Produce the archived records to this existing topic, with Kafka's DLQ headers "
-        "(__dlq.errors.topic, .partition, .offset, .group, .delivery.count, .message).",
+        help="Produce the archived records to this existing topic as Kafka 4.4's DLQ writes "
+        "them (headers __dlq.errors.topic, .partition, .offset, .group, .delivery.count, "
+        ".message; no key, value or original headers), each once: none the topic or the "
+        "group's own broker DLQ already holds.",
         show_default=False,
+    ),
+]
+CopyRecord = Annotated[
+    bool,
+    typer.Option(
+        "--copy-record",
+        help="With --dlq-topic: the original key and value too (the default when the "
+        "group sets errors.deadletterqueue.copy.record.enable=true).",
+    ),
+]
+KeepHeaders = Annotated[
+    bool,
+    typer.Option(
+        "--keep-headers",
+        help="With --dlq-topic: the original headers too, ahead of Kafka's (Kafka drops them).",
     ),
 ]
 
@@ -312,6 +329,8 @@ def check_args(
     master: str,
     follow: bool,
     report: Path | None,
+    copy_record: bool = False,
+    keep_headers: bool = False,
 ) -> int | None:
     """Refuse what is wrong before anything connects (exit 2); since in epoch ms."""
     check_group_id(group)
@@ -321,6 +340,9 @@ def check_args(
         check_topic_name(dlq_topic, "--dlq-topic")
     if output_dir is not None and dlq_topic is not None:
         raise UsageError("--output-dir and --dlq-topic cannot be used together: choose one")
+    for option, given in (("--copy-record", copy_record), ("--keep-headers", keep_headers)):
+        if given and dlq_topic is None:
+            raise UsageError(f"{option} shapes what --dlq-topic writes: give --dlq-topic TOPIC")
     check_master(master)
     if follow and output_dir is not None:
         raise UsageError("--follow writes to stdout or --dlq-topic, not to --output-dir files")
@@ -363,6 +385,8 @@ class JobOptions:
     output_dir: Path | None
     output_format: FileFormat
     dlq_topic: str | None
+    copy_record: bool
+    keep_headers: bool
     master: str
     follow: bool
     report: Path | None
@@ -382,6 +406,8 @@ def job_options(
     output_dir: OutputDir = None,
     output_format: OutputFormat = FileFormat.parquet,
     dlq_topic: DlqTopic = None,
+    copy_record: CopyRecord = False,
+    keep_headers: KeepHeaders = False,
     master: Master = DEFAULT_MASTER,
     follow: Follow = False,
     report: Report = None,
@@ -395,7 +421,8 @@ def job_options(
     debug: common.Debug = False,
 ) -> JobOptions:
     """The options of every audit job, declared once: this signature is each job command's
-    (``job_command``), in this order; --dlq-topic only where the job can produce dead letters."""
+    (``job_command``), in this order; --dlq-topic (and how it writes) only where the job can
+    produce dead letters."""
     return JobOptions(
         group=group,
         topics=tuple(topic or ()),
@@ -404,6 +431,8 @@ def job_options(
         output_dir=output_dir,
         output_format=output_format,
         dlq_topic=dlq_topic,
+        copy_record=copy_record,
+        keep_headers=keep_headers,
         master=master,
         follow=follow,
         report=report,
@@ -416,6 +445,9 @@ def job_options(
     )
 
 
+_DEAD_LETTER_OPTIONS: Final = frozenset({"dlq_topic", "copy_record", "keep_headers"})
+
+
 def job_command(
     name: str, *, dead_letters: bool = False
 ) -> Callable[[Callable[[], None]], Callable[..., None]]:
@@ -425,7 +457,7 @@ def job_command(
     parameters = [
         parameter
         for parameter in shared.parameters.values()
-        if dead_letters or parameter.name != "dlq_topic"
+        if dead_letters or parameter.name not in _DEAD_LETTER_OPTIONS
     ]
 
     def register(described: Callable[[], None]) -> Callable[..., None]:
@@ -468,8 +500,11 @@ def deliveries() -> None:
 def archived() -> None:
     """The archived records (rejected, or over the delivery limit), with their records.
 
-    On stdout, as files (--output-dir), or produced to a dead-letter topic (--dlq-topic): key and
-    value as they were, with Kafka's DLQ headers; every delivery is checked, exit 1 if one failed.
+    Each with its reason (rejected, delivery_limit) and state: archived, or archiving for a Kafka
+    4.4 record left on its way to the group's DLQ. On stdout, as files (--output-dir), or produced
+    to a dead-letter topic (--dlq-topic) as Kafka 4.4's DLQ writes them, never one a DLQ topic
+    already holds (a group whose broker writes its own DLQ gets only what was archived before it,
+    or not written); every delivery is checked, exit 1 if one failed.
     """
 
 
@@ -590,6 +625,8 @@ def _audit(job_name: str, options: JobOptions) -> None:
             master=options.master,
             follow=options.follow,
             report=options.report,
+            copy_record=options.copy_record,
+            keep_headers=options.keep_headers,
         ),
         invocation,
     )
@@ -619,8 +656,12 @@ def _audit(job_name: str, options: JobOptions) -> None:
         read_source=not options.no_source,
         connector=options.connector.value,
         history_dir=history,
+        copy_record=options.copy_record,
+        keep_headers=options.keep_headers,
     )
     resolved = common.run(lambda: audit.resolve_scope(settings, request, timeout_s), invocation)
+    for note in resolved.notes:
+        typer.echo(f"kshare: {note}", err=True)
     common.edge(lambda: _spark_phase(settings, request, resolved, options.fmt), invocation)
 
 
@@ -639,7 +680,7 @@ def _spark_phase(
         header_printed = [False]
 
         def emit(job: AuditJob, rows: object) -> None:
-            _emit(job, rows, fmt, settings, request, header_printed, resolved.delivery_limit)
+            _emit(job, rows, fmt, settings, request, header_printed, resolved)
 
         cancel = _CtrlC(on_interrupt=spark.sparkContext.cancelAllJobs)
         try:
@@ -779,7 +820,7 @@ def _emit(
     settings: ConnectionSettings,
     request: AuditRequest,
     csv_header: list[bool],
-    delivery_limit: int | None,
+    resolved: ResolvedScope,
 ) -> None:
     """A --follow micro-batch's rows: to stdout, or to the dead-letter topic."""
     from collections.abc import Sequence
@@ -789,7 +830,7 @@ def _emit(
 
     assert isinstance(rows, Sequence)
     if request.dlq_topic is not None:
-        count = produce_follow_dead_letters(rows, settings, request, delivery_limit)
+        count = produce_follow_dead_letters(rows, settings, request, resolved)
         typer.echo(_dead_letters_line(count, request.dlq_topic), err=True)
         return
     text = render_rows(job, rows, fmt.value, width=_terminal_width(), csv_header=not csv_header[0])
@@ -802,6 +843,8 @@ def _dead_letters_line(count: DeadLetterCount, topic: str) -> str:
     line = f"kshare: produced {count.produced} archived records to {topic}"
     if count.already_there:
         line += f"; skipped {count.already_there} already there"
+    if count.left_to_broker:
+        line += f"; left {count.left_to_broker} still ARCHIVING to the broker"
     return line
 
 

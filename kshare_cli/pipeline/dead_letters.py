@@ -3,41 +3,49 @@
 Kafka 4.4's share groups write their own dead-letter queue (KIP-1191:
 ``ShareGroupDLQRecordHelper``, called from ``SharePartition`` when a record
 turns ARCHIVING). kshare writes the same records for what the state topic
-says was archived, so one consumer reads both, and a group moving from kshare's
-audit to Kafka's DLQ (or the other way) finds the same shape:
+says was archived -- for a 4.2 or 4.3 cluster, or what a 4.4 broker archived
+before its group had a DLQ -- so one consumer reads both, field for field as
+the recorded ``tests/golden/kafka-4.4/scenario-d*-dlq.jsonl`` (the header
+names, Kafka's texts and their decoding are ``kafka/dead_letters.py``'s, which
+the readers of a DLQ topic share):
 
 * the headers of ``DLQ_HEADERS``, in Kafka's order, each UTF-8 text, numbers
-  in decimal (``Integer/Long/Short.toString``); the topic by name, by its id
-  when the name is unknown; ``__dlq.errors.message`` is the text of the cause;
-* the original key and value (Kafka copies them only with the group config
-  ``errors.deadletterqueue.copy.record.enable``, default false; re-publishing
-  the records is what the operator asked kshare for), none when the source no
-  longer holds the record, as Kafka writes a headers-only record then;
-* the original headers ahead of Kafka's -- Kafka 4.4 drops them, kshare keeps
-  what the operator's consumers may need (trace ids, content types) -- except
-  any named like Kafka's (the source may itself be a DLQ), so each ``__dlq.*``
-  header appears once and says where this record came from;
+  in decimal; the topic by name, by its id when the name is unknown;
+  ``__dlq.errors.message`` is the text of the cause;
+* null key and value, unless the group's
+  ``errors.deadletterqueue.copy.record.enable`` is true or the operator asks
+  (``copy_record``); then the original ones, none when the source no longer
+  holds the record;
+* no original headers, as Kafka; with ``keep_headers`` they come ahead of
+  Kafka's (trace ids, content types), except any named like Kafka's (the
+  source may itself be a DLQ), so each ``__dlq.*`` header appears once and
+  says where this record came from;
 * the time of writing as timestamp (Kafka: wall-clock time, CreateTime);
 * DLQ partition = source partition modulo the DLQ topic's partitions, as Kafka's
   ``dlqDestinationPartition``, not the key's hash.
 
 The state topic does not keep why a record was archived, and neither does
-Kafka: resuming an interrupted DLQ write, ``SharePartition`` infers it from the
-delivery count (at or above the group's delivery count limit: the count was
-exceeded; below it: the client rejected it). kshare uses that rule; without
-the limit (the cluster would not say) the message header is left out, as
-Kafka leaves it out of a record with no cause.
+Kafka: resuming an interrupted DLQ write, ``SharePartition`` infers it from
+the delivery count (at or above the group's delivery count limit: the count
+was exceeded; below it: the client rejected it). ``with_reasons`` gives each
+record its reason by that rule, and the reason gives the message; without the
+limit (the cluster would not say) the message header is left out, as Kafka
+leaves it out of a record with no cause.
 
-A run never produces a dead letter twice: first the DLQ topic is read to its
-end, and every record of the group already there (by its ``__dlq.errors.group``,
-``.topic``, ``.partition`` and ``.offset`` headers, whoever wrote it) is skipped.
+A run never produces a dead letter twice, nor one the broker wrote: first the
+DLQ topic is read to its end -- and the group's own broker DLQ topic, when it
+is another -- and every record of the group already there (by its
+``__dlq.errors.group``, ``.topic``, ``.partition`` and ``.offset`` headers,
+whoever wrote it) is skipped. When the group's broker DLQ is on, a record
+still ARCHIVING is the broker's to write (it resumes the write when it loads
+the share-partition): left to it, never produced.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import StrEnum
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -45,6 +53,13 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from kshare_cli.dataplane.clients import new_producer, new_reader
 from kshare_cli.dataplane.errors import ErrorKind, classify, error_text, is_transient
 from kshare_cli.dataplane.offsets import watermark_offsets
+from kshare_cli.kafka.dead_letters import (
+    DeadLetterReason,
+    DlqCause,
+    DlqHeader,
+    decode_dead_letter,
+)
+from kshare_cli.kafka.share_states import DeliveryState
 from kshare_cli.pipeline.models import ArchivedRecord, DeadLetterCount
 
 __all__ = [
@@ -52,42 +67,68 @@ __all__ = [
     "DeadLetterError",
     "DlqCause",
     "DlqHeader",
+    "archive_reason",
     "dead_letter_headers",
     "dlq_partition",
     "produce_dead_letters",
+    "with_reasons",
 ]
 
 _PRODUCE_POLL_EVERY: Final = 1000
 _READ_BATCH: Final = 500
+_ARCHIVING: Final = DeliveryState.ARCHIVING.name.lower()
 
 Headers = list[tuple[str, str | bytes | None]]
 
+#: A dead letter's source, as its headers name it: group, topic (a name, or an id as
+#: text when Kafka could not resolve the name), partition and offset.
+_Source = tuple[str, str, int, int]
 
-class DlqHeader(StrEnum):
-    """The names of Kafka's DLQ headers (``ShareGroupDLQRecordHelper.HEADER_DLQ_ERRORS_*``)."""
-
-    TOPIC = "__dlq.errors.topic"
-    PARTITION = "__dlq.errors.partition"
-    OFFSET = "__dlq.errors.offset"
-    GROUP = "__dlq.errors.group"
-    DELIVERY_COUNT = "__dlq.errors.delivery.count"
-    MESSAGE = "__dlq.errors.message"
+_CAUSES: Final = {
+    DeadLetterReason.REJECTED: DlqCause.CLIENT_REJECT,
+    DeadLetterReason.DELIVERY_LIMIT: DlqCause.DELIVERY_COUNT_EXCEEDED,
+}
 
 
-class DlqCause(StrEnum):
-    """Kafka's texts for ``__dlq.errors.message``: the messages of
-    ``ShareGroupDLQManager.CLIENT_REJECT`` and ``DELIVERY_COUNT_EXCEEDED``."""
+def archive_reason(delivery_count: int, delivery_limit: int | None) -> DeadLetterReason | None:
+    """Why a record with this delivery count was archived, by Kafka's rule; None unknown."""
+    if delivery_limit is None:
+        return None
+    if delivery_count >= delivery_limit:
+        return DeadLetterReason.DELIVERY_LIMIT
+    return DeadLetterReason.REJECTED
 
-    CLIENT_REJECT = "Offset rejected by client."
-    DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
+
+def dlq_partition(source_partition: int, dlq_partitions: int) -> int:
+    """The DLQ partition of a source partition's dead letters (Kafka's dlqDestinationPartition)."""
+    return source_partition % dlq_partitions
+
+
+def with_reasons(
+    records: Iterable[ArchivedRecord], delivery_limit: int | None
+) -> tuple[ArchivedRecord, ...]:
+    """The records with their reason, by Kafka's rule (``archive_reason``), where they have
+    none yet; unchanged without the limit (the cluster would not say)."""
+    return tuple(
+        record
+        if record.reason is not None
+        else dataclasses.replace(
+            record, reason=_value(archive_reason(record.delivery_count, delivery_limit))
+        )
+        for record in records
+    )
+
+
+def _value(reason: DeadLetterReason | None) -> str | None:
+    return None if reason is None else reason.value
 
 
 def _cause(record: ArchivedRecord, limit: int | None) -> str | None:
-    if limit is None:
-        return None
-    if record.delivery_count >= limit:
-        return DlqCause.DELIVERY_COUNT_EXCEEDED.value
-    return DlqCause.CLIENT_REJECT.value
+    reason = archive_reason(record.delivery_count, limit)
+    if record.reason is not None:
+        reason = DeadLetterReason(record.reason)
+    cause = None if reason is None else _CAUSES.get(reason)
+    return None if cause is None else cause.value
 
 
 #: Each DLQ header, in the order Kafka adds them, and its text for an archived
@@ -101,51 +142,49 @@ DLQ_HEADERS: Final[Mapping[DlqHeader, Callable[[ArchivedRecord, int | None], str
     DlqHeader.MESSAGE: _cause,
 }
 
-#: The headers that name a dead letter's source record: a record of the DLQ topic
-#: with the same values is that record's dead letter, whoever wrote it.
-_SOURCE: Final = (DlqHeader.TOPIC, DlqHeader.PARTITION, DlqHeader.OFFSET)
-
-_Source = tuple[str | bytes | None, ...]
-
 
 class DeadLetterError(Exception):
     """Dead letters were not produced, or not all; the message says how many and why."""
 
 
-def _kafka_headers(record: ArchivedRecord, delivery_limit: int | None) -> dict[str, bytes]:
-    return {
-        name.value: text.encode()
+def _kafka_headers(record: ArchivedRecord, delivery_limit: int | None) -> Headers:
+    return [
+        (name.value, text.encode())
         for name, value_of in DLQ_HEADERS.items()
         if (text := value_of(record, delivery_limit)) is not None
-    }
-
-
-def dead_letter_headers(record: ArchivedRecord, delivery_limit: int | None) -> Headers:
-    """A record's own headers, then Kafka's DLQ headers (see the module's docstring)."""
-    own: Headers = [
-        (name, value) for name, value in record.headers or () if name not in DLQ_HEADERS
     ]
-    kafka: Headers = list(_kafka_headers(record, delivery_limit).items())
-    return own + kafka
 
 
-def dlq_partition(source_partition: int, dlq_partitions: int) -> int:
-    """The DLQ partition of a source partition's dead letters (Kafka's dlqDestinationPartition)."""
-    return source_partition % dlq_partitions
+def dead_letter_headers(
+    record: ArchivedRecord, delivery_limit: int | None, *, keep_headers: bool = False
+) -> Headers:
+    """Kafka's DLQ headers; with keep_headers the record's own first (see the module's
+    docstring)."""
+    own: Headers = []
+    if keep_headers:
+        own = [(name, value) for name, value in record.headers or () if name not in DLQ_HEADERS]
+    return own + _kafka_headers(record, delivery_limit)
 
 
-def _source_of(
-    headers: Mapping[str, str | bytes | None] | Sequence[tuple[str, str | bytes | None]] | None,
-    group: bytes,
-) -> _Source | None:
-    """Which source record a DLQ record is the dead letter of, if it is one of the group's.
+def _sources(record: ArchivedRecord) -> tuple[_Source, ...]:
+    """The sources a dead letter of the record may name: its topic by name, or by id (Kafka
+    writes the id when it cannot resolve the name)."""
+    names = dict.fromkeys(filter(None, (record.topic, record.topic_id)))
+    return tuple((record.group_id, name, record.partition, record.offset) for name in names)
 
-    The last header of each name counts, as Kafka's ``Headers.lastHeader``.
-    """
-    last: dict[str, str | bytes | None] = dict(headers or ())
-    if last.get(DlqHeader.GROUP) != group:
+
+def _source_of(headers: Any, group_id: str) -> _Source | None:
+    """The source a DLQ record is the dead letter of, if it is one of the group's."""
+    letter = decode_dead_letter(headers)
+    if (
+        letter is None
+        or letter.group_id != group_id
+        or letter.topic is None
+        or letter.partition is None
+        or letter.offset is None
+    ):
         return None
-    return tuple(last.get(name) for name in _SOURCE)
+    return (letter.group_id, letter.topic, letter.partition, letter.offset)
 
 
 def _reader(config: Mapping[str, Any]) -> Consumer:
@@ -154,10 +193,16 @@ def _reader(config: Mapping[str, Any]) -> Consumer:
 
 
 def _already_there(
-    config: Mapping[str, Any], topic: str, group_id: str, deadline: float
+    config: Mapping[str, Any],
+    topic: str,
+    group_id: str,
+    deadline: float,
+    *,
+    must_exist: bool = True,
 ) -> tuple[set[_Source], int]:
     """The source records the DLQ topic already holds dead letters of for the group, read
-    to the topic's end; and how many partitions the topic has."""
+    to the topic's end; and how many partitions the topic has (0: it does not exist, and
+    need not)."""
 
     def remaining() -> float:
         left = deadline - time.monotonic()
@@ -167,12 +212,13 @@ def _already_there(
             )
         return left
 
-    group = group_id.encode()
     present: set[_Source] = set()
     consumer = _reader(config)
     try:
         found = consumer.list_topics(topic, timeout=remaining()).topics.get(topic)
         if found is None or found.error is not None or not found.partitions:
+            if not must_exist:
+                return present, 0
             problem = found.error.str() if found is not None and found.error else "no partitions"
             raise DeadLetterError(f"cannot read {topic}: {problem}")
         ends: dict[int, int] = {}
@@ -195,7 +241,7 @@ def _already_there(
                     elif not is_transient(error):
                         raise DeadLetterError(f"cannot read {topic}: {error.str()}")
                     continue
-                source = _source_of(message.headers(), group)
+                source = _source_of(message.headers(), group_id)
                 if source is not None:
                     present.add(source)
                 offset = message.offset()
@@ -215,18 +261,31 @@ def produce_dead_letters(
     group_id: str,
     *,
     delivery_limit: int | None,
+    copy_record: bool = False,
+    keep_headers: bool = False,
+    broker_topic: str | None = None,
     timeout_s: float = 60.0,
 ) -> DeadLetterCount:
-    """Produce the dead letter of each archived record the DLQ topic does not hold yet.
+    """Produce the dead letter of each archived record no DLQ topic holds yet, as Kafka would.
 
-    What the topic already holds for ``group_id`` is read first (to its end,
-    within ``timeout_s``; a failure produces nothing), so a second run, or a
-    follow restarted, adds nothing twice. The producer is idempotent with
-    acks=all, every delivery report is checked, and a record that was not
-    delivered raises DeadLetterError after the others were flushed: nothing is
-    lost silently.
+    copy_record puts the original key and value in (Kafka's
+    ``errors.deadletterqueue.copy.record.enable``), keep_headers the original
+    headers ahead of Kafka's. broker_topic is the group's own DLQ topic when
+    the broker writes one (Kafka 4.4, share.version 2, the group config set):
+    what it holds for the group counts as already there too, and a record
+    still ARCHIVING is left to the broker. What the topics already hold is
+    read first (to their end, within ``timeout_s``; a failure produces
+    nothing), so a second run, or a follow restarted, adds nothing twice. The
+    producer is idempotent with acks=all, every delivery report is checked,
+    and a record that was not delivered raises DeadLetterError after the
+    others were flushed: nothing is lost silently.
     """
-    present, partitions = _already_there(config, topic, group_id, time.monotonic() + timeout_s)
+    deadline = time.monotonic() + timeout_s
+    present, partitions = _already_there(config, topic, group_id, deadline)
+    if broker_topic is not None and broker_topic != topic:
+        # The broker creates its topic at its first write (with auto-create): none, nothing yet.
+        written, _ = _already_there(config, broker_topic, group_id, deadline, must_exist=False)
+        present |= written
     fatal: list[str] = []
 
     def on_error(error: KafkaError) -> None:
@@ -247,6 +306,7 @@ def produce_dead_letters(
     failures: list[str] = []
     sent = 0
     skipped = 0
+    left_to_broker = 0
 
     def report(error: KafkaError | None, message: Message) -> None:
         nonlocal delivered
@@ -256,19 +316,21 @@ def produce_dead_letters(
             failures.append(error.str())
 
     for record in records:
-        kafka = _kafka_headers(record, delivery_limit)
-        source = tuple(kafka.get(name) for name in _SOURCE)
-        if source in present:
+        sources = _sources(record)
+        if any(source in present for source in sources):
             skipped += 1
             continue
-        present.add(source)  # an archived record comes once; this keeps it so
+        if broker_topic is not None and record.state == _ARCHIVING:
+            left_to_broker += 1
+            continue
+        present.update(sources)  # an archived record comes once; this keeps it so
         while True:
             try:
                 producer.produce(
                     topic,
-                    key=record.key,
-                    value=record.value,
-                    headers=dead_letter_headers(record, delivery_limit),
+                    key=record.key if copy_record else None,
+                    value=record.value if copy_record else None,
+                    headers=dead_letter_headers(record, delivery_limit, keep_headers=keep_headers),
                     partition=dlq_partition(record.partition, partitions),
                     on_delivery=report,
                 )
@@ -290,4 +352,4 @@ def produce_dead_letters(
         raise DeadLetterError(
             f"{lost} of {sent} archived records were not delivered to {topic}{reason}"
         )
-    return DeadLetterCount(produced=delivered, already_there=skipped)
+    return DeadLetterCount(produced=delivered, already_there=skipped, left_to_broker=left_to_broker)

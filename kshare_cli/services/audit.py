@@ -38,12 +38,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypedDict
 
 from kshare_cli.admin.inflight import delivery_count_limit
 from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
 from kshare_cli.connect.settings import ConnectionSettings
-from kshare_cli.errors import ExitCode, KshareError, NotFound, UsageError
+from kshare_cli.errors import ExitCode, KshareError, NotFound, Refused, UsageError
 from kshare_cli.pipeline.models import (
     ArchivedRecord,
     AuditJob,
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from kshare_cli.admin.share_groups import ShareGroupAdmin
     from kshare_cli.pipeline.follow import AuditFollow, Emit
     from kshare_cli.pipeline.jobs import AuditScope, FileFormat
     from kshare_cli.pipeline.kafka_source import Connector
@@ -141,6 +142,10 @@ class AuditRequest:
     read_source: bool = True
     connector: Connector = "kshare"
     history_dir: Path | None = None
+    # --dlq-topic: the original key and value (--copy-record), the original headers
+    # (--keep-headers); Kafka's own format (neither) by default.
+    copy_record: bool = False
+    keep_headers: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +154,16 @@ class ResolvedScope:
 
     scope: AuditScope
     state_topic_exists: bool
-    # For --dlq-topic: the group's delivery count limit, from which a dead letter's
-    # __dlq.errors.message is inferred as Kafka does (None: unknown, no message).
+    # For the archived records: the group's delivery count limit, from which a record's
+    # reason (and a dead letter's __dlq.errors.message) is inferred as Kafka does
+    # (None: unknown).
     delivery_limit: int | None = None
+    # For --dlq-topic: the group's errors.deadletterqueue.copy.record.enable, and its DLQ
+    # topic when the broker writes one itself (Kafka 4.4, share.version 2, the group
+    # config set); notes are what the operator is told about them before Spark starts.
+    copy_record: bool = False
+    broker_dlq_topic: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- before Spark
@@ -290,8 +302,11 @@ async def resolve_scope(
                 if each.end_offset is not None
             }
             limit = None
-            if request.dlq_topic is not None:
+            if request.job is AuditJob.ARCHIVED or request.report is not None:
                 limit = await delivery_count_limit(admin, request.group_id)
+            dead_letters = _NO_BROKER_DLQ
+            if request.dlq_topic is not None:
+                dead_letters = await _broker_dead_letters(session, admin, request)
             return ResolvedScope(
                 AuditScope(
                     request.group_id,
@@ -306,9 +321,51 @@ async def resolve_scope(
                 ),
                 state_exists,
                 limit,
+                *dead_letters,
             )
 
     return await session.bounded(work(), "asking the cluster about the audit")
+
+
+_NO_BROKER_DLQ: Final[tuple[bool, str | None, tuple[str, ...]]] = (False, None, ())
+
+
+async def _broker_dead_letters(
+    session: Session, admin: ShareGroupAdmin, request: AuditRequest
+) -> tuple[bool, str | None, tuple[str, ...]]:
+    """For --dlq-topic: the group's copy.record.enable, its DLQ topic if the broker writes
+    one itself, and what to tell the operator about it.
+
+    Kafka 4.4 writes a group's dead letters itself when the cluster's share.version is 2
+    and the group names a DLQ topic: the audit then back-fills only what that topic
+    does not hold (archived before the DLQ was configured, or a write that failed).
+    """
+    from kshare_cli.admin.group_configs import GroupConfigAdmin
+    from kshare_cli.kafka.group_configs import DLQ_COPY_RECORD_ENABLE, DLQ_TOPIC_NAME
+
+    group = request.group_id
+    try:
+        configs = await GroupConfigAdmin(admin.client).describe(group)
+    except Refused as refused:
+        note = f"{refused}: the audit cannot tell whether the broker writes the group's DLQ"
+        return False, None, (note,)
+    copy_entry = configs.get(DLQ_COPY_RECORD_ENABLE)
+    copy_record = copy_entry is not None and (copy_entry.value or "").lower() == "true"
+    topic_entry = configs.get(DLQ_TOPIC_NAME)
+    broker_topic = (topic_entry.value or "").strip() if topic_entry is not None else ""
+    if not broker_topic:
+        return copy_record, None, ()
+    facts = await session.cluster_facts(admin, configs=False)
+    lacking = facts.dead_letter_queue_lacking()
+    if lacking is not None:
+        note = f"group '{group}' names the DLQ topic {broker_topic}, which {lacking}"
+        return copy_record, None, (note,)
+    note = (
+        f"the broker writes group '{group}''s dead letters to {broker_topic} itself "
+        f"(share.version {facts.share_version}): only the archived records no DLQ topic "
+        "holds are produced (archived before the DLQ was configured, or not written)"
+    )
+    return copy_record, broker_topic, (note,)
 
 
 async def check_state_topic(settings: ConnectionSettings, timeout_s: float) -> None:
@@ -392,7 +449,7 @@ def run_audit(
     from pyspark import StorageLevel
 
     from kshare_cli.pipeline import jobs
-    from kshare_cli.pipeline.dead_letters import produce_dead_letters
+    from kshare_cli.pipeline.dead_letters import produce_dead_letters, with_reasons
     from kshare_cli.pipeline.deliveries import deliveries
     from kshare_cli.pipeline.follow import AuditFollow
     from kshare_cli.pipeline.timeline import replay_states
@@ -478,11 +535,14 @@ def run_audit(
             written = jobs.write_directory(frame, request.output_dir, request.output_format)
         elif request.dlq_topic is not None:
             dead_letters = produce_dead_letters(
-                (jobs.to_archived(row) for row in frame.toLocalIterator()),
+                with_reasons(
+                    (jobs.to_archived(row) for row in frame.toLocalIterator()),
+                    resolved.delivery_limit,
+                ),
                 settings.confluent_config(),
                 request.dlq_topic,
                 request.group_id,
-                delivery_limit=resolved.delivery_limit,
+                **_dead_letter_format(request, resolved),
             )
         to_stdout = request.output_dir is None and request.dlq_topic is None
 
@@ -500,7 +560,9 @@ def run_audit(
             deliveries=jobs.collect_deliveries(frames[AuditJob.DELIVERIES])
             if wanted(AuditJob.DELIVERIES)
             else (),
-            archived=jobs.collect_archived(frames[AuditJob.ARCHIVED])
+            archived=with_reasons(
+                jobs.collect_archived(frames[AuditJob.ARCHIVED]), resolved.delivery_limit
+            )
             if wanted(AuditJob.ARCHIVED)
             else (),
             notes=tuple(notes),
@@ -511,7 +573,7 @@ def run_audit(
         )
         follow = None
         if request.follow and emit is not None:
-            follow = AuditFollow(spark, config, scope, request.job, emit)
+            follow = AuditFollow(spark, config, scope, request.job, _reasoned(emit, resolved))
             if request.job is AuditJob.TIMELINE:
                 assert replayed is not None
                 follow.remember_states(replayed)
@@ -525,6 +587,37 @@ def run_audit(
     finally:
         for frame_ in cached:
             frame_.unpersist()
+
+
+def _reasoned(emit: Emit, resolved: ResolvedScope) -> Emit:
+    """emit, given the follow's archived records with their reasons."""
+    from kshare_cli.pipeline.dead_letters import with_reasons
+
+    def emit_reasoned(job: AuditJob, rows: Sequence[object]) -> None:
+        if job is AuditJob.ARCHIVED:
+            archived = [row for row in rows if isinstance(row, ArchivedRecord)]
+            rows = with_reasons(archived, resolved.delivery_limit)
+        emit(job, rows)
+
+    return emit_reasoned
+
+
+def _dead_letter_format(request: AuditRequest, resolved: ResolvedScope) -> _DeadLetterFormat:
+    """How --dlq-topic writes: Kafka's format, the record with --copy-record or the group's
+    copy.record.enable, its headers with --keep-headers; beside the broker's own DLQ."""
+    return {
+        "delivery_limit": resolved.delivery_limit,
+        "copy_record": request.copy_record or resolved.copy_record,
+        "keep_headers": request.keep_headers,
+        "broker_topic": resolved.broker_dlq_topic,
+    }
+
+
+class _DeadLetterFormat(TypedDict):
+    delivery_limit: int | None
+    copy_record: bool
+    keep_headers: bool
+    broker_topic: str | None
 
 
 def _all_time(scope: AuditScope) -> AuditScope:
@@ -617,7 +710,7 @@ def produce_follow_dead_letters(
     rows: Sequence[object],
     settings: ConnectionSettings,
     request: AuditRequest,
-    delivery_limit: int | None,
+    resolved: ResolvedScope,
 ) -> DeadLetterCount:
     """A --follow micro-batch's archived records, produced to the dead-letter topic."""
     from kshare_cli.pipeline.dead_letters import produce_dead_letters
@@ -629,5 +722,5 @@ def produce_follow_dead_letters(
         settings.confluent_config(),
         request.dlq_topic,
         request.group_id,
-        delivery_limit=delivery_limit,
+        **_dead_letter_format(request, resolved),
     )

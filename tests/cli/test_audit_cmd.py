@@ -425,6 +425,8 @@ def test_archived_records_are_exactly_the_archived_ones_with_their_records(
             row["value"],
             row["headers"],
             row["record_found"],
+            row["state"],
+            row["reason"],
         )
         for row in rows
     ] == [
@@ -437,6 +439,10 @@ def test_archived_records_are_exactly_the_archived_ones_with_their_records(
             record.value.decode(),
             [{"key": "i", "value": str(record.index)}],
             True,
+            "archived",
+            "rejected"
+            if expected_outcome(record, story.limit)[0] < story.limit
+            else "delivery_limit",
         )
         for record in sorted(story.archived(), key=lambda r: (r.partition, r.offset))
     ]
@@ -489,12 +495,13 @@ EXCEEDED = b"Offset delivery count exceeded the threshold."
 
 
 def dlq_headers(
-    record: Record, topic: str, group: str, count: int, limit: int
+    record: Record, topic: str, group: str, count: int, limit: int, *, own: bool = False
 ) -> tuple[tuple[str, bytes], ...]:
-    """The headers a record's dead letter must carry: its own, then Kafka's, in Kafka's order
-    (ShareGroupDLQRecordHelper: numbers as decimal text, the cause's message last)."""
+    """The headers a record's dead letter must carry: Kafka's, in Kafka's order
+    (ShareGroupDLQRecordHelper: numbers as decimal text, the cause's message last); with
+    own (--keep-headers) the record's own first."""
     return (
-        *record.headers,
+        *(record.headers if own else ()),
         ("__dlq.errors.topic", topic.encode()),
         ("__dlq.errors.partition", str(record.partition).encode()),
         ("__dlq.errors.offset", str(record.offset).encode()),
@@ -517,13 +524,23 @@ def _dlq_end_offsets(cluster: Cluster, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+@pytest.mark.parametrize("copied", [False, True], ids=["kafkas-format", "copy-record-keep-headers"])
 def test_dlq_topic_gets_exactly_the_archived_records_with_kafkas_headers(
-    spark: Any, story: Story, kshare: Kshare, bed: Bed
+    spark: Any, story: Story, kshare: Kshare, bed: Bed, copied: bool
 ) -> None:
     """Each archived record once, in the DLQ partition Kafka picks (source partition modulo
-    the DLQ's partitions: 0 of 3), its key, value and headers as they were, then Kafka's
-    __dlq.errors.* headers, the message saying why: rejected, or over the delivery limit."""
-    result = _audit(kshare, "archived", "--group", story.group, "--dlq-topic", story.dlq_topic)
+    the DLQ's partitions: 0 of 3), with Kafka's __dlq.errors.* headers, the message saying
+    why: rejected, or over the delivery limit. By default as Kafka 4.4 writes it (a 4.2
+    group has no copy.record.enable): null key and value, no original header; with
+    --copy-record --keep-headers the key, value and headers as they were, ahead of Kafka's."""
+    dlq = story.dlq_topic
+    options: list[str] = []
+    if copied:
+        dlq, options = f"{story.dlq_topic}-copied", ["--copy-record", "--keep-headers"]
+        admin = AdminClient(bed.cluster.config())
+        for future in admin.create_topics([NewTopic(dlq, 3, 1)]).values():
+            future.result(30)
+    result = _audit(kshare, "archived", "--group", story.group, "--dlq-topic", dlq, *options)
 
     archived = story.archived()
     assert {expected_outcome(record, story.limit)[0] < story.limit for record in archived} == {
@@ -531,21 +548,23 @@ def test_dlq_topic_gets_exactly_the_archived_records_with_kafkas_headers(
         False,
     }, "the story archives records both ways"
     assert result.stdout == ""
-    assert f"produced {len(archived)} archived records to {story.dlq_topic}\n" in result.stderr
-    read = _read_all(bed.cluster, story.dlq_topic)
+    assert f"produced {len(archived)} archived records to {dlq}\n" in result.stderr
+    assert "the broker writes" not in result.stderr  # Kafka 4.2: no broker DLQ
+    read = _read_all(bed.cluster, dlq)
     assert {message.partition() for message in read} == {0}
     assert sorted(
         (message.key(), message.value(), tuple(message.headers() or ())) for message in read
     ) == sorted(
         (
-            record.key,
-            record.value,
+            record.key if copied else None,
+            record.value if copied else None,
             dlq_headers(
                 record,
                 story.topic,
                 story.group,
                 expected_outcome(record, story.limit)[0],
                 story.limit,
+                own=copied,
             ),
         )
         for record in archived
@@ -1016,7 +1035,7 @@ def test_follow_with_dlq_topic_produces_each_archived_record_once_until_sigint(
         (message.key(), message.value(), tuple(message.headers() or ()))
         for message in _read_all(bed.cluster, dlq)
     ) == sorted(
-        (record.key, record.value, dlq_headers(record, queue.topic, queue.group, 1, bed.limit))
+        (None, None, dlq_headers(record, queue.topic, queue.group, 1, bed.limit))
         for record in archived
     )
 
@@ -1413,6 +1432,8 @@ def test_without_java_17_one_line_says_what_to_install_before_spark(
         (["--since", "the day before"], "--since"),
         (["--master", "nowhere"], "--master"),
         (["--output-dir", "{tmp}/out", "--dlq-topic", "t"], "--output-dir and --dlq-topic"),
+        (["--copy-record"], "--copy-record shapes what --dlq-topic writes"),
+        (["--keep-headers", "-o", "json"], "--keep-headers shapes what --dlq-topic writes"),
         (["--follow", "--report", "{tmp}/r.html"], "--report"),
         (["--follow", "-o", "json"], "-o jsonl"),
         (["--follow", "--output=json"], "-o jsonl"),
