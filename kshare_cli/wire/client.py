@@ -101,6 +101,11 @@ DEFAULT_MAX_IN_FLIGHT: Final = 32
 #: part a fan-out spends re-planning: half, so a silent broker still leaves the
 #: healthy answers, and the steps after them, time to be shown.
 BRANCH_SHARE: Final = 0.5
+#: The most one branch may wait, whatever is left: a broker answers an admin request in
+#: milliseconds, so a branch silent for this long is hung (or holding the request on a
+#: hung share coordinator), and a 30 s --timeout must not cost 15 s per silent step. The
+#: handshake of a new connection has the same bound (``HANDSHAKE_TIMEOUT_S``).
+BRANCH_MAX_S: Final = 5.0
 #: How long a broker that fresh metadata still lists may refuse connections before
 #: it is reported unreachable. Kafka lists a dead broker until the controller fences
 #: it (``broker.session.timeout.ms``, about 9 s); one refusal could be a restart's
@@ -118,6 +123,10 @@ GIVE_UP_FOR_S: Final = 5.0
 #: How long a broker has to complete a fresh handshake when a coordinator held a request:
 #: on a healthy cluster a handshake takes milliseconds, so a second tells alive from hung.
 PROBE_S: Final = 1.0
+#: A group asked again alone, once its coordinator was found holding another group's
+#: request: how long it may take, and how many such connections are open at once.
+ALONE_S: Final = 2.0
+ALONE_IN_FLIGHT: Final = 8
 _ZERO_UUID: Final = uuid.UUID(int=0)
 
 Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
@@ -395,7 +404,8 @@ class KafkaClient:
         log.debug("retrying after: %s", error)
 
     async def _within_share(self, work: Callable[[], Awaitable[T]]) -> T:
-        """Run one fan-out branch within ``BRANCH_SHARE`` of what is left of the call.
+        """Run one fan-out branch within ``BRANCH_SHARE`` of what is left of the call
+        (at most ``BRANCH_MAX_S``).
 
         Raises TimedOut (naming the branch's last error) when the share runs out,
         which the fan-out turns into that branch's failure; the call goes on.
@@ -404,7 +414,7 @@ class KafkaClient:
         if parent is None:
             raise RuntimeError("a fan-out branch runs inside a bounded call")
         now = asyncio.get_running_loop().time()
-        share = max(0.0, parent.deadline - now) * BRANCH_SHARE
+        share = min(max(0.0, parent.deadline - now) * BRANCH_SHARE, BRANCH_MAX_S)
         call = _Call(now + share, parent=parent)
         token = self._call.set(call)
         try:
@@ -566,7 +576,10 @@ class KafkaClient:
             return
         at, unreachable = entry
         same = (unreachable.host, unreachable.port) == node.address
-        if same and asyncio.get_running_loop().time() - at < GIVE_UP_FOR_S:
+        # A command's client (it has the command's deadline) keeps it given up to the end:
+        # each later step would otherwise pay the broker's silence again once 5 s passed.
+        recent = asyncio.get_running_loop().time() - at < GIVE_UP_FOR_S
+        if same and (recent or self.deadline is not None):
             raise unreachable
         del self._given_up[node.node_id]
 
@@ -1039,54 +1052,123 @@ class KafkaClient:
                         asks.append(ask(gate, node, groups[start : start + size]))
                 outcomes = await asyncio.gather(*asks, return_exceptions=True)
                 pending = []
+                silent_branches: dict[BrokerNode, list[tuple[list[str], BaseException]]] = {}
                 for (node, groups), outcome in zip(asked, outcomes, strict=True):
+                    if isinstance(outcome, TimedOut):
+                        silent_branches.setdefault(node, []).append((groups, outcome))
+                        continue
                     if isinstance(outcome, BaseException):
-                        failure = await self._coordinator_failed(api_key, node, outcome)
+                        await self._give_up(node, outcome)
+                        failure = _branch_failure(outcome, node)
                         results.update({group_id: failure for group_id in groups})
                         continue
                     answered, retry = outcome
                     results.update(answered)
                     pending.extend(retry)
+                for node, branches in silent_branches.items():
+                    results.update(
+                        await self._coordinator_silent(
+                            api_key, node, branches, body, split, min_version
+                        )
+                    )
                 if pending and not backoff.fits_before(give_up_at):
                     break  # what they were last answered stands (set in _ask_coordinator)
                 if pending:
                     await backoff.wait()
             return {group_id: results[group_id] for group_id in wanted}
 
-    async def _coordinator_failed(
-        self, api_key: int, node: BrokerNode, error: BaseException
-    ) -> KafkaError:
-        """A coordinator's branch that ended in ``error``, as its groups' KafkaError.
+    async def _coordinator_silent(
+        self,
+        api_key: int,
+        node: BrokerNode,
+        branches: Sequence[tuple[list[str], BaseException]],
+        body: Callable[[int, Sequence[str]], Mapping[str, Any]],
+        split: Callable[[Any], Mapping[str, tuple[int, Any]]],
+        min_version: int,
+    ) -> dict[str, Any | KafkaError]:
+        """The groups of a coordinator whose requests got no answer in their share.
 
         A coordinator that did not answer in time is not always the broker at fault:
         Kafka's group coordinator holds DescribeShareGroupOffsets (and the other offset
         RPCs) until the share coordinators it reads from answer, about 180 s for a hung
-        one (``PersisterStateManager``: five 30 s attempts). So a silent branch is
-        checked with a fresh handshake: a coordinator that answers it is healthy and
-        holding, stays in use (its stuck connection is replaced) and the brokers that
-        do not answer are named as the cause. Only one that does not answer is given up.
+        one (``PersisterStateManager``: five 30 s attempts). And a broker serves one
+        connection's requests in order, so one held request holds every group asked
+        after it on that connection. So the coordinator is checked with a fresh
+        handshake. One that does not answer is given up, and its groups fail naming it.
+        One that answers is holding: it stays in use (its stuck connection replaced),
+        each of its silent groups is asked once more on a connection of its own, and
+        the groups held again fail naming the brokers that do not answer as the cause.
         """
-        if isinstance(error, TimedOut):
-            fresh = await self._fresh_connection(node)
-            if fresh is not None:
-                stuck = self._connections.pop(node.address, None)
-                self._connections[node.address] = fresh
-                if stuck is not None and stuck is not fresh:
-                    await stuck.close()
-                silent = await self._silent_brokers(exclude=node.node_id)
-                held = f"broker {node.node_id} ({node}) holds {api_name(api_key)} unanswered"
-                if silent:
-                    named = ", ".join(f"broker {each.node_id} ({each})" for each in silent)
-                    verb = "does" if len(silent) == 1 else "do"
-                    message = f"{named} {verb} not answer, and {held} meanwhile ({error})"
-                else:
-                    message = (
-                        f"{held} ({error}) though it answers: Kafka holds it while a share "
-                        "coordinator it reads from does not answer"
+        groups = [group_id for each, _ in branches for group_id in each]
+        error = branches[0][1]
+        fresh = await self._fresh_connection(node)
+        if fresh is None:
+            await self._give_up(node, error)
+            failure = _branch_failure(error, node)
+            return {group_id: failure for group_id in groups}
+        stuck = self._connections.pop(node.address, None)
+        self._connections[node.address] = fresh
+        if stuck is not None and stuck is not fresh:
+            await stuck.close()
+        gate = asyncio.Semaphore(ALONE_IN_FLIGHT)
+
+        async def alone(group_id: str) -> Any | KafkaError | None:
+            async with gate:
+                return await self._ask_alone(api_key, node, group_id, body, split, min_version)
+
+        answers = dict(zip(groups, await asyncio.gather(*map(alone, groups)), strict=True))
+        held = [group_id for group_id, answer in answers.items() if answer is None]
+        results: dict[str, Any | KafkaError] = {
+            group_id: answer for group_id, answer in answers.items() if answer is not None
+        }
+        if held:
+            silent = await self._silent_brokers(exclude=node.node_id)
+            what = f"broker {node.node_id} ({node}) holds {api_name(api_key)} unanswered"
+            if silent:
+                named = ", ".join(f"broker {each.node_id} ({each})" for each in silent)
+                verb = "does" if len(silent) == 1 else "do"
+                message = f"{named} {verb} not answer, and {what} meanwhile ({error})"
+            else:
+                message = (
+                    f"{what} ({error}) though it answers: Kafka holds it while a share "
+                    "coordinator it reads from does not answer"
+                )
+            failure = KafkaError.of(ErrorCode.request_timed_out, message)
+            results.update({group_id: failure for group_id in held})
+        return results
+
+    async def _ask_alone(
+        self,
+        api_key: int,
+        node: BrokerNode,
+        group_id: str,
+        body: Callable[[int, Sequence[str]], Mapping[str, Any]],
+        split: Callable[[Any], Mapping[str, tuple[int, Any]]],
+        min_version: int,
+    ) -> Any | KafkaError | None:
+        """One group asked once on a connection of its own; None when that is held too."""
+        within = min(ALONE_S, self.remaining_s())
+        if within <= 0:
+            return None
+        try:
+            async with asyncio.timeout(within):
+                connection = await self._open(node.address)
+                try:
+                    _, response = await self._attempt(
+                        connection,
+                        api_key,
+                        lambda version: body(version, [group_id]),
+                        min_version,
+                        None,
                     )
-                return KafkaError.of(ErrorCode.request_timed_out, message)
-        await self._give_up(node, error)
-        return _branch_failure(error, node)
+                finally:
+                    await connection.close()
+        except (ConnectionFailed, TimedOut, TimeoutError):
+            return None
+        code, result = split(response).get(group_id, (-1, None))
+        if int(code) == 0:
+            return result
+        return KafkaError.of(int(code), getattr(result, "error_message", None))
 
     async def _fresh_connection(self, node: BrokerNode) -> BrokerConnection | None:
         """A new connection to ``node`` if it completes a handshake within ``PROBE_S``."""
@@ -1101,9 +1183,13 @@ class KafkaClient:
 
     async def _silent_brokers(self, exclude: int) -> list[BrokerNode]:
         """The listed brokers (but ``exclude``) given up on, or silent to a fresh handshake."""
+        try:
+            listed = (await self.metadata([])).brokers
+        except (ConnectionFailed, TimedOut):
+            listed = self._cluster.brokers
         now = asyncio.get_running_loop().time()
         nodes = sorted(
-            (node for node in self._cluster.brokers.values() if node.node_id != exclude),
+            (node for node in listed.values() if node.node_id != exclude),
             key=lambda node: node.node_id,
         )
         known = {

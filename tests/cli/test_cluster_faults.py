@@ -32,6 +32,8 @@ from typer.testing import Result
 
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.runner import SandboxThread
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
+from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
 from tests.support.golden import wait_for
 from tests.support.raw import call
@@ -44,17 +46,23 @@ PARTITIONS = 3
 RECORDS_PER_PARTITION = 5
 #: The node stopped and hung: not the first bootstrap server, and it coordinates G2.
 VICTIM = 2
-#: A partial answer under --timeout 30s must come well before it.
-PARTIAL_WITHIN_S = 10.0
+#: A partial answer under --timeout 30s must come well before it: a silent broker costs
+#: each step that needs it at most the 5 s branch bound (the listing, then a group
+#: coordinator holding DescribeShareGroupOffsets on it), once per command.
+PARTIAL_WITHIN_S = 15.0
 
 
 @dataclass(frozen=True)
 class FaultBed:
-    """Three nodes; ``groups[n]`` is coordinated by node n; every group has offsets on ``topic``."""
+    """Three nodes; ``groups[n]`` is coordinated by node n (the others' keep no state on
+    ``VICTIM``); ``held`` is node 1's and keeps state there; every group has offsets on
+    ``topic``."""
 
     sandbox: SandboxThread
     topic: str
     groups: dict[int, str]
+    #: Coordinated by node 1, its share-partitions' state partly on ``VICTIM``.
+    held: str
     kshare: Kshare
 
     def address(self, node: int) -> str:
@@ -75,6 +83,49 @@ def coordinator_of(address: str, group: str) -> int:
     return int(found.node_id)
 
 
+def _topic_id(sandbox: SandboxThread, topic: str) -> uuid.UUID:
+    found = sandbox.call(lambda broker: broker.topic(topic))
+    assert found is not None, topic
+    return uuid.UUID(str(found.topic_id))
+
+
+def state_partitions(sandbox: SandboxThread, group: str, topic: str) -> set[int]:
+    """The ``__share_group_state`` partitions holding the group's share-partitions of ``topic``."""
+    topic_id = _topic_id(sandbox, topic)
+    return {
+        state_partition_for(SharePartitionKey(group, topic_id, partition))
+        for partition in range(PARTITIONS)
+    }
+
+
+def state_leaders(sandbox: SandboxThread, group: str, topic: str) -> set[int]:
+    """The group's share coordinators: the leaders of its state partitions, which Kafka's
+    group coordinator waits on to answer DescribeShareGroupOffsets."""
+    return {
+        sandbox.call(lambda broker, at=at: broker.cluster.leader(SHARE_STATE_TOPIC, at))
+        for at in state_partitions(sandbox, group, topic)
+    }
+
+
+def keep_state_off(sandbox: SandboxThread, groups: dict[int, str], topic: str, victim: int) -> None:
+    """Move every share coordinator of the groups not coordinated by ``victim`` onto their
+    own coordinator.
+
+    Kafka's share-partitions of one topic sit on consecutive state partitions, whose
+    leaders take turns round the nodes: any group of three partitions or more keeps state
+    on every node, and a hung share coordinator holds its DescribeShareGroupOffsets even at
+    a healthy group coordinator. The healthy groups of these tests must stay healthy (the
+    held case has a group and tests of its own).
+    """
+    topic_id = _topic_id(sandbox, topic)
+    for node, group in groups.items():
+        if node == victim:
+            continue
+        for partition in range(PARTITIONS):
+            key = f"{group}:{kafka_uuid(topic_id)}:{partition}"
+            sandbox.move_share_coordinator(key, node)
+
+
 def groups_on_every_node(sandbox: SandboxThread, prefix: str) -> dict[int, str]:
     """A group id per node, found by asking FindCoordinator until every node has one."""
     chosen: dict[int, str] = {}
@@ -85,6 +136,23 @@ def groups_on_every_node(sandbox: SandboxThread, prefix: str) -> dict[int, str]:
         if len(chosen) == len(sandbox.addresses):
             return dict(sorted(chosen.items()))
     raise AssertionError(f"no group id found for every node: {chosen}")
+
+
+def held_group(
+    sandbox: SandboxThread, prefix: str, topic: str, coordinator: int, victim: int, apart: set[int]
+) -> str:
+    """A group that ``coordinator`` coordinates, whose state ``victim`` partly leads, on
+    none of the state partitions ``apart``: its DescribeShareGroupOffsets is held while
+    ``victim`` is down."""
+    for index in range(1000):
+        group = f"{prefix}-held-{index}"
+        if coordinator_of(sandbox.bootstrap, group) != coordinator:
+            continue
+        if state_partitions(sandbox, group, topic) & apart:
+            continue
+        if victim in state_leaders(sandbox, group, topic):
+            return group
+    raise AssertionError(f"no group coordinated by {coordinator} with state on {victim}")
 
 
 def start_offsets_at_zero(sandbox: SandboxThread, group: str, topic: str) -> None:
@@ -132,11 +200,14 @@ def make_bed(sandbox: SandboxThread, profiles: Path) -> FaultBed:
             producer.produce(topic, value=f"r{index}".encode(), partition=partition)
     assert producer.flush(15) == 0
     groups = groups_on_every_node(sandbox, f"faults-{suffix}")
-    for group in groups.values():
+    keep_state_off(sandbox, groups, topic, VICTIM)
+    taken = {at for group in groups.values() for at in state_partitions(sandbox, group, topic)}
+    held = held_group(sandbox, f"faults-{suffix}", topic, 1, VICTIM, taken)
+    for group in (*groups.values(), held):
         start_offsets_at_zero(sandbox, group, topic)
     # Every node in the bootstrap list, as an operator gives them.
     bootstrap = ",".join(sandbox.addresses[node] for node in sorted(sandbox.addresses))
-    return FaultBed(sandbox, topic, groups, Kshare(bootstrap, None, profiles))
+    return FaultBed(sandbox, topic, groups, held, Kshare(bootstrap, None, profiles))
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +261,8 @@ def test_list_shows_the_live_nodes_groups_and_names_the_missing_broker(broken: F
     result, elapsed = timed(broken.kshare, "list", "-o", "plain")
     assert_partial(result, elapsed, broken, "list")
     listed = result.stdout.split()
-    assert listed == sorted(group for node, group in broken.groups.items() if node != VICTIM)
+    live = [group for node, group in broken.groups.items() if node != VICTIM]
+    assert listed == sorted([*live, broken.held])
 
 
 def test_describe_all_groups_names_the_broker_that_did_not_list(broken: FaultBed) -> None:
@@ -240,6 +312,31 @@ def test_describe_named_groups_prints_the_healthy_rows_and_fails_the_victims_gro
                 if line.startswith(f"{group} ") and "TOTAL" not in line
             ]
             assert len(rows) == PARTITIONS, result.stdout
+
+
+def test_a_group_whose_share_coordinator_is_down_names_it_not_its_live_coordinator(
+    broken: FaultBed,
+) -> None:
+    """Kafka's group coordinator (node 1, alive) holds DescribeShareGroupOffsets while the
+    share coordinator it reads from (the victim) is down: the group's offsets are unknown,
+    and the error names the victim as the cause, not node 1 as dead (issue 23)."""
+    result, elapsed = timed(broken.kshare, "describe", broken.held, "-o", "json")
+    assert_partial(result, elapsed, broken, "describe HELD")
+    lines = [line for line in result.stderr.splitlines() if broken.held in line]
+    assert len(lines) == 1, result.stderr
+    assert f"{broken.broker_named(VICTIM)} does not answer" in lines[0], lines[0]
+    assert f"{broken.broker_named(1)} holds DescribeShareGroupOffsets" in lines[0], lines[0]
+    # Node 1 was not given up on: the same command's other groups on it still answer.
+    result, elapsed = timed(broken.kshare, "describe", broken.held, broken.groups[1])
+    assert_partial(result, elapsed, broken, "describe HELD G1")
+    rows = [line for line in result.stdout.splitlines() if line.startswith(f"{broken.groups[1]} ")]
+    assert len(rows) == PARTITIONS + 1, result.stdout  # and its TOTAL
+    # ShareGroupDescribe is not held: state and members are known.
+    result, elapsed = timed(broken.kshare, "describe", broken.held, "--state", "-o", "json")
+    message = f"describe --state: exit {result.exit_code} after {elapsed:.2f} s\n{result.stderr}"
+    assert result.exit_code == ExitCode.OK, message
+    (group,) = json.loads(result.stdout)["groups"]
+    assert group["state"] == "Empty", group
 
 
 def test_inflight_of_a_group_on_a_live_coordinator_answers_fast(broken: FaultBed) -> None:

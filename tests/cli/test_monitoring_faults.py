@@ -32,11 +32,15 @@ from typer.testing import Result
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.cluster import SHARE_STATE_TOPIC
 from kshare_cli.sandbox.runner import SandboxThread
-from kshare_cli.state.partitioning import state_partition_for
+from kshare_cli.state.partitioning import kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
-from tests.cli.test_cluster_faults import coordinator_of, start_offsets_at
-from tests.cli.test_inflight_state_faults import _topic_id
+from tests.cli.test_cluster_faults import (
+    _topic_id,
+    coordinator_of,
+    start_offsets_at,
+    state_leaders,
+)
 from tests.support.golden import wait_for
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
 
@@ -69,6 +73,16 @@ class Bed:
 
     def healthy(self) -> list[str]:
         return sorted(group for group, at in self.coordinators.items() if at != VICTIM)
+
+    def held(self) -> list[str]:
+        """The healthy groups whose share coordinators include the victim: Kafka's group
+        coordinator holds their DescribeShareGroupOffsets while it is down."""
+        return [g for g in self.healthy() if VICTIM in state_leaders(self.sandbox, g, self.topic)]
+
+    def clean(self) -> list[str]:
+        """The healthy groups that keep no state on the victim: read in full."""
+        held = set(self.held())
+        return [group for group in self.healthy() if group not in held]
 
     def named_by_the_state_topic(self, node: int) -> list[str]:
         """``node``'s groups that some readable state partition holds state of: those
@@ -111,6 +125,15 @@ def make_bed(sandbox: SandboxThread, profiles: Path) -> Bed:
         if len(coordinators) == GROUPS:
             break
     assert len(coordinators) == GROUPS and len(set(coordinators.values())) == 3, coordinators
+    # Kafka puts a topic's share-partitions on consecutive state partitions, whose leaders
+    # take turns round the nodes: every group keeps state on every node, and a down node
+    # holds every group's offsets. Node 3's groups get their state moved onto node 3, so
+    # the bed has groups of both kinds (node 1's stay as Kafka places them).
+    topic_id = _topic_id(sandbox, topic)
+    for group, node in coordinators.items():
+        if node == 3:
+            for partition in range(PARTITIONS):
+                sandbox.move_share_coordinator(f"{group}:{kafka_uuid(topic_id)}:{partition}", 3)
     for group in coordinators:
         start_offsets_at(sandbox, group, topic, RECORDS_PER_PARTITION)
     # The victim first in the bootstrap list, as an operator's config may well have it.
@@ -175,10 +198,13 @@ def test_health_all_groups_shows_the_healthy_and_names_the_broker_for_the_rest(
     assert result.exit_code == CRITICAL, message
     assert document["status"] == "ERR"
     by_id = {group["group_id"]: group for group in document["groups"]}
-    for group in broken.healthy():
-        assert group in by_id, (group, message)
+    assert broken.clean() and broken.held(), (broken.clean(), broken.held())
+    for group in broken.clean():
         assert by_id[group]["state"] == "Empty", by_id[group]
         assert len(by_id[group]["partitions"]) == PARTITIONS, by_id[group]
+    for group in broken.held():
+        assert by_id[group]["status"] == "ERR", by_id[group]
+        assert f"{broken.broker_named(VICTIM)} does not answer" in by_id[group]["reasons"][0]
     (failed,) = document["broker_errors"]
     assert f"broker {failed['node_id']} ({failed['host']}:{failed['port']})" == (
         broken.broker_named(VICTIM)
@@ -205,24 +231,34 @@ def test_health_all_groups_table_has_a_row_naming_the_broker(broken: Bed) -> Non
 
 
 def test_health_of_named_groups_reads_the_live_one_and_fails_the_victims(broken: Bed) -> None:
-    live = broken.groups_of(1)[0]
+    live = broken.clean()[0]
+    held = broken.held()[0]
     lost = broken.groups_of(VICTIM)[0]
-    result, document, message = health_json(broken.kshare, live, lost)
+    result, document, message = health_json(broken.kshare, live, held, lost)
     assert result.exit_code == CRITICAL, message
     by_id = {group["group_id"]: group for group in document["groups"]}
     assert by_id[live]["state"] == "Empty" and len(by_id[live]["partitions"]) == PARTITIONS
+    assert by_id[held]["status"] == "ERR"
+    assert f"{broken.broker_named(VICTIM)} does not answer" in by_id[held]["reasons"][0]
     assert by_id[lost]["status"] == "ERR"
     assert broken.broker_named(VICTIM) in " ".join(by_id[lost]["reasons"]), by_id[lost]
     assert document["broker_errors"] == []
 
 
 def test_inflight_of_a_live_group_answers_within_the_timeout(broken: Bed) -> None:
-    group = broken.groups_of(3)[0]
+    group = broken.clean()[0]
     result, elapsed, message = timed(broken.kshare, "inflight", group, "-o", "json")
     assert elapsed < WITHIN_S, message
     assert result.exit_code in (ExitCode.OK, ExitCode.PARTIAL), message
     document = json.loads(result.stdout)
     assert len(document["partitions"]) == PARTITIONS, document
+
+
+def test_inflight_of_a_held_group_names_the_broker_it_waits_on(broken: Bed) -> None:
+    result, elapsed, message = timed(broken.kshare, "inflight", broken.held()[0])
+    assert elapsed < WITHIN_S, message
+    assert result.exit_code == ExitCode.PARTIAL, message
+    assert f"{broken.broker_named(VICTIM)} did not answer" in result.stderr, message
 
 
 def test_inflight_of_the_victims_group_names_the_broker(broken: Bed) -> None:
@@ -239,9 +275,12 @@ def test_describe_all_groups_shows_the_healthy_rows_and_names_the_broker(broken:
     document = json.loads(result.stdout)
     validate(document, "offsets.schema.json")
     described = {group["group_id"]: group for group in document["groups"]}
-    for group in broken.healthy():
-        assert group in described, (group, message)
+    for group in broken.clean():
         assert len(described[group]["partitions"]) == PARTITIONS, described[group]
+    for group in broken.held():
+        assert (
+            f"{broken.broker_named(VICTIM)} does not answer" in described[group]["error"]["message"]
+        ), described[group]
     assert [failure["node_id"] for failure in document["broker_errors"]] == [VICTIM]
     assert broken.broker_named(VICTIM) in result.stderr, message
 
