@@ -25,7 +25,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, Static
 
-from kshare_cli.render.inflight import LEGEND, STATE_STYLES, strip_text
+from kshare_cli.render.inflight import LEGEND, STATE_STYLES, retention_notes, strip_text
 from kshare_cli.render.offsets import lag_text
 from kshare_cli.services.dashboard import ConsumedRecord, GroupInflight, PartitionInflight
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow, WindowState
@@ -300,12 +300,19 @@ class PartitionScreen(LiveScreen[PartitionView]):
         for state, count in (
             (WindowState.AVAILABLE, window.available),
             (WindowState.ACKNOWLEDGED, window.acknowledged),
+            (WindowState.ARCHIVING, window.archiving),
             (WindowState.ARCHIVED, window.archived),
             (WindowState.UNRECORDED, window.unrecorded),
         ):
             line.append(f"{state.value} ", style=STATE_STYLES[state])
             line.append(f"{count:,}   ")
+        if partition.deleted:
+            line.append(f"{WindowState.DELETED.value} ", style=STATE_STYLES[WindowState.DELETED])
+            line.append(f"{partition.deleted:,}   ")
         line.append(f"queued {fmt.number(queued)}\n")
+        for note in retention_notes(data.group):
+            if note.startswith(f"{partition.topic}:{partition.partition}:"):
+                line.append(f"⚠ {note}\n", style="bold")
         line.append(f"highest delivery count {window.max_delivery_count}")
         line.append(f" (limit {limit})   " if limit is not None else "   ")
         line.append(f"delivery-complete count {fmt.number(complete if complete >= 0 else None)}   ")
