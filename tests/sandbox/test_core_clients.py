@@ -8,8 +8,9 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec, TopicMetadata
 
+from tests.support.golden import wait_for
 from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
 
 BASE_TS = 1767225600000
@@ -57,9 +58,15 @@ def _consume_all(cluster: Cluster, topic: str, partitions: int, expected: int) -
 def test_admin_creates_and_lists_topics(cluster: Cluster, unique: str) -> None:
     topic = f"core-{unique}"
     admin = _create(cluster, topic, 3)
-    listed = admin.list_topics(timeout=10).topics
-    assert topic in listed
-    assert sorted(listed[topic].partitions) == [0, 1, 2]
+
+    def listed() -> TopicMetadata | None:
+        # A real cluster answers CreateTopics once the controller has the topic; the broker
+        # that answers Metadata may learn of it a moment later (or list it without leaders).
+        metadata = admin.list_topics(timeout=10).topics.get(topic)
+        return metadata if metadata is not None and metadata.error is None else None
+
+    metadata = wait_for(listed, timeout=15, interval=0.2, what=f"{topic} in the metadata")
+    assert sorted(metadata.partitions) == [0, 1, 2]
     again = admin.create_topics([NewTopic(topic, 3, 1)])[topic]
     with pytest.raises(Exception, match="already exists"):
         again.result(10)
