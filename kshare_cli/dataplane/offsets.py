@@ -9,7 +9,9 @@ own clients retry such errors; each of kshare's readers (the dead-letter reader,
 the state tailer, the Spark source) does it here, once: an error
 :func:`~kshare_cli.dataplane.errors.is_retriable` calls retriable is asked again
 after a short backoff, until the caller's deadline, and then the last error is
-raised. Anything else ends the read at once, as before.
+raised. Anything else ends the read at once, as before. A topic's metadata
+(``list_topics``) is asked again the same way: right after its creation a
+topic is listed with LEADER_NOT_AVAILABLE until its leader is elected.
 
 Nothing here imports confluent_kafka at import time (the state tailer imports it).
 """
@@ -18,14 +20,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
-from kshare_cli.dataplane.errors import is_retriable
+from kshare_cli.dataplane.errors import MISSING_TOPIC, classify, is_retriable
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-__all__ = ["OnRetry", "offsets_for_times", "watermark_offsets"]
+__all__ = ["OnRetry", "offsets_for_times", "topic_metadata", "watermark_offsets"]
 
 T = TypeVar("T")
 
@@ -116,6 +118,46 @@ def offsets_for_times(
         return answered
 
     return _asking_again(attempt, deadline, attempt_s, on_retry)
+
+
+def topic_metadata(
+    consumer: Consumer,
+    topic: str,
+    deadline: float,
+    *,
+    missing_passes: bool = False,
+    on_retry: OnRetry | None = None,
+) -> Any:
+    """The topic's ``TopicMetadata`` (None: the answer does not name it), asked again
+    until ``deadline`` while it carries a retriable error (LEADER_NOT_AVAILABLE: a topic
+    just created).
+
+    An answer that the topic does not exist is final unless ``missing_passes`` (the
+    caller has seen the topic exist: a broker that has not learnt of it yet answers
+    so for a moment). Once the deadline passed, the last answer is returned, its
+    error included: the caller words it. A failed request raises KafkaException as
+    :func:`watermark_offsets` does.
+    """
+    from confluent_kafka import KafkaException
+
+    def attempt(timeout_s: float) -> Any:
+        try:
+            found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        except KafkaException as failure:
+            error = failure.args[0]
+            if is_retriable(error):
+                raise _Retriable(error) from None
+            raise
+        error = None if found is None else found.error
+        if (
+            error is not None
+            and is_retriable(error)
+            and (missing_passes or classify(error) not in MISSING_TOPIC)
+        ):
+            raise _Retriable(error, found)
+        return found
+
+    return _asking_again(attempt, deadline, None, on_retry)
 
 
 def _asking_again(

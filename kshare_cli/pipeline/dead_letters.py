@@ -52,7 +52,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from kshare_cli.dataplane.clients import new_producer, new_reader
 from kshare_cli.dataplane.errors import ErrorKind, classify, error_text, is_transient
-from kshare_cli.dataplane.offsets import watermark_offsets
+from kshare_cli.dataplane.offsets import topic_metadata, watermark_offsets
 from kshare_cli.kafka.dead_letters import (
     DeadLetterReason,
     DlqCause,
@@ -215,7 +215,10 @@ def _already_there(
     present: set[_Source] = set()
     consumer = _reader(config)
     try:
-        found = consumer.list_topics(topic, timeout=remaining()).topics.get(topic)
+        remaining()
+        # A topic just created is listed with LEADER_NOT_AVAILABLE until its leader is
+        # elected; one the audit saw exist may be unknown for a moment to this broker.
+        found = topic_metadata(consumer, topic, deadline, missing_passes=must_exist)
         if found is None or found.error is not None or not found.partitions:
             if not must_exist:
                 return present, 0

@@ -103,6 +103,7 @@ _PROTOTYPES: Final[dict[str, tuple[object, list[object]]]] = {
     "rd_kafka_mock_clear_request_errors": (None, [ctypes.c_void_p, ctypes.c_int16]),
     "rd_kafka_mock_broker_set_down": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int32]),
     "rd_kafka_mock_broker_set_up": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int32]),
+    "rd_kafka_mock_topic_set_error": (None, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]),
     "rd_kafka_mock_partition_set_leader": (
         ctypes.c_int,
         [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32],
@@ -485,6 +486,11 @@ class RdkafkaMockCluster:
             f"set broker {broker_id} up",
             self._library.rd_kafka_mock_broker_set_up(self._mock, broker_id),
         )
+
+    def topic_set_error(self, topic: str, code: int) -> None:
+        """Answer every Metadata request naming ``topic`` with ``code`` (0: no error again),
+        as a real broker lists a topic just created with LEADER_NOT_AVAILABLE."""
+        self._library.rd_kafka_mock_topic_set_error(self._mock, topic.encode(), code)
 
     def partition_set_leader(self, topic: str, partition: int, broker_id: int) -> None:
         """Move a partition's leadership; the old leader answers NOT_LEADER_OR_FOLLOWER."""

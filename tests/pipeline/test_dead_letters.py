@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -30,7 +31,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kshare_cli.kafka.api_keys import LIST_OFFSETS
+from kshare_cli.kafka.api_keys import LIST_OFFSETS, METADATA
 from kshare_cli.pipeline.dead_letters import (
     DeadLetterError,
     archive_reason,
@@ -39,6 +40,7 @@ from kshare_cli.pipeline.dead_letters import (
 )
 from kshare_cli.pipeline.models import ArchivedRecord, DeadLetterCount
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
 
 TOPIC_ID = "mSCBXRSwQxKnp8cV0x1v2A"
@@ -374,4 +376,53 @@ def test_a_dlq_topic_whose_leader_refuses_for_a_moment_is_read_all_the_same(
         )
     assert time.monotonic() - started < 2 + 1.0, raised.value
     rdkafka_mock.clear_request_errors(LIST_OFFSETS)
+    assert len(_read(mocked, dlq)) == 1
+
+
+def test_a_dlq_topic_listed_without_a_leader_for_a_moment_is_read_all_the_same(
+    rdkafka_mock: RdkafkaMockCluster,
+) -> None:
+    """Right after a topic's creation a real broker lists it with LEADER_NOT_AVAILABLE until
+    its leader is elected (seen on Kafka 4.2): the reader asks for the topic's metadata
+    again until it is listed without error, then reads and produces; a topic that stays
+    so fails within the timeout, naming the error, and produces nothing."""
+    mocked = Cluster(rdkafka_mock.bootstrap_servers)
+    dlq = f"dlq-{uuid.uuid4().hex[:8]}"
+    rdkafka_mock.create_topic(dlq, 1)
+    rdkafka_mock.topic_set_error(dlq, KafkaError.LEADER_NOT_AVAILABLE)
+    rdkafka_mock.start_request_tracking()
+    outcome: list[DeadLetterCount | DeadLetterError] = []
+
+    def produce() -> None:
+        try:
+            outcome.append(
+                produce_dead_letters(
+                    [_archived(4, 5)], mocked.config(), dlq, "g1", delivery_limit=5, timeout_s=30
+                )
+            )
+        except DeadLetterError as error:
+            outcome.append(error)
+
+    def metadata_asked() -> int:
+        return sum(request.api_key == METADATA for request in rdkafka_mock.requests())
+
+    worker = threading.Thread(target=produce)
+    worker.start()
+    try:
+        # The leader is elected once the reader has been refused twice (or it gave up).
+        wait_for(lambda: outcome or metadata_asked() >= 3, timeout=20, what="Metadata asked")
+    finally:
+        rdkafka_mock.topic_set_error(dlq, 0)
+        worker.join(40)
+    assert outcome == [DeadLetterCount(produced=1, already_there=0)]
+    assert len(_read(mocked, dlq)) == 1
+
+    rdkafka_mock.topic_set_error(dlq, KafkaError.LEADER_NOT_AVAILABLE)
+    started = time.monotonic()
+    with pytest.raises(DeadLetterError, match="Leader not available") as raised:
+        produce_dead_letters(
+            [_archived(5, 5)], mocked.config(), dlq, "g1", delivery_limit=5, timeout_s=2
+        )
+    assert time.monotonic() - started < 2 + 1.0, raised.value
+    rdkafka_mock.topic_set_error(dlq, 0)
     assert len(_read(mocked, dlq)) == 1
