@@ -19,6 +19,7 @@ class ExitCode(enum.IntEnum):
     CONNECTION = 3
     TIMEOUT = 4
     NOT_FOUND = 5
+    NOT_AUTHORIZED = 6
     INTERRUPTED = 130
 
 
@@ -50,6 +51,17 @@ class NotFound(KshareError):
     """A group, topic or partition that does not exist."""
 
     exit_code = ExitCode.NOT_FOUND
+
+
+class NotAuthorized(KshareError):
+    """The cluster's authorizer refused the principal a right the command needs.
+
+    Kafka's TOPIC_, GROUP_ and CLUSTER_AUTHORIZATION_FAILED, on either plane. A
+    command that read something else despite it (other groups answered) is a
+    partial answer (exit 1) instead; this is for when the refusal is the answer.
+    """
+
+    exit_code = ExitCode.NOT_AUTHORIZED
 
 
 class Refused(KshareError):

@@ -52,6 +52,7 @@ from kshare_cli.kafka.api_keys import (
     SASL_HANDSHAKE,
     SHARE_GROUP_APIS,
 )
+from kshare_cli.sandbox.authorizer import Authorizer, DenyList
 from kshare_cli.sandbox.cluster import (
     ClusterState,
     NodeState,
@@ -143,6 +144,7 @@ class Broker:
         default_replication_factor: int = 1,
         coordinator_load_ms: int = 200,
         profile: KafkaProfile | None = None,
+        deny: DenyList | None = None,
     ) -> None:
         if not 1 <= default_replication_factor <= nodes:
             raise ValueError(
@@ -181,6 +183,8 @@ class Broker:
         self._answer_drops: list[Callable[[Request], bool]] = []
         #: How many answers those faults withheld so far.
         self.answers_dropped = 0
+        #: Kafka's ACLs as a deny list by principal (``authorizer.py``); None allows everything.
+        self.authorizer = Authorizer(deny) if deny else None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -352,13 +356,25 @@ class Broker:
         if handler is None or not low <= request.api_version <= high:
             # ApiVersions gets a v0 error answer from the server; others are dropped.
             raise UnsupportedVersion(request.api_key, request.api_version, request.correlation_id)
-        response = await handler(self, request, connection)
+        if self.authorizer is None:
+            response = await handler(self, request, connection)
+        else:
+            response = await self.authorizer.dispatch(
+                request,
+                connection,
+                lambda allowed: handler(self, allowed, connection),
+                self._topic_name,
+            )
         for index, match in enumerate(self._answer_drops):
             if match(request):
                 del self._answer_drops[index]
                 self.answers_dropped += 1
                 raise AnswerDropped(request.api_key, request.correlation_id)
         return response
+
+    def _topic_name(self, topic_id: uuid.UUID | None) -> str | None:
+        topic = self.topic_by_name_or_id(None, topic_id) if topic_id is not None else None
+        return None if topic is None else topic.name
 
     def api_versions_body(self, error_code: int) -> dict[str, Any]:
         return {

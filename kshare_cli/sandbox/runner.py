@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kshare_cli.kafka.versions import KafkaVersion
+from kshare_cli.sandbox.authorizer import DenyList
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.broker_config import BrokerConfigError, broker_config
 from kshare_cli.sandbox.framing import Request
@@ -53,6 +54,7 @@ def new_broker(
     coordinator_load_ms: int = 200,
     kafka_version: KafkaVersion = DEFAULT_KAFKA_VERSION,
     share_version: int | None = None,
+    deny: DenyList | None = None,
     **options: Any,
 ) -> Broker:
     """A broker with every part of the emulator installed (``brokers`` nodes of it).
@@ -66,6 +68,7 @@ def new_broker(
     ``kafka_version`` is the Kafka release the whole cluster behaves as
     (``profile.KafkaProfile``) and ``share_version`` its finalized ``share.version``
     (None: the release's own; 1 or 2 on 4.4, where 2 turns the dead-letter queue on).
+    ``deny`` is the cluster's ACLs as rights refused by principal (``authorizer.py``).
     ``options`` configure the share groups (``settings``); with
     ``share_groups=False`` there are none to configure.
     """
@@ -93,6 +96,7 @@ def new_broker(
         default_replication_factor=configured.default_replication_factor,
         coordinator_load_ms=coordinator_load_ms,
         profile=KafkaProfile(kafka_version, share_version),
+        deny=deny,
     )
     if share_groups:
         install_share_groups(broker, coordinator=configured.share_coordinator, **options)

@@ -65,8 +65,6 @@ _WINDOWS_NOTE: Final = "in-flight windows cannot be shown"
 # assignment takes a round of ListOffsets and Fetch, well under a second).
 _SILENT_SHARE: Final = 0.25
 _SILENT_MIN_S: Final = 3.0
-# confluent_kafka.TIMESTAMP_NOT_AVAILABLE: a record without a timestamp dates nothing.
-_NO_TIMESTAMP: Final = 0
 
 
 class StateTopicUnavailable(Exception):
@@ -241,6 +239,11 @@ class StateTailer:
             if len(messages) < _BATCH:
                 break
         return applied
+
+    def leader(self, partition: int) -> str | None:
+        """The partition's leader as ``broker N (HOST:PORT)`` in the last metadata; None
+        when it had none or the partition was never seen (to name who was silent)."""
+        return self._leaders.get(partition)
 
     def states(self) -> dict[SharePartitionKey, SharePartitionState]:
         """Every share-partition's current state (a copy)."""
@@ -437,8 +440,7 @@ class StateTailer:
             except StateRecordError:
                 self._corrupt_records += 1
                 continue
-            stamp_type, stamp = message.timestamp()
-            replay(record, stamp if stamp_type != _NO_TIMESTAMP else None)
+            replay(record)
             applied += 1
         self._records_applied += applied
         return applied

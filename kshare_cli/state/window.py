@@ -20,13 +20,13 @@ dashboard rebuilds a thousand windows every refresh.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
 from kshare_cli.state.batches import combine_state_batches
 from kshare_cli.state.records import DELIVERY_COMPLETE_COUNT_UNKNOWN, DeliveryState, StateBatch
-from kshare_cli.state.replay import SharePartitionState, StartOffsetMove
+from kshare_cli.state.replay import SharePartitionState
 
 __all__ = [
     "ACQUIRED_NOT_PERSISTED",
@@ -59,6 +59,11 @@ class WindowState(StrEnum):
     ARCHIVED = "archived"
     UNRECORDED = "unrecorded"
     """In the window but in no persisted batch: acquired right now, or never delivered."""
+    DELETED = "deleted"
+    """Below the partition's log start offset and not done: retention (or DeleteRecords)
+    deleted the record before the group was done with it, so it will never be delivered.
+    Never read from the state topic: ``InFlightWindow.after_retention`` marks it, given the
+    log start offset (ListOffsets earliest)."""
 
 
 _STATE_OF: Final[dict[int, WindowState]] = {
@@ -77,6 +82,7 @@ state a newer broker invents) is shown as UNRECORDED rather than guessed at."""
 _IMPORTANCE: Final[tuple[WindowState, ...]] = (
     WindowState.ARCHIVING,
     WindowState.ARCHIVED,
+    WindowState.DELETED,
     WindowState.AVAILABLE,
     WindowState.ACKNOWLEDGED,
     WindowState.UNRECORDED,
@@ -88,6 +94,8 @@ _BY_RANK: Final[tuple[WindowState, ...]] = tuple(reversed(_IMPORTANCE))
 
 #: States whose records are never delivered again (a reset aside).
 _DONE: Final = frozenset({WindowState.ACKNOWLEDGED, WindowState.ARCHIVING, WindowState.ARCHIVED})
+#: States without a delivery count that says anything: left out of the histogram.
+_NOT_PERSISTED: Final = frozenset({WindowState.UNRECORDED, WindowState.DELETED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +120,9 @@ class WindowCell:
     first_offset: int
     last_offset: int
     state: WindowState
-    """The most important state among the cell's offsets (ARCHIVING > ARCHIVED > AVAILABLE >
-    ACKNOWLEDGED > UNRECORDED), however few of them hold it: a lone acknowledged or archived
-    record is not hidden by unrecorded neighbours."""
+    """The most important state among the cell's offsets (ARCHIVING > ARCHIVED > DELETED >
+    AVAILABLE > ACKNOWLEDGED > UNRECORDED), however few of them hold it: a lone acknowledged
+    or archived record is not hidden by unrecorded neighbours."""
     delivery_count: int
     """The highest delivery count of any offset in the cell, whatever the cell's state."""
 
@@ -160,9 +168,6 @@ class InFlightWindow:
     leader_epoch: int
     write_timestamp: int
     """Milliseconds, from the latest snapshot; 0 when unknown."""
-    start_offset_moved: StartOffsetMove | None = field(default=None, compare=False)
-    """When the start offset last changed, from replay (``SharePartitionState``); None
-    when the records read did not say."""
 
     @classmethod
     def from_state(cls, state: SharePartitionState) -> InFlightWindow:
@@ -177,7 +182,6 @@ class InFlightWindow:
             state.state_epoch,
             state.leader_epoch,
             state.write_timestamp,
-            state.start_offset_moved,
         )
 
     @classmethod
@@ -216,6 +220,48 @@ class InFlightWindow:
         return self.count(WindowState.UNRECORDED)
 
     @property
+    def deleted(self) -> int:
+        """Records deleted by retention before the group was done with them
+        (``after_retention``; 0 in a window read from the state topic alone)."""
+        return self.count(WindowState.DELETED)
+
+    def after_retention(self, log_start_offset: int | None) -> InFlightWindow:
+        """This window once the log start offset is known: every offset below it that is
+        not done (available, unrecorded, or past the persisted window) is DELETED.
+
+        Retention (or DeleteRecords) can move the log start offset past a group's start
+        offset; the records in between are gone, not queued or waiting for a redelivery,
+        and Kafka archives them only when the share-partition next reads the log. Done
+        records (acknowledged, archiving, archived) keep their state: they were finished
+        before the deletion. The window itself when nothing lies below the log start offset.
+        """
+        start = self.start_offset
+        if log_start_offset is None or start < 0 or log_start_offset <= start:
+            return self
+        runs: list[WindowRun] = []
+        for run in self.runs:
+            if run.first_offset >= log_start_offset or run.state in _DONE:
+                _append(runs, run.first_offset, run.last_offset, run.state, run.delivery_count)
+                continue
+            last_deleted = min(run.last_offset, log_start_offset - 1)
+            _append(runs, run.first_offset, last_deleted, WindowState.DELETED, 0)
+            if run.last_offset > last_deleted:
+                _append(runs, last_deleted + 1, run.last_offset, run.state, run.delivery_count)
+        end = self.end_offset
+        if end < log_start_offset:
+            # Past the persisted window: produced, never delivered, and deleted.
+            _append(runs, max(end, start), log_start_offset - 1, WindowState.DELETED, 0)
+        return InFlightWindow(
+            start,
+            self.delivery_complete_count,
+            tuple(runs),
+            self.snapshot_epoch,
+            self.state_epoch,
+            self.leader_epoch,
+            self.write_timestamp,
+        )
+
+    @property
     def max_delivery_count(self) -> int:
         """The highest persisted delivery count; 0 when nothing is persisted."""
         return max((run.delivery_count for run in self.runs), default=0)
@@ -224,17 +270,18 @@ class InFlightWindow:
         """Delivery count -> persisted records with it, in ascending count order.
 
         UNRECORDED offsets are left out: their delivery count is not known,
-        and counting them as 0 would claim they were never delivered.
+        and counting them as 0 would claim they were never delivered; so are DELETED
+        ones, which will never be delivered again.
         """
         histogram: dict[int, int] = {}
         for run in self.runs:
-            if run.state is not WindowState.UNRECORDED:
+            if run.state not in _NOT_PERSISTED:
                 histogram[run.delivery_count] = histogram.get(run.delivery_count, 0) + run.count
         return dict(sorted(histogram.items()))
 
     def most_delivered(self, limit: int = 10) -> tuple[WindowRun, ...]:
         """Persisted runs, most delivered first, then lowest offset: poison-pill suspects."""
-        persisted = [run for run in self.runs if run.state is not WindowState.UNRECORDED]
+        persisted = [run for run in self.runs if run.state not in _NOT_PERSISTED]
         persisted.sort(key=lambda run: (-run.delivery_count, run.first_offset))
         return tuple(persisted[: max(limit, 0)])
 
@@ -265,9 +312,10 @@ class InFlightWindow:
         or Archived: where the group really resumes, as the stored start offset trails the
         acknowledgements (Kafka moves it after the state write completes, and the
         delivery-complete count covers the rest). The window's end when all are done;
-        the start offset (-1 when uninitialised) when nothing is persisted."""
+        the start offset (-1 when uninitialised) when nothing is persisted. DELETED offsets
+        (``after_retention``) are passed over: nothing waits there any more."""
         for run in self.runs:
-            if run.state not in _DONE:
+            if run.state not in _DONE and run.state is not WindowState.DELETED:
                 return run.first_offset
         return self.end_offset
 
