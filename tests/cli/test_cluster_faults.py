@@ -61,7 +61,8 @@ class FaultBed:
     sandbox: SandboxThread
     topic: str
     groups: dict[int, str]
-    #: Coordinated by node 1, its share-partitions' state partly on ``VICTIM``.
+    #: Coordinated by node 1, its share-partitions' state partly on ``VICTIM`` ("" when
+    #: the bed was made without one).
     held: str
     kshare: Kshare
 
@@ -107,20 +108,17 @@ def state_leaders(sandbox: SandboxThread, group: str, topic: str) -> set[int]:
     }
 
 
-def keep_state_off(sandbox: SandboxThread, groups: dict[int, str], topic: str, victim: int) -> None:
-    """Move every share coordinator of the groups not coordinated by ``victim`` onto their
-    own coordinator.
+def state_on_coordinators(sandbox: SandboxThread, groups: dict[int, str], topic: str) -> None:
+    """Move every share coordinator of each group onto the node that coordinates the group.
 
     Kafka's share-partitions of one topic sit on consecutive state partitions, whose
     leaders take turns round the nodes: any group of three partitions or more keeps state
-    on every node, and a hung share coordinator holds its DescribeShareGroupOffsets even at
-    a healthy group coordinator. The healthy groups of these tests must stay healthy (the
+    on every node, and a down share coordinator holds its DescribeShareGroupOffsets even
+    at a healthy group coordinator. Here a node's fault touches only its own group (the
     held case has a group and tests of its own).
     """
     topic_id = _topic_id(sandbox, topic)
     for node, group in groups.items():
-        if node == victim:
-            continue
         for partition in range(PARTITIONS):
             key = f"{group}:{kafka_uuid(topic_id)}:{partition}"
             sandbox.move_share_coordinator(key, node)
@@ -188,7 +186,7 @@ def start_offsets_at(sandbox: SandboxThread, group: str, topic: str, start_offse
     wait_for(altered, 10, what=f"AlterShareGroupOffsets of {group}")
 
 
-def make_bed(sandbox: SandboxThread, profiles: Path) -> FaultBed:
+def make_bed(sandbox: SandboxThread, profiles: Path, *, with_held: bool = True) -> FaultBed:
     suffix = uuid.uuid4().hex[:8]
     topic = f"faults-{suffix}"
     admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
@@ -200,10 +198,10 @@ def make_bed(sandbox: SandboxThread, profiles: Path) -> FaultBed:
             producer.produce(topic, value=f"r{index}".encode(), partition=partition)
     assert producer.flush(15) == 0
     groups = groups_on_every_node(sandbox, f"faults-{suffix}")
-    keep_state_off(sandbox, groups, topic, VICTIM)
+    state_on_coordinators(sandbox, groups, topic)
     taken = {at for group in groups.values() for at in state_partitions(sandbox, group, topic)}
-    held = held_group(sandbox, f"faults-{suffix}", topic, 1, VICTIM, taken)
-    for group in (*groups.values(), held):
+    held = held_group(sandbox, f"faults-{suffix}", topic, 1, VICTIM, taken) if with_held else ""
+    for group in (*groups.values(), *([held] if held else [])):
         start_offsets_at_zero(sandbox, group, topic)
     # Every node in the bootstrap list, as an operator gives them.
     bootstrap = ",".join(sandbox.addresses[node] for node in sorted(sandbox.addresses))

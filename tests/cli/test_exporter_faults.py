@@ -36,6 +36,7 @@ from tests.cli.test_cluster_faults import (
     PARTITIONS,
     groups_on_every_node,
     start_offsets_at_zero,
+    state_on_coordinators,
 )
 from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
 from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
@@ -422,6 +423,7 @@ def make_cluster_bed(sandbox: SandboxThread) -> ClusterBed:
     for partition in range(PARTITIONS):
         sandbox.move_leader(topic, partition, 1)
     bed = ClusterBed(sandbox, topic, groups_on_every_node(sandbox, "exported"))
+    state_on_coordinators(sandbox, bed.groups, topic)
     for partition in range(PARTITIONS):
         bed.produce(partition, RECORDS)
     for group in bed.groups.values():
