@@ -15,6 +15,14 @@ Kafka 4.2.0's `ShareCoordinatorShard.replay`:
   does this. An update with no state before it becomes the state as it is;
 * a tombstone (null value) deletes the share-partition's state.
 
+Beside the state, replay keeps when the start offset last changed
+(`StartOffsetMove`), which Kafka does not store: a ShareUpdate that carries a new
+start offset moved it at the record's timestamp (its CreateTime, the share
+coordinator's append time; updates have no timestamp of their own), a snapshot
+that carries one at its writeTimestamp. When the earliest record read already
+holds the start offset (Kafka pruned what came before, see `opens_history`),
+the move is only known to be no later than that record: `exact` is False.
+
 The writing side of the shard (which record each share-state call appends, and
 the epoch fencing) is the sandbox broker's: ``sandbox/share_coordinator_state.py``.
 """
@@ -24,7 +32,7 @@ from __future__ import annotations
 import uuid
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from kshare_cli.state.batches import combine_state_batches
@@ -42,6 +50,7 @@ __all__ = [
     "SharePartitionKey",
     "SharePartitionState",
     "ShareStateReplayer",
+    "StartOffsetMove",
     "opens_history",
     "same_state",
 ]
@@ -79,11 +88,26 @@ class SharePartitionKey:
 
 
 @dataclass(frozen=True, slots=True)
+class StartOffsetMove:
+    """When a share-partition's start offset last changed, as the state topic's records say.
+
+    ``at_ms`` is epoch milliseconds. ``exact``: the records read reach back to the
+    change. Otherwise the earliest record read already had this start offset
+    (Kafka pruned the records before it): it changed at ``at_ms`` or earlier.
+    """
+
+    at_ms: int
+    exact: bool
+
+
+@dataclass(frozen=True, slots=True)
 class SharePartitionState:
     """The durable state of a share-partition: start offset and the in-flight batches.
 
     create_timestamp and write_timestamp come from the latest snapshot (0 when
-    the state was built from an update alone, as in Kafka).
+    the state was built from an update alone, as in Kafka). start_offset_moved is
+    replay's, not Kafka's: when the start offset last changed (None when no record
+    said when); it is left out of comparisons, as it says nothing about the records.
     """
 
     snapshot_epoch: int
@@ -94,6 +118,7 @@ class SharePartitionState:
     create_timestamp: int
     write_timestamp: int
     state_batches: tuple[StateBatch, ...]
+    start_offset_moved: StartOffsetMove | None = field(default=None, compare=False)
 
     @classmethod
     def from_snapshot(cls, value: ShareSnapshotValue) -> SharePartitionState:
@@ -187,23 +212,37 @@ class _Slot:
     is a state to fold them into.
     """
 
-    __slots__ = ("fields", "heads", "share_partition", "state")
+    __slots__ = ("fields", "heads", "moved", "share_partition", "start_offset", "state")
 
     def __init__(self, share_partition: SharePartitionKey) -> None:
         self.share_partition = share_partition
         self.state: SharePartitionState | None = None
         self.heads: list[int] = []
         self.fields: list[int] = []
+        # The start offset as the records so far leave it, and when it last changed.
+        self.start_offset = _UNCHANGED
+        self.moved: StartOffsetMove | None = None
 
     def current(self) -> SharePartitionState | None:
         heads = self.heads
+        state = self.state
         if heads:
-            state = self.state
             assert state is not None
-            self.state = _fold(state, heads, self.fields)
+            state = self.state = _fold(state, heads, self.fields)
             self.heads = []
             self.fields = []
-        return self.state
+        if state is not None and state.start_offset_moved is not self.moved:
+            state = self.state = replace(state, start_offset_moved=self.moved)
+        return state
+
+    def moved_to(self, start_offset: int, at_ms: int | None, *, first: bool, opens: bool) -> None:
+        """Note a record's start offset: a change (or the first record) sets when it moved."""
+        if first:
+            self.start_offset = start_offset
+            self.moved = None if at_ms is None else StartOffsetMove(at_ms, exact=opens)
+        elif start_offset != self.start_offset:
+            self.start_offset = start_offset
+            self.moved = None if at_ms is None else StartOffsetMove(at_ms, exact=True)
 
 
 class ShareStateReplayer:
@@ -223,7 +262,9 @@ class ShareStateReplayer:
         # cost a fifth of replay. Each entry holds its key, so the id stays unique.
         self._slot_by_key_id: dict[int, tuple[ShareStateKey, _Slot]] = {}
 
-    def apply(self, record: StateRecord) -> None:
+    def apply(self, record: StateRecord, timestamp_ms: int | None = None) -> None:
+        """Apply one record; ``timestamp_ms`` is its timestamp in the topic (CreateTime),
+        which dates a start offset carried by a ShareUpdate (None: not known)."""
         key = record.key
         known = self._slot_by_key_id.get(id(key))
         slot = known[1] if known is not None and known[0] is key else self._slot(key)
@@ -231,7 +272,10 @@ class ShareStateReplayer:
         if type(value) is ShareUpdateValue:
             if slot.state is None:
                 slot.state = SharePartitionState.from_update(value)
+                slot.moved_to(value.start_offset, timestamp_ms, first=True, opens=False)
                 return
+            if value.start_offset != _UNCHANGED and value.start_offset != slot.start_offset:
+                slot.moved_to(value.start_offset, timestamp_ms, first=False, opens=False)
             heads = slot.heads
             batches = value.state_batches
             heads += (
@@ -258,9 +302,13 @@ class ShareStateReplayer:
             # Kafka only writes tombstones with a snapshot key; an update-key
             # tombstone (which Kafka itself could not replay) is read the same way.
             slot.state = None
+            slot.moved = None
         else:
             assert type(value) is ShareSnapshotValue
+            first = slot.state is None
             slot.state = SharePartitionState.from_snapshot(value)
+            written = value.write_timestamp if value.write_timestamp > 0 else timestamp_ms
+            slot.moved_to(value.start_offset, written, first=first, opens=value.snapshot_epoch == 0)
 
     def apply_all(self, records: Iterable[StateRecord]) -> None:
         for record in records:

@@ -65,6 +65,8 @@ _WINDOWS_NOTE: Final = "in-flight windows cannot be shown"
 # assignment takes a round of ListOffsets and Fetch, well under a second).
 _SILENT_SHARE: Final = 0.25
 _SILENT_MIN_S: Final = 3.0
+# confluent_kafka.TIMESTAMP_NOT_AVAILABLE: a record without a timestamp dates nothing.
+_NO_TIMESTAMP: Final = 0
 
 
 class StateTopicUnavailable(Exception):
@@ -440,7 +442,8 @@ class StateTailer:
             except StateRecordError:
                 self._corrupt_records += 1
                 continue
-            replay(record)
+            stamp_type, stamp = message.timestamp()
+            replay(record, stamp if stamp_type != _NO_TIMESTAMP else None)
             applied += 1
         self._records_applied += applied
         return applied

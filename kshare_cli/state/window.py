@@ -20,13 +20,13 @@ dashboard rebuilds a thousand windows every refresh.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
 from kshare_cli.state.batches import combine_state_batches
 from kshare_cli.state.records import DELIVERY_COMPLETE_COUNT_UNKNOWN, DeliveryState, StateBatch
-from kshare_cli.state.replay import SharePartitionState
+from kshare_cli.state.replay import SharePartitionState, StartOffsetMove
 
 __all__ = [
     "ACQUIRED_NOT_PERSISTED",
@@ -168,6 +168,9 @@ class InFlightWindow:
     leader_epoch: int
     write_timestamp: int
     """Milliseconds, from the latest snapshot; 0 when unknown."""
+    start_offset_moved: StartOffsetMove | None = field(default=None, compare=False)
+    """When the start offset last changed, from replay (``SharePartitionState``); None
+    when the records read did not say."""
 
     @classmethod
     def from_state(cls, state: SharePartitionState) -> InFlightWindow:
@@ -182,6 +185,7 @@ class InFlightWindow:
             state.state_epoch,
             state.leader_epoch,
             state.write_timestamp,
+            state.start_offset_moved,
         )
 
     @classmethod
@@ -259,6 +263,7 @@ class InFlightWindow:
             self.state_epoch,
             self.leader_epoch,
             self.write_timestamp,
+            self.start_offset_moved,
         )
 
     @property

@@ -73,7 +73,7 @@ HELP_TEXT: Final = f"""\
                   ≤N is kshare's upper bound when the broker gave no lag
   LAG TREND       the lag over the last samples, one character a refresh
   IN-FLIGHT       the persisted window from the start offset to the log end offset
-  SINCE MOVED     time since the start offset last changed; ≥ until a change was seen
+  SINCE MOVED     time since the start offset last changed; ≥ when Kafka pruned that record
   consumed        records completed per second: the growth of start offset +
                   delivery-complete count (an offset reset counts as 0)
   arriving        records appended per second: the growth of the log end offset
@@ -235,7 +235,12 @@ class DashboardApp(App[None]):
                 None if window is None else window.delivery_complete_count,
                 partition.end_offset,
             )
-            history.add(key, sample)
+            series = history.add(key, sample)
+            moved = None if window is None else window.start_offset_moved
+            if moved is None:
+                series.recorded_move(None, exact=False)
+            else:
+                series.recorded_move(moved.at_ms / 1000, exact=moved.exact)
             start_sum = _plus(start_sum, sample.start_offset)
             complete_sum = _plus(complete_sum, sample.delivery_complete_count)
             end_sum = _plus(end_sum, sample.end_offset)

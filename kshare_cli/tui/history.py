@@ -30,8 +30,12 @@ every screen:
   lag; infinite ("never") while the lag grows or stands still: dividing by the
   consumption rate alone would promise an end to a queue that fills faster
   than it drains.
-* since moved = time since the start offset was last seen to change; before
-  any change is seen it is the time since the first sample, a lower bound.
+* since moved = time since the start offset last changed: when
+  ``__share_group_state``'s records say (``state.replay.StartOffsetMove``), or
+  when the dashboard saw it change, whichever is later. A lower bound ("≥")
+  only when neither knows a change: the records were pruned by Kafka since,
+  and the dashboard has seen none; it then counts from the earliest time the
+  start offset is known to have stood where it stands.
 * stalled = lag above zero and the start offset unmoved for ``stall_after_s``.
 """
 
@@ -324,13 +328,14 @@ class History:
     apart from the samples, so it survives their rotation.
     """
 
-    __slots__ = ("_capacity", "_first_offset_at", "_moved_at", "_samples")
+    __slots__ = ("_capacity", "_first_offset_at", "_moved_at", "_recorded", "_samples")
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._samples: list[Sample] = []
         self._capacity = max(capacity, 2)
         self._first_offset_at: float | None = None
         self._moved_at: float | None = None
+        self._recorded: tuple[float, bool] | None = None
 
     def add(self, sample: Sample) -> None:
         samples = self._samples
@@ -352,6 +357,11 @@ class History:
         samples.append(sample)
         if len(samples) > self._capacity:
             del samples[0]
+
+    def recorded_move(self, at: float | None, *, exact: bool) -> None:
+        """What the state topic's records say of the start offset's last change: at ``at``
+        (clock seconds) if ``exact``, else at ``at`` or earlier (pruned before); None: nothing."""
+        self._recorded = None if at is None else (at, exact)
 
     @property
     def samples(self) -> tuple[Sample, ...]:
@@ -375,12 +385,21 @@ class History:
         return flow(self._samples, window_s)
 
     def since_moved(self, now: float) -> SinceMoved | None:
-        """None before the first sample with a start offset."""
-        if self._moved_at is not None:
-            return SinceMoved(max(now - self._moved_at, 0.0), lower_bound=False)
-        if self._first_offset_at is None:
+        """None before the first sample with a start offset and with no recorded move.
+
+        The latest change known exactly (seen here, or recorded) wins; without one,
+        a lower bound from the earliest time the start offset is known unmoved.
+        """
+        exact = [] if self._moved_at is None else [self._moved_at]
+        unmoved_since = [] if self._first_offset_at is None else [self._first_offset_at]
+        recorded = self._recorded
+        if recorded is not None:
+            (exact if recorded[1] else unmoved_since).append(recorded[0])
+        if exact:
+            return SinceMoved(max(now - max(exact), 0.0), lower_bound=False)
+        if not unmoved_since:
             return None
-        return SinceMoved(max(now - self._first_offset_at, 0.0), lower_bound=True)
+        return SinceMoved(max(now - min(unmoved_since), 0.0), lower_bound=True)
 
     def stalled(self, now: float, stall_after_s: float) -> bool:
         latest = self.latest

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import dataclasses
 import json
 import uuid
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ from kshare_cli.state.replay import (
     SharePartitionKey,
     SharePartitionState,
     ShareStateReplayer,
+    StartOffsetMove,
 )
 from tests.support.golden import GOLDEN
 
@@ -613,3 +615,75 @@ def test_fold_prunes_and_joins_as_the_combiner(
     joined = replay._pruned_and_joined(fields, fields[1::4], start_offset)
 
     assert state_batches_from_fields(joined) == combine_state_batches((), batches, start_offset)
+
+
+# --------------------------------------------------------------------------- start offset moves
+
+
+def _snapshot_at(epoch: int, start_offset: int, written: int) -> StateRecord:
+    key = ShareStateKey(StateRecordKind.SNAPSHOT, P0.group_id, P0.topic_id, P0.partition)
+    return StateRecord(key, ShareSnapshotValue(epoch, 1, 0, start_offset, -1, 1, written, ()))
+
+
+def _update_to(start_offset: int) -> StateRecord:
+    key = ShareStateKey(StateRecordKind.UPDATE, P0.group_id, P0.topic_id, P0.partition)
+    return StateRecord(key, ShareUpdateValue(0, 0, start_offset, -1, ()))
+
+
+def test_replay_dates_the_start_offsets_last_change_from_the_records() -> None:
+    replayer = ShareStateReplayer()
+    replayer.apply(_snapshot_at(0, -1, 1_000), 1_005)  # initialised: the history's beginning
+    assert replayer.state(P0).start_offset_moved == StartOffsetMove(1_000, exact=True)
+    replayer.apply(_update_to(0), 2_000)
+    replayer.apply(_update_to(-1), 3_000)  # -1: unchanged
+    replayer.apply(_update_to(0), 4_000)  # the same start offset again
+    replayer.apply(_snapshot_at(1, 0, 5_000), 5_001)  # a cold share-partition's restatement
+    state = replayer.state(P0)
+    assert state is not None and state.start_offset == 0
+    assert state.start_offset_moved == StartOffsetMove(2_000, exact=True)
+    replayer.apply(_update_to(7), 6_000)
+    assert replayer.state(P0).start_offset_moved == StartOffsetMove(6_000, exact=True)
+    replayer.apply(_snapshot_at(2, 9, 7_000), 7_002)  # a reset's snapshot moves it too
+    assert replayer.state(P0).start_offset_moved == StartOffsetMove(7_000, exact=True)
+    # Left out of comparisons: it says nothing about the records.
+    assert replayer.state(P0) == dataclasses.replace(
+        state, start_offset=9, snapshot_epoch=2, write_timestamp=7_000
+    )
+
+
+def test_after_pruning_the_start_offset_is_known_unmoved_only_since_the_earliest_record() -> None:
+    replayer = ShareStateReplayer()
+    replayer.apply(_snapshot_at(4, 12, 9_000), 9_001)  # epoch 4 first: the rest was pruned
+    assert replayer.state(P0).start_offset_moved == StartOffsetMove(9_000, exact=False)
+    replayer.apply(_update_to(12), 10_000)
+    assert replayer.state(P0).start_offset_moved == StartOffsetMove(9_000, exact=False)
+    replayer.apply(_update_to(15), 11_000)
+    assert replayer.state(P0).start_offset_moved == StartOffsetMove(11_000, exact=True)
+    replayer.apply(_update_to(16))  # no timestamp: the change is not dated
+    assert replayer.state(P0).start_offset_moved is None
+
+
+def test_the_golden_state_topic_dates_each_start_offset_as_kafka_wrote_it() -> None:
+    rows = _load_jsonl(GOLDEN / "state" / "share-group-state.jsonl")
+    rows.sort(key=lambda row: (row["partition"], row["offset"]))
+    replayer = ShareStateReplayer()
+    last_change: dict[SharePartitionKey, int] = {}
+    starts: dict[SharePartitionKey, int] = {}
+    for row, record in zip(rows, GOLDEN_LOG, strict=True):
+        replayer.apply(record, row["timestamp"])
+        value = record.value
+        key = SharePartitionKey.of(record.key)
+        if value is None:  # deleted: nothing left to date
+            starts.pop(key, None)
+            last_change.pop(key, None)
+            continue
+        if value.start_offset == -1 and key in starts:
+            continue
+        if starts.get(key) != value.start_offset:
+            starts[key] = value.start_offset
+            last_change[key] = (
+                value.write_timestamp if isinstance(value, ShareSnapshotValue) else row["timestamp"]
+            )
+    moved = {key: state.start_offset_moved for key, state in replayer.states().items()}
+    assert moved == {key: StartOffsetMove(at, exact=True) for key, at in last_change.items()}
+    assert len({at for at in last_change.values()}) > 3

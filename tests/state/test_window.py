@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -13,7 +14,12 @@ from hypothesis import strategies as st
 
 from kshare_cli.state.batches import combine_state_batches
 from kshare_cli.state.records import ShareSnapshotValue, StateBatch, StateRecord, decode_record
-from kshare_cli.state.replay import SharePartitionKey, SharePartitionState, ShareStateReplayer
+from kshare_cli.state.replay import (
+    SharePartitionKey,
+    SharePartitionState,
+    ShareStateReplayer,
+    StartOffsetMove,
+)
 from kshare_cli.state.window import (
     ACQUIRED_NOT_PERSISTED,
     InFlightWindow,
@@ -559,3 +565,11 @@ def test_first_not_done_is_where_the_group_resumes() -> None:
     assert _window(4, (4, 5, 2, 1), (6, 8, 4, 1)).first_not_done() == 9
     assert _window(13).first_not_done() == 13
     assert InFlightWindow.empty().first_not_done() == -1
+
+
+def test_the_start_offsets_last_move_is_kept_by_the_window_and_its_retention_marking() -> None:
+    moved = StartOffsetMove(5_000, exact=True)
+    state = dataclasses.replace(_state(0, (0, 0, AVAILABLE, 1)), start_offset_moved=moved)
+    window = InFlightWindow.from_state(state)
+    assert window.start_offset_moved == moved
+    assert window.after_retention(3).start_offset_moved == moved

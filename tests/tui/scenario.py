@@ -23,6 +23,7 @@ each round delivered exactly what the plan expects and fails loudly if not.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import threading
 import time
@@ -186,6 +187,8 @@ class LiveGroup:
     settings: ConnectionSettings
     state: TailingStateSource
     """One state-topic reader for every test: it reads the topic from its start once."""
+    played_at: float = 0.0
+    """When the plan began (epoch seconds): no start offset of the group moved before."""
 
     def source(self, **options: Any) -> LiveSource:
         """A live source on this cluster (``state`` given in ``options`` replaces the reader)."""
@@ -198,6 +201,7 @@ class LiveGroup:
 
 
 def play_live_group(cluster: Cluster, unique: str, directory: Path) -> LiveGroup:
+    played_at = time.time()
     topic = f"kshare-tui-{unique}"
     group = f"kshare-tui-{unique}"
     _create(AdminClient(cluster.config()), {topic: 2}, [group])
@@ -229,7 +233,7 @@ def play_live_group(cluster: Cluster, unique: str, directory: Path) -> LiveGroup
         bootstrap=cluster.bootstrap, command_config=command_config, profile=None
     )
     state = TailingStateSource(settings.confluent_config())
-    live = LiveGroup(topic, group, cluster.bootstrap, command_config, settings, state)
+    live = LiveGroup(topic, group, cluster.bootstrap, command_config, settings, state, played_at)
 
     def settled() -> bool:
         answer = asyncio.run(_fetch_group(live))
@@ -509,11 +513,29 @@ class _Recorder:
         self.thread.start()
         self.source = LiveSource(settings, timeout_s=15)
         self.stages: list[Stage] = []
+        # Each start offset move the state topic dated (broker time, ms), by the scenario's
+        # clock at the stage that first saw it: the pictures must not depend on the wall clock.
+        self.moves: dict[int, int] = {}
 
     def record(self) -> None:
         at = EPOCH_S + STAGE_TIMES[len(self.stages)]
         work = _record_stage(self.source, at)
-        self.stages.append(asyncio.run_coroutine_threadsafe(work, self.loop).result(60))
+        stage = asyncio.run_coroutine_threadsafe(work, self.loop).result(60)
+        groups = {name: self._on_scenario_clock(group, at) for name, group in stage.groups.items()}
+        self.stages.append(dataclasses.replace(stage, groups=groups))
+
+    def _on_scenario_clock(self, group: GroupInflight, at: float) -> GroupInflight:
+        partitions = []
+        for partition in group.partitions:
+            window = partition.window
+            moved = None if window is None else window.start_offset_moved
+            if window is not None and moved is not None:
+                at_ms = self.moves.setdefault(moved.at_ms, round(at * 1000))
+                moved = dataclasses.replace(moved, at_ms=at_ms)
+                window = dataclasses.replace(window, start_offset_moved=moved)
+                partition = dataclasses.replace(partition, window=window)
+            partitions.append(partition)
+        return dataclasses.replace(group, partitions=tuple(partitions))
 
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self.source.aclose(), self.loop).result(30)

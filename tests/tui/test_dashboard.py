@@ -25,9 +25,11 @@ from kshare_cli.state.records import DeliveryState, StateBatch
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
+from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.app import DashboardApp, HelpScreen
 from kshare_cli.tui.group_screen import GroupScreen, partition_row_key
 from kshare_cli.tui.groups_screen import GroupsScreen
+from kshare_cli.tui.history import partition_key
 from kshare_cli.tui.live_screen import LiveScreen, StatusLine
 from kshare_cli.tui.partition_screen import PartitionScreen
 from kshare_cli.tui.source import LiveSource
@@ -265,6 +267,30 @@ async def test_a_flat_lag_draws_a_flat_sparkline(live_group: LiveGroup) -> None:
             row = screen.row_fields(partition_row_key(live_group.topic, partition))
             assert row["LAG"] == str(LiveGroup.LAG[partition])  # the same at every refresh
             assert row["LAG TREND"] == "▄▄▄"  # a flat middle line, not a full-height wall
+
+
+@run
+async def test_since_moved_is_dated_by_the_state_topic_not_by_the_dashboards_start(
+    live_group: LiveGroup,
+) -> None:
+    # Fifteen minutes after the consumer left: the dashboard, just started, shows how long
+    # the start offsets have stood, exactly (the records date their last change).
+    clock = FakeClock(time.time() + 900)
+    app = DashboardApp(live_group.source(), group=live_group.group, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, GroupScreen)
+        await until(pilot, lambda: loaded(screen))
+        for partition in (0, 1):
+            series = app.history.get(partition_key(live_group.group, live_group.topic, partition))
+            assert series is not None
+            since_moved = series.since_moved(clock.now)
+            assert since_moved is not None and not since_moved.lower_bound
+            assert 900 - 5 <= since_moved.seconds <= clock.now - live_group.played_at + 5
+            row = screen.row_fields(partition_row_key(live_group.topic, partition))
+            # Lag above 0 for 15 minutes unmoved: stalled, known from the first refresh.
+            assert row["SINCE MOVED"] == "⚠ " + fmt.since(since_moved.seconds, compact=True)
+            assert "≥" not in row["SINCE MOVED"]
 
 
 class OneStateReplaced:

@@ -210,3 +210,18 @@ def test_consumption_of_steady_progress_is_the_total_over_the_span(
         samples.append(Sample(at, 0, start, 0))
     rate = consumption_rate(samples, window_s=math.inf)
     assert rate == pytest.approx(start / at)
+
+
+def test_since_moved_takes_the_state_topics_date_of_the_last_change() -> None:
+    history = History()
+    history.add(Sample(1000.0, 5, start_offset=10))
+    assert history.since_moved(1006.0) == SinceMoved(6.0, lower_bound=True)
+    history.recorded_move(100.0, exact=True)  # the records date the change 15 minutes back
+    assert history.since_moved(1000.0) == SinceMoved(900.0, lower_bound=False)
+    history.recorded_move(400.0, exact=False)  # pruned: unmoved since 400 at least
+    assert history.since_moved(1000.0) == SinceMoved(600.0, lower_bound=True)
+    history.recorded_move(None, exact=False)
+    assert history.since_moved(1000.0) == SinceMoved(0.0, lower_bound=True)
+    history.add(Sample(1010.0, 5, start_offset=11))  # seen here: later than any record
+    history.recorded_move(100.0, exact=True)
+    assert history.since_moved(1020.0) == SinceMoved(10.0, lower_bound=False)
