@@ -8,6 +8,11 @@ always trust what it reads there.
 from __future__ import annotations
 
 import enum
+from typing import Final
+
+#: Kafka's error codes for a right the principal lacks: TOPIC_, GROUP_ and
+#: CLUSTER_AUTHORIZATION_FAILED (the same numbers on the wire and in librdkafka).
+AUTHORIZATION_ERROR_CODES: Final = frozenset({29, 30, 31})
 
 
 class ExitCode(enum.IntEnum):

@@ -45,7 +45,13 @@ from kshare_cli.admin.models import (
     KafkaError,
     MemberDescription,
 )
-from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker, TimedOut
+from kshare_cli.errors import (
+    AUTHORIZATION_ERROR_CODES,
+    AuthenticationFailed,
+    ConnectionFailed,
+    IncompatibleBroker,
+    TimedOut,
+)
 from kshare_cli.kafka.api_keys import (
     DELETE_GROUPS,
     DELETE_SHARE_GROUP_OFFSETS,
@@ -137,6 +143,11 @@ class Deletion:
     def not_found(self) -> bool:
         return self.result == "not_found"
 
+    @property
+    def not_authorized(self) -> bool:
+        """The cluster's ACLs refused us the group or topic (GROUP_AUTHORIZATION_FAILED, ...)."""
+        return self.error is not None and int(self.error.code) in AUTHORIZATION_ERROR_CODES
+
     def __str__(self) -> str:
         subject = f"share group '{self.group_id}'"
         if self.topic is not None:
@@ -189,6 +200,11 @@ class Deletions:
         """Failures there are, and every one is a missing group, topic or offsets."""
         errors = self.errors()
         return bool(errors) and not self.broker_failures and all(e.not_found for e in errors)
+
+    def all_not_authorized(self) -> bool:
+        """Failures there are, and every one is the cluster's ACLs refusing us (exit 6)."""
+        errors = self.errors()
+        return bool(errors) and not self.broker_failures and all(e.not_authorized for e in errors)
 
     def __iter__(self) -> Iterator[Deletion]:
         return iter(self.results)

@@ -47,9 +47,11 @@ from kshare_cli.admin.config_checks import (
     dlq_topic_to_check,
 )
 from kshare_cli.errors import (
+    AUTHORIZATION_ERROR_CODES,
     AuthenticationFailed,
     ConnectionFailed,
     IncompatibleBroker,
+    NotAuthorized,
     Refused,
     TimedOut,
 )
@@ -474,6 +476,10 @@ class GroupConfigAdmin:
         )
         error = alter_error_from(response, group_id)
         if error is not None:
+            if int(error.code) in AUTHORIZATION_ERROR_CODES:
+                raise NotAuthorized(
+                    f"not authorized to alter the configs of group {group_id!r}: {error}"
+                )
             raise Refused(f"the broker refused to update group {group_id!r}: {error}")
 
     async def set_configs(
@@ -552,6 +558,10 @@ def _group_resource(group_id: str) -> Mapping[str, Any]:
 def _group_configs_or_refuse(response: Any, group_id: str) -> GroupConfigs:
     result = describe_result_for(response, GROUP_RESOURCE, group_id)
     if isinstance(result, KafkaError):
+        if int(result.code) in AUTHORIZATION_ERROR_CODES:
+            raise NotAuthorized(
+                f"not authorized to read the configs of group {group_id!r}: {result}"
+            )
         raise Refused(f"cannot read the configs of group {group_id!r}: {result}")
     return group_configs_from(result, group_id)
 

@@ -53,6 +53,7 @@ from kshare_cli.errors import (
     ExitCode,
     IncompatibleBroker,
     KshareError,
+    NotAuthorized,
     NotFound,
     TimedOut,
 )
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DELIVERY_COUNT_LIMIT",
     "GroupInflight",
+    "GroupNotAuthorized",
     "GroupNotFound",
     "GroupSummary",
     "GroupUnavailable",
@@ -254,8 +256,16 @@ class GroupNotFound(GroupUnavailable, NotFound):
     exit_code = ExitCode.NOT_FOUND
 
 
+class GroupNotAuthorized(GroupUnavailable, NotAuthorized):
+    """The cluster's ACLs refused us the group: exit code 6, as everywhere."""
+
+    exit_code = ExitCode.NOT_AUTHORIZED
+
+
 def _group_error(failure: GroupFailure) -> GroupUnavailable:
     missing = failure.not_found and not failure.not_share_group
+    if failure.not_authorized:
+        return GroupNotAuthorized(failure)
     return GroupNotFound(failure) if missing else GroupUnavailable(failure)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, Generic, Literal, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.errors import UsageError
+from kshare_cli.errors import AUTHORIZATION_ERROR_CODES, UsageError
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -133,6 +133,11 @@ class GroupFailure:
     def not_found(self) -> bool:
         """GROUP_ID_NOT_FOUND: no share group of that id (see also ``not_share_group``)."""
         return self.error.code == ErrorCode.group_id_not_found
+
+    @property
+    def not_authorized(self) -> bool:
+        """The cluster's ACLs refused us the group (GROUP_AUTHORIZATION_FAILED, ...)."""
+        return int(self.error.code) in AUTHORIZATION_ERROR_CODES
 
     @property
     def not_share_group(self) -> bool:

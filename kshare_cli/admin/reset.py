@@ -59,7 +59,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.admin.inflight import GroupNotFound, GroupUnavailable, InflightService
+from kshare_cli.admin.inflight import (
+    GroupNotAuthorized,
+    GroupNotFound,
+    GroupUnavailable,
+    InflightService,
+)
 from kshare_cli.admin.models import (
     GroupDescription,
     GroupFailure,
@@ -73,7 +78,7 @@ from kshare_cli.admin.share_groups import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
 )
-from kshare_cli.errors import KshareError, NotFound, Refused, UsageError
+from kshare_cli.errors import KshareError, NotAuthorized, NotFound, Refused, UsageError
 from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
 from kshare_cli.state.window import InFlightWindow, WindowState
 from kshare_cli.wire.errors import KafkaError
@@ -706,6 +711,8 @@ class ShareGroupResetter:
                     f"share group '{group_id}' not found "
                     "(--allow-new-group creates it with these start offsets)"
                 )
+            if described.not_authorized:
+                raise NotAuthorized(str(described))
             raise Refused(str(described))
         if described is None:
             raise KshareError(f"share group '{group_id}': the coordinator did not answer")
@@ -729,6 +736,8 @@ class ShareGroupResetter:
             inflight = await service.group(group_id)
         except GroupNotFound:
             raise NotFound(f"share group '{group_id}' not found") from None
+        except GroupNotAuthorized as refused:
+            raise NotAuthorized(str(refused)) from None
         except GroupUnavailable as unavailable:
             raise Refused(f"share group '{group_id}': start offsets: {unavailable}") from None
         if inflight.offsets_note is not None:

@@ -129,6 +129,8 @@ def _finish(deletions: Deletions, output: common.OutputFormat) -> None:
         typer.echo(DRY_RUN_NOTICE, err=True)
     if deletions.all_not_found():
         raise typer.Exit(int(ExitCode.NOT_FOUND))
+    if deletions.all_not_authorized():
+        raise typer.Exit(int(ExitCode.NOT_AUTHORIZED))
     if not deletions.ok():
         raise typer.Exit(int(ExitCode.PARTIAL))
 

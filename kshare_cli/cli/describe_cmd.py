@@ -148,5 +148,8 @@ def describe(
     missing = all(failure.not_found and not failure.not_share_group for failure in failures)
     if failures and not partition_failures and not report.broker_failures and missing:
         raise typer.Exit(int(ExitCode.NOT_FOUND))
+    refused = all(failure.not_authorized for failure in failures)
+    if failures and not partition_failures and not report.broker_failures and refused:
+        raise typer.Exit(int(ExitCode.NOT_AUTHORIZED))
     if failures or partition_failures or report.broker_failures:
         raise typer.Exit(int(ExitCode.PARTIAL))

@@ -145,6 +145,8 @@ def exit_code(result: ProduceResult) -> ExitCode:
     if result.stopped_by == "malformed":
         # Exit 2 means "nothing was changed": only if the refused line was the first.
         return ExitCode.USAGE if result.lines == 0 else ExitCode.PARTIAL
+    if result.failed and result.not_authorized == result.failed and not result.delivered:
+        return ExitCode.NOT_AUTHORIZED  # the refusal is the answer: nothing was produced
     if result.failed or result.unconfirmed:
         return ExitCode.PARTIAL
     return ExitCode.OK

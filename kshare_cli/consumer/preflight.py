@@ -5,7 +5,7 @@ joins the group (creating it) and waits forever. Kafka's console share consumer
 does the same. So before subscribing, one metadata request through a
 confluent-kafka AdminClient on the same configuration settles the questions an
 operator needs answered with an exit code: can the cluster be reached (3), do
-the credentials work (3), does every topic exist (5), may we read it (1).
+the credentials work (3), does every topic exist (5), may we describe it (6).
 
 The delivery limit that ``--interactive`` shows is not asked here: the admin
 layer reads it (``admin.inflight.stated_delivery_count_limit``, the control
@@ -28,7 +28,7 @@ from kshare_cli.dataplane.errors import (
     classify,
     raise_for_client_errors,
 )
-from kshare_cli.errors import NotFound, Refused, TimedOut, UsageError
+from kshare_cli.errors import NotAuthorized, NotFound, TimedOut, UsageError
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
@@ -108,7 +108,7 @@ def check_cluster(
 
     Raises ConnectionFailed (or AuthenticationFailed) for a cluster that cannot be
     reached or refuses us, TimedOut when it does not answer within ``timeout_s``,
-    NotFound for a missing topic, Refused when we may not read one; UsageError
+    NotFound for a missing topic, NotAuthorized when we may not describe one; UsageError
     for a property librdkafka refuses.
     """
     errors = _Errors()
@@ -184,7 +184,7 @@ def topic_partitions(
         if kind in MISSING_TOPIC:
             raise NotFound(f"topic {topic!r} does not exist")
         if kind is ErrorKind.AUTHORIZATION:
-            raise Refused(f"not authorized to {access} topic {topic!r}")
+            raise NotAuthorized(f"not authorized to {access} topic {topic!r}")
         if kind is ErrorKind.INVALID_TOPIC:
             raise UsageError(f"{topic!r} is not a valid topic name")
         # LEADER_NOT_AVAILABLE right after a topic was created: ask again.

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from kshare_cli.consumer.preflight import topic_partitions
 from kshare_cli.dataplane.clients import new_producer
 from kshare_cli.dataplane.errors import error_text
-from kshare_cli.errors import NotFound, UsageError
+from kshare_cli.errors import AUTHORIZATION_ERROR_CODES, NotFound, UsageError
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, Producer
@@ -104,6 +104,7 @@ class ProduceResult:
     unconfirmed: int  # still in flight when waiting was given up (a second interrupt)
     stopped_by: StopReason
     malformed: MalformedLine | None = None
+    not_authorized: int = 0  # of the failed, refused by the cluster's ACLs (no WRITE)
 
     @property
     def complete(self) -> bool:
@@ -194,6 +195,7 @@ class _Deliveries:
         self._on_failure = on_failure
         self.delivered = 0
         self.failed = 0
+        self.not_authorized = 0
         self.client_errors: list[KafkaError] = []
 
     def report(self, line_number: int) -> Callable[[KafkaError | None, Message], None]:
@@ -202,13 +204,15 @@ class _Deliveries:
                 with self._lock:
                     self.delivered += 1
             else:
-                self.fail(DeliveryFailure(line_number, error.name(), error.str()))
+                refused = error.code() in AUTHORIZATION_ERROR_CODES
+                self.fail(DeliveryFailure(line_number, error.name(), error.str()), refused)
 
         return delivered
 
-    def fail(self, failure: DeliveryFailure) -> None:
+    def fail(self, failure: DeliveryFailure, not_authorized: bool = False) -> None:
         with self._lock:
             self.failed += 1
+            self.not_authorized += not_authorized
         if self._on_failure is not None:
             self._on_failure(failure)
 
@@ -389,6 +393,7 @@ def produce_lines(
         lines=sent,
         delivered=deliveries.delivered,
         failed=deliveries.failed,
+        not_authorized=deliveries.not_authorized,
         unconfirmed=unconfirmed,
         stopped_by=stopped_by,
         malformed=malformed,

@@ -52,11 +52,13 @@ from kshare_cli.dataplane.errors import (
     classify,
     error_text,
     is_authentication_error,
+    is_authorization_error,
+    not_authorized,
     raise_for_client_error,
     refused_by_broker,
 )
 from kshare_cli.dataplane.logs import quiet_logger
-from kshare_cli.errors import ConnectionFailed, KshareError, Refused, UsageError
+from kshare_cli.errors import ConnectionFailed, KshareError, NotAuthorized, Refused, UsageError
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message, ShareConsumer, TopicPartition
@@ -388,6 +390,8 @@ class _Run:
             try:
                 messages = self.consumer.poll(timeout)
             except KafkaException as failure:
+                if is_authorization_error(failure):  # no READ on the group or a topic
+                    return self.finish("error", not_authorized(failure, self.bootstrap))
                 return self.finish(
                     "error", ConnectionFailed(f"{self.bootstrap}: {error_text(failure)}")
                 )
@@ -432,7 +436,7 @@ class _Run:
                 raise_for_client_error(
                     error, self.bootstrap, self.explain if authentication else None
                 )
-            except Refused as refusal:
+            except (NotAuthorized, Refused) as refusal:
                 return refusal
             except ConnectionFailed as failure:
                 if classify(error) is not ErrorKind.ALL_BROKERS_DOWN:

@@ -27,10 +27,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from kshare_cli.errors import (
+    AUTHORIZATION_ERROR_CODES,
     AuthenticationFailed,
     ConnectionFailed,
     KshareError,
-    Refused,
+    NotAuthorized,
     UsageError,
 )
 
@@ -46,6 +47,8 @@ __all__ = [
     "configuration_refused",
     "error_text",
     "is_authentication_error",
+    "is_authorization_error",
+    "not_authorized",
     "is_retriable",
     "is_transient",
     "plain_text",
@@ -235,6 +238,17 @@ def configuration_refused(error: BaseException, what: str) -> KshareError:
     return UsageError(f"{what} configuration: {error_text(error)}")
 
 
+def not_authorized(error: object, bootstrap: str) -> NotAuthorized:
+    """kshare's error (exit 6) for librdkafka's TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED."""
+    return NotAuthorized(f"not authorized: {bootstrap}: {plain_text(error_text(error))}")
+
+
+def is_authorization_error(error: object) -> bool:
+    """The cluster's ACLs refused us a topic, a group or the cluster (a KafkaError or
+    a KafkaException carrying one)."""
+    return error_code(error) in AUTHORIZATION_ERROR_CODES
+
+
 def raise_for_client_error(
     error: KafkaError, bootstrap: str, diagnose: Explain | None = None
 ) -> None:
@@ -253,7 +267,7 @@ def raise_for_client_errors(
 ) -> None:
     """Raise kshare's error for the client errors librdkafka reported so far, if one is final.
 
-    Refused credentials or certificates (3), authorization refused (1), a fatal
+    Refused credentials or certificates (3), authorization refused (6), a fatal
     error (3), and "all brokers are down" after connections were refused or names
     did not resolve (3, with the cause and the broker). "All brokers are down"
     with no such cause is a broker that accepted the connection and never
@@ -274,7 +288,7 @@ def raise_for_client_errors(
             raise diagnosed or AuthenticationFailed(f"{bootstrap}: {plain_text(error.str())}")
     for error, kind in zip(seen, kinds, strict=True):
         if kind in (ErrorKind.AUTHORIZATION, ErrorKind.GROUP_AUTHORIZATION):
-            raise Refused(f"{bootstrap}: {plain_text(error.str())}")
+            raise not_authorized(error, bootstrap)
     for error in seen:
         if error.fatal():
             raise ConnectionFailed(f"{bootstrap}: {plain_text(error.str())}")

@@ -470,7 +470,7 @@ async def _share_data(check: _Check, request: Request, handle: Handle) -> Any:
                 partition_type,
                 partition_index=partition.partition_index,
                 error_code=TOPIC_DENIED,
-                error_message=None,
+                error_message=MESSAGES[TOPIC_DENIED],
                 acknowledge_error_code=0,
                 acknowledge_error_message=None,
                 current_leader={"leader_id": -1, "leader_epoch": -1},
