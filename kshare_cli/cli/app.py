@@ -36,6 +36,7 @@ COMMANDS: Final = (
     ("profile", "profile_cmd", None),
     ("config", "config_cmd", None),
     ("audit", "audit_cmd", None),
+    ("dlq", "dlq_cmd", None),
 )
 _BY_NAME: Final = {name: (module, function) for name, module, function in COMMANDS}
 
