@@ -33,6 +33,11 @@ EXIT_STATUS = [
     ),
     ("4", "Timed out (--timeout)."),
     ("5", "Not found: an unknown group, topic or partition."),
+    (
+        "6",
+        "Not authorized: the cluster's ACLs refused a topic, group or cluster right "
+        "(TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED); every group that failed was refused.",
+    ),
     ("130", "Interrupted."),
 ]
 

@@ -30,9 +30,9 @@ Where it parts from Kafka's tool, on purpose:
   record includes joining the group.
 
 Exit codes: 0 stopped by --max-messages, --timeout-ms, a closed output or ``q``;
-1 a record could not be read, the output failed, the broker refused
-acknowledgements (those records come back) or reading the topic is not
-authorized; 2 bad options (nothing connected); 3 the cluster cannot be reached
+1 a record could not be read, the output failed or the broker refused
+acknowledgements (those records come back); 6 reading the group or the topic
+is not authorized; 2 bad options (nothing connected); 3 the cluster cannot be reached
 or refused the credentials (or the schema registry failed); 4 no answer within
 --timeout; 5 no such topic; 130 SIGINT or SIGTERM (as ``kshare produce``), or a
 second one, which stops at once. Failures before the group was joined print one
