@@ -34,7 +34,13 @@ from kshare_cli.dataplane.errors import (
     refused_by_broker,
 )
 from kshare_cli.dataplane.logs import debug_logger, quiet_logger, with_debug_logger
-from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, Refused, UsageError
+from kshare_cli.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    ExitCode,
+    NotAuthorized,
+    UsageError,
+)
 from kshare_cli.kafka.api_keys import METADATA
 from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 
@@ -206,8 +212,9 @@ def test_a_refused_topic_is_authorization(rdkafka_mock: RdkafkaMockCluster) -> N
     error = raised.value.args[0]
     assert classify(error) is ErrorKind.AUTHORIZATION
     assert not is_transient(error)
-    with pytest.raises(Refused, match="^cluster:9092: "):
+    with pytest.raises(NotAuthorized, match="^not authorized: cluster:9092: ") as refused:
         raise_for_client_errors([error], "cluster:9092")
+    assert refused.value.exit_code == ExitCode.NOT_AUTHORIZED == 6  # as on the admin plane
 
 
 def test_a_missing_topic_and_a_partitions_end(rdkafka_mock: RdkafkaMockCluster) -> None:
