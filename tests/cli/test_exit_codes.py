@@ -185,16 +185,17 @@ def _denying(prefix: str) -> Any:
     return make
 
 
-def test_any_other_failure_is_1_beside_what_was_described(
+def test_a_refused_group_is_6_and_a_mix_of_failures_is_1_beside_what_was_described(
     kshare: Kshare, share_groups: ShareGroups, cluster: Cluster, unique: str
 ) -> None:
+    """GROUP_AUTHORIZATION_FAILED alone is exit 6 (issue 24); beside a missing group, 1."""
     if cluster.sandbox is None:
         pytest.skip("on a real cluster: a refusal can only be injected into the sandbox")
     denied = f"denied-{unique}"
     with replaced_handler(cluster.sandbox, SHARE_GROUP_DESCRIBE, _denying("denied-")):
         alone = kshare.run("describe", denied, "--state")
         mixed = kshare.run("describe", share_groups.live, denied, share_groups.missing, "--members")
-    assert alone.exit_code == ExitCode.PARTIAL
+    assert alone.exit_code == ExitCode.NOT_AUTHORIZED
     assert alone.stdout == ""
     assert_one_error_line(alone.stderr, denied, "GROUP_AUTHORIZATION_FAILED")
 
