@@ -139,7 +139,10 @@ def show(
 
 #: Every ``kshare dlq`` subcommand, in the order help lists them: its name, the module
 #: under ``kshare_cli.cli`` that declares it, and the function.
-SUBCOMMANDS: Final = (("show", "dlq_cmd", "show"),)
+SUBCOMMANDS: Final = (
+    ("show", "dlq_cmd", "show"),
+    ("redrive", "dlq_redrive_cmd", "redrive"),
+)
 
 for _name, _module, _function in SUBCOMMANDS:
     _holder = importlib.import_module(f"kshare_cli.cli.{_module}")
