@@ -17,7 +17,9 @@ described) keeps its last figures, marked stale since when they were read and
 why, instead of vanishing from the screen. Groups, offsets and lag come from the admin
 RPCs, windows from a state-topic tailer kept across refreshes (both through
 ``InflightService``, as ``kshare inflight`` reads them), and the peek from a
-plain consumer that acquires nothing.
+plain consumer that acquires nothing. The cluster's facts (the Kafka line and
+``share.version`` the groups screen's header shows) are looked up once per
+dashboard session, from the features the client's ApiVersions carried.
 
 The models the screens draw are re-exported here: ``tui/`` reaches the admin
 and consumer layers only through this service.
@@ -30,6 +32,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from kshare_cli.admin.cluster_facts import ClusterFacts
 from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
 from kshare_cli.admin.inflight import (
     GroupInflight,
@@ -52,6 +55,7 @@ __all__ = [
     "REFRESH_BOUND_S",
     "BrokerFailure",
     "BrokersUnlisted",
+    "ClusterFacts",
     "ConsumedRecord",
     "DashboardReads",
     "GroupDeadLetterQueue",
@@ -283,6 +287,16 @@ class DashboardReads:
             ),
             f"the time lag of share group {group.group_id!r}",
         )
+
+    async def cluster_facts(self) -> ClusterFacts:
+        """The cluster's Kafka line and ``share.version``, looked up once per dashboard
+        session (the session keeps them): the features of the client's ApiVersions,
+        no request of their own."""
+        service = await self._connected()
+        known = self._session.known_cluster_facts
+        if known is not None:
+            return known
+        return await self._session.cluster_facts(service.admin, configs=False)
 
     async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue:
         """The group's DLQ (Kafka 4.4): its topic and the dead letters the broker wrote

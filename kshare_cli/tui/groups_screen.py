@@ -13,6 +13,10 @@ did not list its groups, or it could not be described) keeps its row and its
 last figures, its name marked ``stale`` with the age of those figures (the rates
 ``-``: they would be the past's), while the status line names the broker. The
 next refresh that reads it makes it fresh again, with no key to press.
+
+The header names the cluster: its Kafka line and ``share.version`` (what
+decides, for one, whether its dead-letter queues work), looked up once, with
+the first refresh, from a source that knows them (``ClusterFactsSource``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kshare_cli.render.offsets import total_lag_text
 from kshare_cli.services.dashboard import (
+    ClusterFacts,
     GroupFailure,
     GroupSummary,
     GroupsView,
@@ -38,9 +43,10 @@ from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.history import group_key
 from kshare_cli.tui.live_screen import LiveScreen
+from kshare_cli.tui.source import ClusterFactsSource
 from kshare_cli.tui.widgets import FastTable, FilterInput, TableSync
 
-__all__ = ["GroupsScreen"]
+__all__ = ["GroupsScreen", "cluster_line"]
 
 _COLUMNS: Final = (
     ("group", "GROUP", 34),
@@ -52,6 +58,14 @@ _COLUMNS: Final = (
     ("net_drain", "NET DRAIN", 9),
     ("empty", "EMPTY IN", 8),
 )
+
+
+def cluster_line(facts: ClusterFacts) -> str:
+    """The header's words for the cluster: ``Kafka 4.4 · share.version 2``."""
+    line = "Kafka line unknown" if facts.kafka_line is None else f"Kafka {facts.kafka_line}"
+    version = facts.share_version
+    share = "share.version not reported" if version is None else f"share.version {version}"
+    return f"{line} · {share}"
 
 
 def _right(text: str) -> Text:
@@ -78,6 +92,9 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self._table: TableSync | None = None
         self._known = KnownGroups()
         self._ages_shown: tuple[str, ...] = ()
+        #: The cluster's facts, once the first refresh looked them up (None before, or
+        #: from a source that does not know them).
+        self.cluster: ClusterFacts | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -98,7 +115,10 @@ class GroupsScreen(LiveScreen[GroupsView]):
         super().on_mount()
 
     async def fetch(self) -> GroupsView:
-        overview = await self.dashboard.source.overview()
+        source = self.dashboard.source
+        overview = await source.overview()
+        if self.cluster is None and isinstance(source, ClusterFactsSource):
+            self.cluster = await source.cluster_facts()
         return self._known.merge(overview, self.dashboard.now())
 
     def partial_note(self, data: GroupsView) -> str | None:
@@ -146,6 +166,8 @@ class GroupsScreen(LiveScreen[GroupsView]):
         if needle:
             title += f" — {len(shown)} match '{self.filter_text.strip()}'"
         self.query_one("#title", Static).update(title)
+        if self.cluster is not None:
+            self.sub_title = f"share groups — {cluster_line(self.cluster)}"
         self.query_one("#failures", Static).update(
             "\n".join(f"not answered: {failure}" for failure in data.failures)
         )

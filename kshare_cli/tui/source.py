@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kshare_cli.services.dashboard import (
+    ClusterFacts,
     ConsumedRecord,
     GroupDeadLetterQueue,
     GroupInflight,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClosableSource",
+    "ClusterFactsSource",
     "DashboardSource",
     "DeadLetterSource",
     "LiveSource",
@@ -62,6 +64,14 @@ class DeadLetterSource(Protocol):
     letters the broker wrote there, by reason. A source without it shows no DLQ line."""
 
     async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue: ...
+
+
+@runtime_checkable
+class ClusterFactsSource(Protocol):
+    """A source that knows its cluster's facts (the Kafka line, ``share.version``), for the
+    groups screen's header. A source without it shows none."""
+
+    async def cluster_facts(self) -> ClusterFacts: ...
 
 
 @runtime_checkable
@@ -118,6 +128,9 @@ class LiveSource:
 
     async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue:
         return await self._reads.dead_letter_queue(group_id)
+
+    async def cluster_facts(self) -> ClusterFacts:
+        return await self._reads.cluster_facts()
 
     async def aclose(self) -> None:
         await self._reads.aclose()
