@@ -17,6 +17,7 @@ __all__ = [
     "API_VERSIONS",
     "CREATE_TOPICS",
     "DELETE_GROUPS",
+    "DELETE_RECORDS",
     "DELETE_SHARE_GROUP_OFFSETS",
     "DELETE_SHARE_GROUP_STATE",
     "DELETE_TOPICS",
@@ -70,6 +71,7 @@ SASL_HANDSHAKE = api_key("sasl_handshake")
 API_VERSIONS = api_key("api_versions")
 CREATE_TOPICS = api_key("create_topics")
 DELETE_TOPICS = api_key("delete_topics")
+DELETE_RECORDS = api_key("delete_records")
 INIT_PRODUCER_ID = api_key("init_producer_id")
 DESCRIBE_CONFIGS = api_key("describe_configs")
 SASL_AUTHENTICATE = api_key("sasl_authenticate")

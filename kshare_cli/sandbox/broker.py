@@ -40,6 +40,7 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.kafka.api_keys import (
     API_VERSIONS,
     CREATE_TOPICS,
+    DELETE_RECORDS,
     DELETE_TOPICS,
     DESCRIBE_CLUSTER,
     FETCH,
@@ -80,7 +81,7 @@ KAFKA_42_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 10: (0, 6), 16: (0, 5), 18: (0, 4),
     19: (2, 7), 20: (1, 6), 32: (1, 4), 42: (0, 2), 44: (0, 1), 60: (0, 2),
     76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
-    17: (0, 1), 36: (0, 2), 22: (0, 5), 8: (2, 10),
+    17: (0, 1), 36: (0, 2), 22: (0, 5), 8: (2, 10), 21: (0, 2),
 }  # fmt: skip
 
 
@@ -796,6 +797,41 @@ async def delete_topics(broker: Broker, request: Request, connection: Connection
              "error_message": None}
         )  # fmt: skip
     return build(response_type(request), {"throttle_time": 0, "responses": results})
+
+
+# -- DeleteRecords -------------------------------------------------------------
+
+
+@handles(DELETE_RECORDS)
+async def delete_records(broker: Broker, request: Request, connection: Connection) -> Any:
+    """Kafka's DeleteRecords (``kafka-delete-records.sh``, ``AdminClient.delete_records``):
+    each partition's log start offset moves up to the offset asked (-1: the high
+    watermark), never back; the answer is the new low watermark. An offset past the
+    end is OFFSET_OUT_OF_RANGE, as in Kafka's ``UnifiedLog.deleteRecordsOnLeader``."""
+    topics: list[dict[str, Any]] = []
+    for wanted in request.payload.topics:
+        partitions: list[dict[str, Any]] = []
+        for part in wanted.partitions:
+            entry: dict[str, Any] = {
+                "partition_index": part.partition_index,
+                "low_watermark": -1,
+                "error_code": ErrorCode.none,
+            }
+            topic = broker.topic(wanted.name)
+            log_ = broker.partition_log(wanted.name, part.partition_index)
+            offset = int(part.offset)
+            if log_ is None or topic is None:
+                entry["error_code"] = ErrorCode.unknown_topic_or_partition
+            elif code := broker.leader_error(connection, wanted.name, part.partition_index):
+                entry["error_code"] = code
+            elif offset < -1 or offset > log_.log_end_offset:
+                entry["error_code"] = ErrorCode.offset_out_of_range
+            else:
+                target = log_.log_end_offset if offset == -1 else offset
+                entry["low_watermark"] = log_.delete_records_before(target)
+            partitions.append(entry)
+        topics.append({"name": wanted.name, "partitions": partitions})
+    return build(response_type(request), {"throttle_time": 0, "topics": topics})
 
 
 # -- Produce -----------------------------------------------------------------
