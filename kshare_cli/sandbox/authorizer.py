@@ -220,8 +220,11 @@ async def _fetch(check: _Check, request: Request, handle: Handle) -> Any:
         if check.topic(name, "READ"):
             responses.append(topic)
             continue
+        # Empty records, as Kafka's FetchResponse.partitionResponse (MemoryRecords.EMPTY):
+        # librdkafka cannot parse a null record set (MessageSetSize -1) and drops the
+        # connection instead of reporting the refusal.
         partitions = tuple(
-            _replace(p, error_code=TOPIC_DENIED, records=None, high_watermark=-1)
+            _replace(p, error_code=TOPIC_DENIED, records=b"", high_watermark=-1)
             for p in topic.partitions
         )
         responses.append(_replace(topic, partitions=partitions))
