@@ -35,7 +35,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
     ResourceType,
 )
+from typer.testing import CliRunner
 
+from kshare_cli.cli.app import app
 from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
 from tests.support.golden import wait_for
@@ -369,3 +371,82 @@ def test_bad_input_is_one_line_a_documented_code_and_nothing_sent(
     assert result.stdout == ""
     assert_one_error_line(result.stderr, fragment)
     assert _ends(bed.cluster, bed.topic) == before
+
+
+def _dead_letter_headers(group: str, topic: str, partition: int, offset: int) -> list[Any]:
+    """Kafka 4.4's DLQ headers for a rejected record (as ``audit --dlq-topic`` writes them)."""
+    return [
+        ("__dlq.errors.topic", topic.encode()),
+        ("__dlq.errors.partition", str(partition).encode()),
+        ("__dlq.errors.offset", str(offset).encode()),
+        ("__dlq.errors.group", group.encode()),
+        ("__dlq.errors.delivery.count", b"1"),
+        ("__dlq.errors.message", b"Offset rejected by client."),
+    ]
+
+
+def test_a_dead_letter_without_copy_whose_source_is_gone_cannot_be_sent(
+    bed: Bed, kshare: Kshare
+) -> None:
+    """Four header-only dead letters in a DLQ topic named by --dlq-topic; DeleteRecords
+    removed the first two source records: two are sent, two cannot be, and a copy is sent
+    even when its source is gone."""
+    suffix = uuid.uuid4().hex[:8]
+    source, dlq, group = f"gone-{suffix}", f"dlq.gone-{suffix}", f"gone-g-{suffix}"
+    _create(bed.cluster, NewTopic(source, 1, 1), NewTopic(dlq, 1, 1))
+    producer = Producer(bed.cluster.config(**{"acks": "all"}))
+    for i in range(5):
+        producer.produce(source, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+    assert producer.flush(15) == 0
+    for i in range(4):
+        producer.produce(dlq, headers=_dead_letter_headers(group, source, 0, i), partition=0)
+    # A copy (audit --copy-record) of a record that will be gone too: still sendable.
+    producer.produce(
+        dlq, key=b"k0", value=b"copy", headers=_dead_letter_headers(group, source, 0, 0)
+    )
+    assert producer.flush(15) == 0
+    admin = _admin(bed.cluster)
+    for future in admin.delete_records([TopicPartition(source, 0, 2)]).values():
+        future.result(15)
+
+    target = _fresh_topic(bed)
+    plan = kshare.run(
+        "dlq", "redrive", group, "--dlq-topic", dlq, "--to-topic", target, "-o", "json"
+    )
+    assert plan.exit_code == 0, plan.stderr
+    document = json.loads(plan.stdout)
+    assert (document["send"], document["cannot"]) == (3, 2)
+    assert sorted(entry["offset"] for entry in document["cannot_send"]) == [0, 1]
+    assert {entry["why"] for entry in document["cannot_send"]} == {
+        "no copy in the DLQ record and gone from the source log"
+    }
+    assert document["without_headers"] == 1  # the copy: Kafka's format has no headers
+
+    done = kshare.run(
+        "dlq", "redrive", group, "--dlq-topic", dlq, "--to-topic", target, "--execute", "--yes"
+    )
+    assert done.exit_code == 0, done.stderr
+    assert "3 records of 3 redriven" in done.stderr
+    assert "2 cannot be" in done.stderr
+    values = sorted(message.value() for message in _read(bed.cluster, target))
+    assert values == [b"copy", b"v2", b"v3"]
+
+
+def test_on_a_terminal_execute_asks_first_and_no_sends_nothing(
+    bed: Bed, kshare: Kshare, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kshare_cli.cli import dlq_redrive_cmd
+
+    monkeypatch.setattr(dlq_redrive_cmd, "_stdin_is_terminal", lambda: True)
+    target = _fresh_topic(bed)
+    result = CliRunner().invoke(
+        app,
+        ["dlq", "redrive", bed.group, "--to-topic", target, "--execute", *kshare.connection_args()],
+        input="n\n",
+        env=kshare.environment(),
+    )
+    assert result.exit_code == 1, result.stderr
+    assert f"Send {RECORDS} records to '{target}'" in result.stderr
+    assert "not confirmed: nothing was sent" in result.stderr
+    assert "TOTAL" not in result.stdout  # the plan went to stderr with the question
+    assert sum(_ends(bed.cluster, target).values()) == 0
