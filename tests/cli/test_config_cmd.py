@@ -28,9 +28,8 @@ from referencing import Registry, Resource
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.errors import ExitCode
 from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
-from kshare_cli.sandbox.group_configs import BrokerGroupSettings, GroupConfigStore
+from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.runner import SandboxThread
-from kshare_cli.sandbox.share import share_groups
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import SCHEMAS, Kshare, assert_one_error_line, validate
@@ -450,21 +449,9 @@ def test_the_brokers_bounds_and_the_brokers_own_refusal(tmp_path: Path, unique: 
         }
 
 
-def _kafka_43(sandbox: SandboxThread) -> None:
-    """Make the sandbox's group configs Kafka 4.3's (the profile has no start-up option)."""
-
-    def switch(broker: Any) -> None:
-        shares = share_groups(broker)
-        shares.configs = GroupConfigStore(shares.configs.broker, kafka_version="4.3")
-        shares.groups.configs = shares.configs
-
-    sandbox.call(switch)
-
-
 def test_the_43_keys_on_a_43_broker(tmp_path: Path, unique: str) -> None:
     group = f"kshare-cfg-43-{unique}"
-    with SandboxThread() as sandbox:
-        _kafka_43(sandbox)
+    with SandboxThread(kafka_version="4.3") as sandbox:
         kshare = own_kshare(sandbox, tmp_path)
         done = kshare.run(
             "config",
