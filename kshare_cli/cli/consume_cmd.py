@@ -710,6 +710,7 @@ def consume(
         timeout_s=timeout_s,
     )
     sink = sys.stdout.buffer
+    joining = JoiningLine(group_id) if _stderr_is_terminal() else None
 
     with stop_on_signals(grace_s=timeout_s) as request:
         prompt = (
@@ -727,12 +728,45 @@ def consume(
                 debug=debug,
                 stop=request.event,
                 decide=prompt,
-                on_warning=common.warn,
+                on_warning=joining.warn if joining is not None else common.warn,
                 on_rejected=common.report_failure,
+                on_joining=joining,
             ),
             invocation,
         )
+    if joining is not None:
+        joining(False)
     _report(result, invocation)
+
+
+class JoiningLine:
+    """Says "joining group G…" on the terminal until the first assignment arrives.
+
+    A new member gets its share-partitions with its second heartbeat; the wait is
+    usually a round trip, but a broker still initialising the share-partitions, or
+    a coordinator loading, makes it longer, and nothing else on screen says why no
+    record comes (docs/first-record.md). The line is erased, never left as history.
+    """
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.shown = False
+
+    def __call__(self, joining: bool) -> None:
+        if joining and not self.shown:
+            sys.stderr.write(f"joining group {self.group_id}\u2026")
+            self.shown = True
+        elif not joining and self.shown:
+            sys.stderr.write("\r\x1b[K")
+            self.shown = False
+        sys.stderr.flush()
+
+    def warn(self, message: str) -> None:
+        """A warning while the line shows starts on a line of its own."""
+        if self.shown:
+            sys.stderr.write("\n")
+            self.shown = False
+        common.warn(message)
 
 
 def _file_group_id(command_config: Path | None) -> str | None:
@@ -759,6 +793,13 @@ def _formatter_properties(path: Path | None, pairs: list[str]) -> dict[str, str]
     merged = dict(load_properties(path, label="--formatter-config")) if path is not None else {}
     merged.update(parse_pairs(pairs, "--property"))
     return merged
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return os.isatty(sys.stderr.fileno())
+    except (OSError, ValueError):
+        return False
 
 
 def _same_terminal() -> bool:

@@ -24,6 +24,17 @@ printing, never an acceptance without a print.
 "Printed" means the bytes reached whoever reads them; for a pipe that is the
 reading process, not the kernel's buffer (see :mod:`kshare_cli.consumer.output`).
 
+Joining: a new member's first ShareGroupHeartbeat is answered with an empty
+assignment while the broker initialises the share-partitions; the assignment
+comes with the second. librdkafka (2.16) sends that one only after
+``share.heartbeat.interval.ms`` (5 s), Kafka's Java consumer at once (see
+docs/first-record.md). Until the first assignment arrives the engine subscribes
+again to the same topics every :data:`_RESUBSCRIBE_S`: librdkafka answers every
+``subscribe()`` with an expedited heartbeat, so the assignment comes a round trip
+after the broker has it. It learns of the assignment from librdkafka's
+statistics (``cgrp.assignment_size``) or from the first record, and tells
+``on_joining`` (False) then, so a terminal can show the wait meanwhile.
+
 Stops (SIGINT, SIGTERM through ``stop``; a closed output; ``--max-messages``;
 ``--timeout-ms`` idle; a record that cannot be read; ``q`` at the interactive
 prompt) all end the same way: what was printed is acknowledged, the rest
@@ -36,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -91,6 +103,14 @@ _BATCH: Final = 500
 _STREAM_BATCH: Final = 2000
 #: Longest single poll: how soon SIGINT, SIGTERM or a closed pipe is noticed while idle.
 _POLL_S: Final = 0.1
+#: While no assignment has arrived: how often to subscribe again, each time one expedited
+#: ShareGroupHeartbeat (the broker's first answer is empty; see the module docstring).
+_RESUBSCRIBE_S: Final = 0.2
+#: ... and for how long at most: past two default heartbeat intervals librdkafka's own
+#: cadence is left alone (a broker that takes that long to assign is not helped by more).
+_RESUBSCRIBE_FOR_S: Final = 10.0
+#: ``statistics.interval.ms``: how soon the assignment is known when no record shows it.
+_STATISTICS_MS: Final = 200
 
 StopReason = Literal["max-messages", "idle", "interrupted", "output-closed", "quit", "error"]
 
@@ -208,6 +228,7 @@ def consumer_config(config: Mapping[str, object], options: ConsumeOptions) -> di
         else:
             effective["max.poll.records"] = _STREAM_BATCH
     effective.setdefault("logger", quiet_logger())
+    effective.setdefault("statistics.interval.ms", _STATISTICS_MS)
     return effective
 
 
@@ -224,6 +245,7 @@ def consume(
     check: bool = True,
     diagnose: Diagnose | None = None,
     delivery_limit: Callable[[], DeliveryLimit] | None = None,
+    on_joining: Callable[[bool], None] | None = None,
 ) -> ConsumeResult:
     """Consume ``options.topics`` into ``sink`` until a stop; see the module docstring.
 
@@ -235,7 +257,9 @@ def consume(
     come back in the result, after the group was left. ``diagnose`` words a TLS or
     SASL failure as the control plane does (``wire.diagnose``). ``delivery_limit``
     (required with ``options.interactive``) is asked once, after the check and
-    before joining, for the limit the prompt shows.
+    before joining, for the limit the prompt shows. ``on_joining`` is told True as
+    the group is joined and False once, when the first assignment arrived (or the
+    run ended before it did).
     """
     if options.interactive and decide is None:
         raise UsageError("interactive consumption needs a prompt")
@@ -245,6 +269,8 @@ def consume(
     settings = consumer_config(config, options)
     client_errors = _ClientErrors()
     settings["error_cb"] = client_errors
+    joining = _Joining(options.topics, on_joining or _ignore_joining, settings.get("stats_cb"))
+    settings["stats_cb"] = joining.statistics
 
     def preflight() -> None:
         check_cluster(settings, options.topics, timeout_s=options.timeout_s, diagnose=diagnose)
@@ -270,16 +296,91 @@ def consume(
             on_rejected=on_rejected or _ignore,
             bootstrap=str(settings.get("bootstrap.servers", "")),
             diagnose=diagnose,
+            joining=joining,
         )
         consumer.set_acknowledgement_commit_callback(run.committed)
-        consumer.subscribe(list(options.topics))
+        joining.start(consumer)
         return run.loop()
     finally:
+        joining.done()
         _close(consumer, on_warning or _ignore)
 
 
 def _ignore(_message: str) -> None:
     pass
+
+
+def _ignore_joining(_joining: bool) -> None:
+    pass
+
+
+class _Joining:
+    """Gets the first assignment a heartbeat round trip after the broker has it.
+
+    librdkafka (2.16) takes the broker's first, empty assignment as no change and
+    sends its next ShareGroupHeartbeat a whole ``share.heartbeat.interval.ms``
+    later (``rd_kafka_cgrp_handle_ShareGroupHeartbeat`` in ``rdkafka_cgrp.c``);
+    Kafka's Java consumer acknowledges it at once and so gets the assignment with
+    its second heartbeat, ~30 ms in. ``subscribe()`` with the same topics makes
+    librdkafka expedite a heartbeat (``rd_kafka_cgrp_consumer_apply_next_subscribe``)
+    and changes nothing else, so it is repeated, paced, until the assignment
+    arrives: docs/first-record.md.
+    """
+
+    def __init__(
+        self,
+        topics: Sequence[str],
+        report: Callable[[bool], None],
+        chained: object = None,
+    ) -> None:
+        self.topics = list(topics)
+        self.report = report
+        self.chained = chained if callable(chained) else None
+        self.consumer: ShareConsumer | None = None
+        self.assigned = False
+        self.started = 0.0
+        self.subscribed = 0.0
+
+    def start(self, consumer: ShareConsumer) -> None:
+        self.report(True)
+        self.consumer = consumer
+        self.started = self.subscribed = time.monotonic()
+        consumer.subscribe(self.topics)
+
+    def statistics(self, document: str) -> None:
+        """librdkafka's ``stats_cb``, served during poll on the polling thread."""
+        if self.chained is not None:
+            self.chained(document)
+        if self.assigned:
+            return
+        try:
+            group = json.loads(document).get("cgrp") or {}
+        except ValueError:
+            return
+        if group.get("assignment_size", 0) > 0:
+            self.done()
+
+    def waiting(self) -> None:
+        """A poll returned nothing: while unassigned, ask for the next heartbeat now."""
+        if self.assigned or self.consumer is None:
+            return
+        now = time.monotonic()
+        if now - self.subscribed < _RESUBSCRIBE_S or now - self.started > _RESUBSCRIBE_FOR_S:
+            return
+        self.subscribed = now
+        from confluent_kafka import KafkaException
+
+        try:
+            self.consumer.subscribe(self.topics)
+        except KafkaException:
+            # A fatal error or a closing consumer: the next poll says which; stop asking.
+            self.started = -_RESUBSCRIBE_FOR_S
+
+    def done(self) -> None:
+        """The first assignment arrived (statistics, or a record), or the run ends."""
+        if not self.assigned and self.consumer is not None:
+            self.assigned = True
+            self.report(False)
 
 
 def _built_during(
@@ -359,6 +460,7 @@ class _Run:
     on_rejected: Callable[[str], None]
     bootstrap: str
     diagnose: Diagnose | None = None
+    joining: _Joining | None = None
     processed: int = 0
     accepted: int = 0
     released: int = 0
@@ -410,7 +512,11 @@ class _Run:
                 # join included, is what --timeout-ms bounds.
                 if idle_limit is not None and time.monotonic() - waiting_since >= idle_limit:
                     return self.finish("idle")
+                if self.joining is not None:
+                    self.joining.waiting()
                 continue
+            if self.joining is not None:
+                self.joining.done()
             self.brokers_down = False
             outcome = self.handle(records)
             if outcome is not None:

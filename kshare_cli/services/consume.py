@@ -66,6 +66,7 @@ def consume(
     decide: Decide | None = None,
     on_warning: Callable[[str], None] | None = None,
     on_rejected: Callable[[str], None] | None = None,
+    on_joining: Callable[[bool], None] | None = None,
 ) -> ConsumeResult:
     """Check the cluster and the topics, join, consume until a stop; see ``consume.share_consume``.
 
@@ -86,6 +87,7 @@ def consume(
         decide=decide,
         on_warning=on_warning,
         on_rejected=on_rejected,
+        on_joining=on_joining,
         diagnose=connection_check(settings),
         delivery_limit=(
             (lambda: delivery_limit(settings, options.group_id, options.timeout_s))
