@@ -17,7 +17,6 @@ Random ports are replaced by fixed names (``instance="kshare-exporter:9932"``,
 from __future__ import annotations
 
 import json
-
 import sys
 import tempfile
 import time
