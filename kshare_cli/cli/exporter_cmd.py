@@ -42,6 +42,7 @@ def check_args(
     stall_after: float,
     lag_above: int | None,
     archived_above: int | None,
+    dlq_rate_above: float | None = None,
 ) -> None:
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
     if groups and all_groups:
@@ -53,6 +54,7 @@ def check_args(
     if not stall_after > 0:
         raise UsageError(f"--stall-after must be above 0, not {stall_after:g}")
     threshold_options.check_thresholds(lag_above, archived_above)
+    threshold_options.check_dlq_rate(dlq_rate_above)
 
 
 def exporter(
@@ -94,6 +96,14 @@ def exporter(
     archived_above: Annotated[
         int | None,
         threshold_options.archived_above("WARN above this many archived records (default: off)."),
+    ] = None,
+    dlq_rate_above: Annotated[
+        float | None,
+        threshold_options.dlq_rate_above(
+            "kshare_share_group_status WARN for a group whose dead-letter queue (Kafka 4.4) "
+            "grew faster than N records/s, measured from the refresh --stall-after before "
+            "(default: off)."
+        ),
     ] = None,
     cluster_name: Annotated[
         str | None,
@@ -141,6 +151,7 @@ def exporter(
             stall_after_s,
             lag_above,
             archived_above,
+            dlq_rate_above,
         ),
         invocation,
     )
@@ -157,7 +168,7 @@ def exporter(
     from kshare_cli.services import exporter_server
     from kshare_cli.services.health import Thresholds
 
-    thresholds = Thresholds(lag_above, archived_above, stall_after_s)
+    thresholds = Thresholds(lag_above, archived_above, stall_after_s, dlq_rate_above)
     name = cluster_name or ",".join(settings.bootstrap_servers)
     common.edge(
         lambda: exporter_server.serve(

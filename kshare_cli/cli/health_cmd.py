@@ -41,8 +41,7 @@ def check_args(
     """Everything that can be refused before connecting (exit 2, one stderr line)."""
     common.check_groups(groups, all_groups)
     threshold_options.check_thresholds(lag_above, archived_above)
-    if dlq_rate_above is not None and not dlq_rate_above >= 0:
-        raise UsageError(f"--dlq-rate-above must be 0 or more records/s, not {dlq_rate_above:g}")
+    threshold_options.check_dlq_rate(dlq_rate_above)
     if stall_after is not None and not 0 < stall_after <= 3600:
         raise UsageError(f"--stall-after must be above 0 and at most 3600 s, not {stall_after:g}")
     if output is common.OutputFormat.plain:
@@ -115,16 +114,11 @@ def health(
     ] = False,
     dlq_rate_above: Annotated[
         float | None,
-        typer.Option(
-            "--dlq-rate-above",
-            metavar="N",
-            help=(
-                "WARN for a group whose dead-letter queue (Kafka 4.4) grew faster than N "
-                "records/s between the two samples (--stall-after takes the second; the "
-                "reason says by how many records in how many seconds). Reads the group's "
-                "DLQ topic, by its __dlq.errors.group header (default: off)."
-            ),
-            show_default=False,
+        threshold_options.dlq_rate_above(
+            "WARN for a group whose dead-letter queue (Kafka 4.4) grew faster than N "
+            "records/s between the two samples (--stall-after takes the second; the "
+            "reason says by how many records in how many seconds). Reads the group's "
+            "DLQ topic, by its __dlq.errors.group header (default: off)."
         ),
     ] = None,
     output: Output = common.OutputFormat.table,

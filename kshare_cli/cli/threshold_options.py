@@ -21,7 +21,9 @@ from kshare_cli.errors import UsageError
 __all__ = [
     "DEFAULT_STALL_AFTER",
     "archived_above",
+    "check_dlq_rate",
     "check_thresholds",
+    "dlq_rate_above",
     "lag_above",
     "stall_after",
     "time_lag",
@@ -40,6 +42,18 @@ def lag_above(help_text: str) -> Any:
 def archived_above(help_text: str) -> Any:
     """``--archived-above N``: WARN for more than N archived records in the window."""
     return typer.Option("--archived-above", metavar="N", help=help_text, show_default=False)
+
+
+def dlq_rate_above(help_text: str) -> Any:
+    """``--dlq-rate-above N``: WARN for a group whose dead-letter queue (Kafka 4.4) grew
+    faster than N records a second (a flood from a poison deploy)."""
+    return typer.Option("--dlq-rate-above", metavar="N", help=help_text, show_default=False)
+
+
+def check_dlq_rate(dlq_rate_above: float | None) -> None:
+    """A rate is 0 or more records/s (exit 2 before connecting); NaN is refused too."""
+    if dlq_rate_above is not None and not dlq_rate_above >= 0:
+        raise UsageError(f"--dlq-rate-above must be 0 or more records/s, not {dlq_rate_above:g}")
 
 
 def time_lag(help_text: str) -> Any:

@@ -223,24 +223,33 @@ def _preview(value: bytes | None) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
+def _headers(record: ArchivedRecord) -> str:
+    """The record's headers as the CLI table shows them: name=value, comma-separated."""
+    return ",".join(
+        f"{name}={'' if value is None else _preview(value)}" for name, value in record.headers or ()
+    )
+
+
 def _archived_table(records: Sequence[ArchivedRecord]) -> str:
     if not records:
         return '<p class="note">No archived records.</p>'
     rows = [
         '<table class="archived"><thead><tr><th>topic</th><th class="n">partition</th>'
         '<th class="n">offset</th><th class="n">delivery count</th><th>archived at</th>'
-        "<th>key</th><th>value</th></tr></thead><tbody>"
+        "<th>key</th><th>value</th><th>headers</th></tr></thead><tbody>"
     ]
     for record in records:
         topic = record.topic if record.topic is not None else record.topic_id
         key = _preview(record.key) if record.record_found else "(gone)"
         value = _preview(record.value) if record.record_found else "(gone)"
+        headers = _headers(record) if record.record_found else "(gone)"
         rows.append(
             f'<tr data-partition="{record.partition}" data-offset="{record.offset}">'
             f"<td>{html.escape(topic)}</td><td class=n>{record.partition}</td>"
             f"<td class=n>{record.offset}</td><td class=n>{record.delivery_count}</td>"
             f"<td>{html.escape(iso_time(record.archived_at) or 'unknown')}</td>"
-            f"<td><code>{html.escape(key)}</code></td><td><code>{html.escape(value)}</code></td></tr>"
+            f"<td><code>{html.escape(key)}</code></td><td><code>{html.escape(value)}</code></td>"
+            f"<td><code>{html.escape(headers)}</code></td></tr>"
         )
     rows.append("</tbody></table>")
     return "".join(rows)

@@ -24,7 +24,9 @@ def _options(command: str) -> dict[str, Any]:
     return {param.opts[0]: param for param in built.params}
 
 
-@pytest.mark.parametrize("flag", ["--lag-above", "--archived-above", "--time-lag"])
+@pytest.mark.parametrize(
+    "flag", ["--lag-above", "--archived-above", "--time-lag", "--dlq-rate-above"]
+)
 def test_health_and_exporter_declare_the_threshold_alike(flag: str) -> None:
     health, exporter = _options("health")[flag], _options("exporter")[flag]
     assert (health.metavar, health.type.name, health.is_flag, health.show_default) == (
