@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 missing=""
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
+# prometheus (with promtool) and chromium: the monitoring docs checked by a real Prometheus,
+# and the audit report and exporter page opened in a real browser (issue 28).
+command -v prometheus >/dev/null 2>&1 || missing="$missing prometheus"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 if [ -n "$missing" ]; then
   install="apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$missing"
   if [ "$(id -u)" = 0 ]; then
