@@ -1,4 +1,4 @@
-"""The exporter's status on a DLQ flood: ``--dlq-rate-above``, health's rule, per refresh (issue 26).
+"""The exporter's status on a DLQ flood: ``--dlq-rate-above``, health's rule (issue 26).
 
 A group with a broker DLQ (Kafka 4.4, ``share.version`` 2) is watched by the exporter
 with ``--dlq-rate-above 0``: while nothing is dead-lettered its status is not WARN; a
@@ -142,9 +142,7 @@ def test_a_dlq_flood_turns_the_group_warn_until_it_stops(
     before = wait_for(lambda: _status(exporter), timeout=30, what="the group's status")
     assert before != "WARN"
     _reject_everything(bootstrap)
-    wait_for(
-        lambda: _status(exporter) == "WARN" or None, timeout=30, what="WARN on the DLQ flood"
-    )
+    wait_for(lambda: _status(exporter) == "WARN" or None, timeout=30, what="WARN on the DLQ flood")
     # No more dead letters: once --stall-after has passed, the rate is 0 again.
     wait_for(
         lambda: _status(exporter) not in (None, "WARN") or None,
