@@ -50,6 +50,7 @@ ARCHIVED_STATES: Final = (
 """The final states (DELIVERIES_SCHEMA's final_state) of a dead-lettered offset: archived,
 and Kafka 4.4's archiving -- on its way to the group's DLQ, never delivered again. An
 offset that went ARCHIVING then ARCHIVED has final state archived: one record, not two."""
+_ARCHIVED: Final = DeliveryState.ARCHIVED.name.lower()
 
 ARCHIVED_OFFSETS_SCHEMA: Final = StructType(
     [
@@ -58,15 +59,20 @@ ARCHIVED_OFFSETS_SCHEMA: Final = StructType(
         StructField("delivery_count", IntegerType(), False),
         StructField("archived_at", TimestampType(), True),
         StructField("state", StringType(), False),
+        StructField("archiving_at", TimestampType(), True),
     ]
 )
 """One row per offset whose final state is one of ARCHIVED_STATES (DELIVERIES_SCHEMA's
 final_state).
 
-delivery_count is the highest count the offset reached; archived_at the
-state-topic timestamp of the record that archived it (DELIVERIES' last_changed);
-state the final state, "archived" or "archiving" (a state 3 left behind: reported
-as such, never as delivered).
+delivery_count is the highest count the offset reached; state the final state,
+"archived" or "archiving" (a state 3 left behind: reported as such, never as
+delivered). Both times are state-topic timestamps: archiving_at of the record
+that made the offset ARCHIVING (DELIVERIES' archiving_at: Kafka 4.4, before its
+DLQ write), archived_at of the record that made it ARCHIVED (DELIVERIES'
+last_changed). Each is null where it is unknown: archiving_at for a record
+archived directly (Kafka 4.2, no DLQ) or a write Kafka pruned, archived_at for
+a record still ARCHIVING or archived before the earliest record read.
 """
 
 ARCHIVED_SCHEMA: Final = StructType(
@@ -82,6 +88,7 @@ ARCHIVED_SCHEMA: Final = StructType(
         StructField("timestampType", IntegerType(), True),
         StructField("headers", KAFKA_HEADERS_TYPE, True),
         StructField("state", StringType(), False),
+        StructField("archiving_at", TimestampType(), True),
     ]
 )
 """An archived offset with its source record (key, value, timestamp, headers as the
@@ -98,8 +105,9 @@ def archived_offsets(ranges: DataFrame) -> DataFrame:
         *SHARE_PARTITION_COLUMNS,
         F.explode(F.sequence("first_offset", "last_offset")).alias("offset"),
         F.col("max_delivery_count").alias("delivery_count"),
-        F.col("last_changed").alias("archived_at"),
+        F.when(F.col("final_state") == _ARCHIVED, F.col("last_changed")).alias("archived_at"),
         F.col("final_state").alias("state"),
+        "archiving_at",
     )
 
 
@@ -136,4 +144,5 @@ def archived_records(
         F.coalesce(F.col("_found"), F.lit(False)).alias("record_found"),
         *record_columns,
         "state",
+        "archiving_at",
     )

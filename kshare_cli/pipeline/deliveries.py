@@ -53,6 +53,7 @@ DELIVERIES_SCHEMA: Final = StructType(
         StructField("final_delivery_count", IntegerType(), False),
         StructField("complete", BooleanType(), False),
         StructField("last_changed", TimestampType(), True),
+        StructField("archiving_at", TimestampType(), True),
     ]
 )
 """Offset ranges of a share-partition that some state record mentioned, with their outcome.
@@ -81,6 +82,16 @@ mentioned are not listed: the topic does not say how often they were
 delivered (acquired records are not persisted), nor, for a history Kafka
 pruned, the offsets below what the records read speak of: `history` names
 them (HISTORY_SCHEMA's unknown offsets).
+
+Kafka 4.4 persists a record bound for the group's dead-letter queue twice,
+ARCHIVING (3) then ARCHIVED (4). A range whose last record said ARCHIVING
+(the broker stopped between the two writes) has final_state "archiving":
+final, never delivered again, yet not delivery-complete in Kafka's count,
+and never reported as delivered. archiving_at is when the range's offsets
+became ARCHIVING, for final states archiving and archived (ARCHIVED after
+ARCHIVING keeps it; the latest over the range); null for every other state,
+for a record archived directly (Kafka 4.2, a 4.4 group without a DLQ) and
+where the records read no longer hold that write (pruned, a gap).
 """
 
 
@@ -133,9 +144,10 @@ class _OffsetHistory:
     """Disjoint, sorted offset segments with what the records said about them so far.
 
     Each segment is [first, last, max_delivery_count, final_state, final_delivery_count,
-    changed_at] (changed_at None: unknown). Neighbours that end up with the same outcome
-    are joined, so a share-partition that acknowledged a million offsets in order holds
-    one segment, not
+    changed_at, archiving_at] (changed_at None: unknown; archiving_at: when the offsets
+    became ARCHIVING, kept while they stay ARCHIVING or go on to ARCHIVED, else None).
+    Neighbours that end up with the same outcome are joined, so a share-partition that
+    acknowledged a million offsets in order holds one segment, not
     a million; unless `precise`, when neighbours must also have changed at the same time
     (so that what changed since a given time can be told apart), a joined segment keeps
     the latest change.
@@ -161,9 +173,10 @@ class _OffsetHistory:
     def record(self, first: int, last: int, state: int, count: int, at: int | None) -> None:
         """A record written at `at` said offsets first..last are in state with count."""
         segments = self.segments
+        fresh_archiving = at if state == _ARCHIVING else None
         if segments and first > segments[-1][1]:
             # The common case: offsets beyond everything seen so far.
-            self._append([first, last, count, state, count, at])
+            self._append([first, last, count, state, count, at, fresh_archiving])
             return
         self._split_at(first)
         self._split_at(last + 1)
@@ -174,8 +187,15 @@ class _OffsetHistory:
         while stop < len(segments) and segments[stop][0] <= last:
             segment = segments[stop]
             if segment[0] > cursor:
-                replacement.append([cursor, segment[0] - 1, count, state, count, at])
+                replacement.append(
+                    [cursor, segment[0] - 1, count, state, count, at, fresh_archiving]
+                )
             unchanged = segment[3] == state and segment[4] == count
+            archiving_at = fresh_archiving
+            if (segment[3] == _ARCHIVING and state == _ARCHIVED) or (
+                segment[3] == state and (unchanged or state == _ARCHIVED)
+            ):
+                archiving_at = segment[6]
             replacement.append(
                 [
                     segment[0],
@@ -184,12 +204,13 @@ class _OffsetHistory:
                     state,
                     count,
                     segment[5] if unchanged else at,
+                    archiving_at,
                 ]
             )
             cursor = segment[1] + 1
             stop += 1
         if cursor <= last:
-            replacement.append([cursor, last, count, state, count, at])
+            replacement.append([cursor, last, count, state, count, at, fresh_archiving])
         # Join equal neighbours, the ones just beside the replaced slice included.
         if start > 0:
             replacement.insert(0, segments[start - 1])
@@ -221,6 +242,8 @@ class _OffsetHistory:
             and left[2:width] == right[2:width]
             # An outcome of unknown time never borrows its neighbour's time.
             and (left[5] is None) == (right[5] is None)
+            and (left[6] is None) == (right[6] is None)
+            and (width == 5 or left[6] == right[6])
         )
 
 
@@ -228,6 +251,8 @@ def _join(left: list[Any], right: list[Any]) -> None:
     left[1] = right[1]
     if right[5] is not None and (left[5] is None or right[5] > left[5]):
         left[5] = right[5]
+    if right[6] is not None and (left[6] is None or right[6] > left[6]):
+        left[6] = right[6]
 
 
 _STATE_NAMES: Final = {state.value: state.name.lower() for state in DeliveryState}
@@ -240,6 +265,8 @@ def _state_name(delivery_state: int) -> str:
 
 
 _FINAL_STATES: Final = frozenset(state.value for state in DeliveryState if state.is_final)
+_ARCHIVING: Final = int(DeliveryState.ARCHIVING)
+_ARCHIVED: Final = int(DeliveryState.ARCHIVED)
 
 
 def _joined(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -348,7 +375,7 @@ def _share_partition_deliveries(
 
     named = _joined(restated)
     ranges: list[list[Any]] = []
-    for first, last, max_count, delivery_state, count, at in history.segments:
+    for first, last, max_count, delivery_state, count, at, archiving_at in history.segments:
         if since_us is not None and (at is None or at < since_us):
             continue
         final = delivery_state in _FINAL_STATES
@@ -362,12 +389,15 @@ def _share_partition_deliveries(
                 and previous[1] + 1 == piece_first
                 and previous[2:6] == outcome
                 and (previous[6] is None) == (at is None)
+                and (previous[7] is None) == (archiving_at is None)
             ):
                 previous[1] = piece_last
                 if at is not None and (previous[6] is None or at > previous[6]):
                     previous[6] = at
+                if archiving_at is not None and (previous[7] is None or archiving_at > previous[7]):
+                    previous[7] = archiving_at
             else:
-                ranges.append([piece_first, piece_last, *outcome, at])
+                ranges.append([piece_first, piece_last, *outcome, at, archiving_at])
     if not ranges:
         return pa.Table.from_batches([], schema=arrow_schema(DELIVERIES_SCHEMA, table)), skipped
     rows = len(ranges)
@@ -378,7 +408,7 @@ def _share_partition_deliveries(
     ]
     for position, field in enumerate(DELIVERIES_SCHEMA.fields[3:]):
         values = [row[position] for row in ranges]
-        if field.name == "last_changed":
+        if field.name in ("last_changed", "archiving_at"):
             arrays.append(pa.array(values, pa.int64()).cast(timestamp_type))
         else:
             arrays.append(pa.array(values, ARROW_TYPES[field.name]))

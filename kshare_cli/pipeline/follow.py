@@ -183,9 +183,14 @@ class AuditFollow:
         """Per share-partition a snapshot with the last start offset, opening its history;
         then per known range an update that says its highest count and then its final
         count, written at its last change (after the snapshot, so that a final state
-        counts as still named: `deliveries`' complete)."""
+        counts as still named: `deliveries`' complete); an archived range that was
+        ARCHIVING first (Kafka 4.4) is said ARCHIVING at its archiving_at before that,
+        so that it keeps it."""
         seeds: list[tuple[Any, ...]] = []
-        position = -1 - sum(len(ranges) + 1 for ranges in self._ranges.values())
+        position = -1 - sum(
+            len(ranges) + 1 + sum(_said_archiving_first(each) for each in ranges)
+            for ranges in self._ranges.values()
+        )
         for key, ranges in sorted(self._ranges.items()):
             group_id, topic_id, partition = key
             topic = topic_uuid(topic_id)
@@ -195,6 +200,18 @@ class AuditFollow:
             position += 1
             update_key = ShareStateKey(StateRecordKind.UPDATE, group_id, topic, partition)
             for each in ranges:
+                if _said_archiving_first(each):
+                    archiving = StateBatch(
+                        each.first_offset,
+                        each.last_offset,
+                        DeliveryState.ARCHIVING,
+                        each.final_delivery_count,
+                    )
+                    value = ShareUpdateValue(0, -1, -1, -1, (archiving,))
+                    seeds.append(
+                        _seed(StateRecord(update_key, value), 0, position, each.archiving_at)
+                    )
+                    position += 1
                 state = _STATE_NUMBERS.get(each.final_state, -1)
                 batches = (
                     StateBatch(each.first_offset, each.last_offset, state, each.max_delivery_count),
@@ -362,6 +379,7 @@ class AuditFollow:
                     each.final_delivery_count,
                     each.complete,
                     each.last_changed,
+                    each.archiving_at,
                 )
                 for each in archived
                 for first, last in newly_archived[(each.group_id, each.topic_id, each.partition)]
@@ -387,6 +405,12 @@ def _seed(
     real record of its share-partition."""
     key, value = encode_record(record)
     return (key, value, SHARE_STATE_TOPIC, state_partition, offset, written, 0, None)
+
+
+def _said_archiving_first(each: DeliveryRange) -> bool:
+    """Whether a range's seeds start with an ARCHIVING update: an archived range that was
+    ARCHIVING first (Kafka 4.4's DLQ write), so that it keeps when it became ARCHIVING."""
+    return each.archiving_at is not None and each.final_state == DeliveryState.ARCHIVED.name.lower()
 
 
 def _add_span(spans: list[tuple[int, int]], first: int, last: int) -> None:

@@ -281,7 +281,9 @@ def archived_frame(
 
     offsets = archived_offsets(ranges)
     if scope.since is not None:
-        offsets = offsets.filter(F.col("archived_at") >= scope.since)
+        offsets = offsets.filter(
+            F.coalesce(F.col("archived_at"), F.col("archiving_at")) >= scope.since
+        )
     source = None
     if scope.read_source:
         spans: dict[tuple[str, int], tuple[int, int]] = {}
@@ -315,6 +317,7 @@ def to_timeline_point(row: Row) -> TimelinePoint:
 def to_delivery(row: Row) -> DeliveryRange:
     values = row.asDict()
     values["last_changed"] = _utc(values["last_changed"])
+    values["archiving_at"] = _utc(values["archiving_at"])
     return DeliveryRange(**values)
 
 
@@ -326,6 +329,7 @@ def to_archived(row: Row) -> ArchivedRecord:
         **{
             **values,
             "archived_at": _utc(values["archived_at"]),
+            "archiving_at": _utc(values["archiving_at"]),
             "timestamp": _utc(values["timestamp"]),
             "key": None if values["key"] is None else bytes(values["key"]),
             "value": None if values["value"] is None else bytes(values["value"]),

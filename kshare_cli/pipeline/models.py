@@ -47,6 +47,8 @@ class TimelinePoint:
     are None without a state. lag_basis says where log_end_offset comes from:
     "end_offsets" (read when the audit ran: the share-partition's last point),
     "record_timestamps" (dated by the source records' timestamps), None (unknown).
+    archiving counts Kafka 4.4's ARCHIVING records (on their way to the DLQ), apart
+    from archived.
     """
 
     group_id: str
@@ -63,6 +65,7 @@ class TimelinePoint:
     available: int | None
     acknowledged: int | None
     archived: int | None
+    archiving: int | None
     unrecorded: int | None
     max_delivery_count: int | None
     log_end_offset: int | None
@@ -72,7 +75,12 @@ class TimelinePoint:
 
 @dataclass(frozen=True, slots=True)
 class DeliveryRange:
-    """Offsets of a share-partition with one outcome (see DELIVERIES_SCHEMA)."""
+    """Offsets of a share-partition with one outcome (see DELIVERIES_SCHEMA).
+
+    final_state "archiving" is Kafka 4.4's ARCHIVING left behind: final, never
+    delivered. archiving_at: when the offsets became ARCHIVING (None: never, or
+    unknown).
+    """
 
     group_id: str
     topic_id: str
@@ -85,6 +93,7 @@ class DeliveryRange:
     final_delivery_count: int
     complete: bool
     last_changed: datetime.datetime | None
+    archiving_at: datetime.datetime | None = None
 
     @property
     def count(self) -> int:
@@ -101,6 +110,9 @@ class ArchivedRecord:
     delivery-complete. reason is "rejected" or "delivery_limit"
     (``kafka.dead_letters.DeadLetterReason``, inferred as Kafka does from the
     delivery count and the group's limit); None when the limit is unknown.
+    archiving_at is when the record became ARCHIVING (Kafka 4.4, before the
+    DLQ write), archived_at when it became ARCHIVED; each None where unknown
+    (archiving_at for Kafka 4.2 or a pruned write, archived_at while ARCHIVING).
     """
 
     group_id: str
@@ -117,6 +129,7 @@ class ArchivedRecord:
     headers: tuple[tuple[str, bytes | None], ...] | None
     state: str = "archived"
     reason: str | None = None
+    archiving_at: datetime.datetime | None = None
 
 
 HISTORY_PRUNED: Final = "pruned"

@@ -307,6 +307,7 @@ ARROW_TYPES: Final = {
     "available": pa.int64(),
     "acknowledged": pa.int64(),
     "archived": pa.int64(),
+    "archiving": pa.int64(),
     "unrecorded": pa.int64(),
     "max_delivery_count": pa.int32(),
     "corrupt_records": pa.int64(),
@@ -480,7 +481,7 @@ def arrow_schema(schema: StructType, like: Any) -> Any:
     for field in schema.fields:
         if field.name == "state_timestamp":
             fields.append(like.schema.field("state_timestamp"))
-        elif field.name == "last_changed":
+        elif field.name in ("last_changed", "archiving_at"):
             fields.append(pa.field(field.name, like.schema.field("state_timestamp").type))
         elif field.name in ("batches", "state_batches"):
             fields.append(pa.field(field.name, _ARROW_BATCHES))

@@ -71,11 +71,14 @@ _WINDOW_FIELDS: Final = [
     StructField("available", LongType(), True),
     StructField("acknowledged", LongType(), True),
     StructField("archived", LongType(), True),
+    StructField("archiving", LongType(), True),
     StructField("unrecorded", LongType(), True),
     StructField("max_delivery_count", IntegerType(), True),
 ]
 """A state as its in-flight window's figures (`window.window_counts`): the columns
-REPLAYED_SCHEMA and TIMELINE_SCHEMA share."""
+REPLAYED_SCHEMA and TIMELINE_SCHEMA share. archiving counts Kafka 4.4's ARCHIVING
+records (on their way to the group's dead-letter queue: never delivered again, not yet
+delivery-complete), apart from archived; always 0 before 4.4."""
 
 REPLAYED_SCHEMA: Final = StructType(
     [
@@ -216,6 +219,7 @@ _STATE_OUTPUTS: Final = (
     "available",
     "acknowledged",
     "archived",
+    "archiving",
     "unrecorded",
     "max_delivery_count",
 )
@@ -235,6 +239,7 @@ def _state_summary(state: SharePartitionState) -> tuple[int, ...]:
         counts.available,
         counts.acknowledged,
         counts.archived,
+        counts.archiving,
         counts.unrecorded,
         counts.max_delivery_count,
     )
@@ -380,6 +385,7 @@ _TIMELINE_INPUTS: Final = (
     "available",
     "acknowledged",
     "archived",
+    "archiving",
     "unrecorded",
     "max_delivery_count",
     "_last",
@@ -439,6 +445,7 @@ def _timeline_batch(batch: Any) -> Any:
             "available",
             "acknowledged",
             "archived",
+            "archiving",
             "unrecorded",
             "max_delivery_count",
         )

@@ -8,10 +8,16 @@ base64 otherwise, with ``<field>_encoding: "base64"`` beside them, as
 record timestamps with ``≈`` (an estimate when producers' clocks differ from
 the broker's) and shows ``-`` for what is not known; a time the state
 topic no longer holds (Kafka pruned it) is ``unknown``, never a later
-snapshot's time. ``-o json`` says per share-partition from when its history
-was read (``history``: ``history_from``, ``history_complete``) and which
-offsets it no longer knows (``unknown_first_offset``, ``unknown_last_offset``);
-`history_lines` words that for stderr, the table's footer and the HTML report.
+snapshot's time. Kafka 4.4's ARCHIVING (a record on its way to the group's
+dead-letter queue) is a count of its own in the timeline, a final state in
+the deliveries, and in the archived rows a second time: ``archiving_at``
+(when it became ARCHIVING) beside ``archived_at`` (when ARCHIVED), each
+null where not known (``-`` in the table where there is no such step: Kafka
+4.2 archives directly, an ARCHIVING record is not ARCHIVED yet). ``-o json``
+says per share-partition from when its history was read (``history``:
+``history_from``, ``history_complete``) and which offsets it no longer knows
+(``unknown_first_offset``, ``unknown_last_offset``); `history_lines` words that
+for stderr, the table's footer and the HTML report.
 
 ``--follow`` prints each micro-batch's rows as they come: JSON lines and CSV
 rows append (CSV's header once), a table repeats its header per batch.
@@ -61,6 +67,7 @@ STDOUT_FORMATS: Final = ("table", "json", "jsonl", "csv")
 _PREVIEW: Final = 40
 _ESTIMATE: Final = "≈"
 _UNKNOWN_TIME: Final = "unknown"
+_ARCHIVED: Final = "archived"
 
 
 def iso_time(value: datetime.datetime | None) -> str | None:
@@ -94,12 +101,14 @@ def row_document(row: TimelinePoint | DeliveryRange | ArchivedRecord) -> dict[st
         for name in DELIVERY_FIELDS:
             document[name] = getattr(row, name)
         document["last_changed"] = iso_time(row.last_changed)
+        document["archiving_at"] = iso_time(row.archiving_at)
         return document
     for name in ARCHIVED_FIELDS:
         if name in ("key", "value", "headers"):
             continue
         document[name] = getattr(row, name)
     document["archived_at"] = iso_time(row.archived_at)
+    document["archiving_at"] = iso_time(row.archiving_at)
     document["timestamp"] = iso_time(row.timestamp)
     _put_bytes(document, "key", row.key)
     _put_bytes(document, "value", row.value)
@@ -280,6 +289,7 @@ def _timeline_table(
         "WINDOW-END",
         "ACKNOWLEDGED",
         "AVAILABLE",
+        "ARCHIVING",
         "ARCHIVED",
         "UNRECORDED",
         "MAX-DELIVERIES",
@@ -291,6 +301,7 @@ def _timeline_table(
             "WINDOW-END",
             "ACKNOWLEDGED",
             "AVAILABLE",
+            "ARCHIVING",
             "ARCHIVED",
             "UNRECORDED",
             "MAX-DELIVERIES",
@@ -311,6 +322,7 @@ def _timeline_table(
                 point.end_offset,
                 point.acknowledged,
                 point.available,
+                point.archiving,
                 point.archived,
                 point.unrecorded,
                 point.max_delivery_count,
@@ -378,6 +390,23 @@ def _preview(value: bytes | None) -> str | None:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
+def _archiving_time(record: ArchivedRecord) -> str | None:
+    """When the record became ARCHIVING; None (``-``) for a record archived directly (Kafka
+    4.2, no DLQ), which the ARCHIVED write alone dates, else unknown (pruned)."""
+    if record.archiving_at is not None:
+        return iso_time(record.archiving_at)
+    if record.state == _ARCHIVED and record.archived_at is not None:
+        return None
+    return _UNKNOWN_TIME
+
+
+def _archived_time(record: ArchivedRecord) -> str | None:
+    """When the record became ARCHIVED; None (``-``) while it is still ARCHIVING."""
+    if record.state != _ARCHIVED:
+        return None
+    return iso_time(record.archived_at) or _UNKNOWN_TIME
+
+
 def _archived_table(
     records: Sequence[ArchivedRecord], width: int | None, footer: Sequence[str]
 ) -> str:
@@ -388,6 +417,7 @@ def _archived_table(
         "DELIVERIES",
         "REASON",
         "STATE",
+        "ARCHIVING-AT",
         "ARCHIVED-AT",
         "KEY",
         "VALUE",
@@ -408,7 +438,8 @@ def _archived_table(
                 record.delivery_count,
                 (record.reason or "unknown").replace("_", " "),
                 record.state,
-                iso_time(record.archived_at) or _UNKNOWN_TIME,
+                _archiving_time(record),
+                _archived_time(record),
                 _preview(record.key) if record.record_found else "(gone)",
                 _preview(record.value) if record.record_found else "(gone)",
                 headers,

@@ -223,6 +223,13 @@ def _preview(value: bytes | None) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
+def _archived_when(record: ArchivedRecord) -> str:
+    """When the record was archived; a Kafka 4.4 record still ARCHIVING, since when."""
+    if record.state != "archived":
+        return f"{record.state} since {iso_time(record.archiving_at) or 'unknown'}"
+    return iso_time(record.archived_at) or "unknown"
+
+
 def _headers(record: ArchivedRecord) -> str:
     """The record's headers as the CLI table shows them: name=value, comma-separated."""
     return ",".join(
@@ -247,7 +254,7 @@ def _archived_table(records: Sequence[ArchivedRecord]) -> str:
             f'<tr data-partition="{record.partition}" data-offset="{record.offset}">'
             f"<td>{html.escape(topic)}</td><td class=n>{record.partition}</td>"
             f"<td class=n>{record.offset}</td><td class=n>{record.delivery_count}</td>"
-            f"<td>{html.escape(iso_time(record.archived_at) or 'unknown')}</td>"
+            f"<td>{html.escape(_archived_when(record))}</td>"
             f"<td><code>{html.escape(key)}</code></td><td><code>{html.escape(value)}</code></td>"
             f"<td><code>{html.escape(headers)}</code></td></tr>"
         )

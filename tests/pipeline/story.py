@@ -8,9 +8,14 @@ with what the story of each share-partition says they must be.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import json
 import random
 import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
@@ -161,3 +166,53 @@ def time_at(index: int) -> datetime.datetime:
 
 def topic_names(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([(kafka_uuid(TOPIC), "orders")], TOPIC_NAMES_SCHEMA)
+
+
+# A real Kafka 4.4 broker's __share_group_state after scenario D (tests/golden/kafka-4.4):
+# golden-dg's golden-d:1 in state partition 5, golden-d:0 at offsets 0-3 of partition 6.
+GOLDEN_44 = Path(__file__).resolve().parents[1] / "golden" / "kafka-4.4"
+GOLDEN_TOPIC_ID = "tXs4w6sZTYyPfT9kGSFB7g"  # golden-d
+
+
+def _golden_state(name: str) -> list[dict[str, Any]]:
+    text = (GOLDEN_44 / "state" / name).read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def golden_44_rows(
+    name: str = "share-group-state.jsonl",
+    *,
+    keep: Callable[[int, int], bool] = lambda partition, offset: True,
+) -> list[tuple[object, ...]]:
+    """The recorded state records (those keep(state partition, offset) keeps) as the Kafka
+    source returns them, with the broker's timestamps."""
+    return [
+        (
+            base64.b64decode(row["key_b64"]),
+            None if row["value_b64"] is None else base64.b64decode(row["value_b64"]),
+            "__share_group_state",
+            row["partition"],
+            row["offset"],
+            datetime.datetime.fromtimestamp(row["timestamp"] / 1000),
+            0,
+            None,
+        )
+        for row in _golden_state(name)
+        if keep(row["partition"], row["offset"])
+    ]
+
+
+def golden_44_time(
+    state_partition: int, offset: int, name: str = "share-group-state.jsonl"
+) -> datetime.datetime:
+    """How collect() shows the broker's timestamp of a recorded state record."""
+    (row,) = (
+        row
+        for row in _golden_state(name)
+        if (row["partition"], row["offset"]) == (state_partition, offset)
+    )
+    return datetime.datetime.fromtimestamp(row["timestamp"] / 1000)
+
+
+def golden_44_topic_names(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([(GOLDEN_TOPIC_ID, "golden-d")], TOPIC_NAMES_SCHEMA)

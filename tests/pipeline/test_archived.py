@@ -19,6 +19,9 @@ from tests.pipeline.story import (
     ARCHIVED,
     encoded,
     frame,
+    golden_44_rows,
+    golden_44_time,
+    golden_44_topic_names,
     kafka_rows,
     snapshot,
     snapshot_key,
@@ -112,6 +115,68 @@ def test_archiving_then_archived_is_one_record_and_archiving_left_behind_is_repo
     result = archived_records(archived_offsets(ranges), topic_names(spark), None)
 
     assert sorted(
-        (row["offset"], row["delivery_count"], row["state"], row["archived_at"])
+        (
+            row["offset"],
+            row["delivery_count"],
+            row["state"],
+            row["archiving_at"],
+            row["archived_at"],
+        )
         for row in result.collect()
-    ) == [(1, 1, "archived", time_at(3)), (2, 5, "archiving", time_at(4))]
+    ) == [
+        # When it became ARCHIVING, and when ARCHIVED (the DLQ write done).
+        (1, 1, "archived", time_at(2), time_at(3)),
+        # Not ARCHIVED yet: no archived time, its ARCHIVING time.
+        (2, 5, "archiving", time_at(4), None),
+    ]
+
+
+def _golden_archived(
+    spark: SparkSession, rows: list[tuple[object, ...]]
+) -> list[tuple[object, ...]]:
+    ranges = deliveries(frame(spark, rows), group_ids=("golden-dg",))
+    result = archived_records(archived_offsets(ranges), golden_44_topic_names(spark), None)
+    return sorted(
+        (
+            row["topic"],
+            row["partition"],
+            row["offset"],
+            row["delivery_count"],
+            row["state"],
+            row["archiving_at"],
+            row["archived_at"],
+        )
+        for row in result.collect()
+    )
+
+
+def test_kafka_44s_dead_lettered_records_give_their_archiving_and_archived_times(
+    spark: SparkSession,
+) -> None:
+    """Scenario D on a real Kafka 4.4 broker: each of golden-dg's three dead-lettered records
+    once, when it became ARCHIVING (the update before the DLQ write) and when ARCHIVED."""
+    at = golden_44_time
+
+    assert _golden_archived(spark, golden_44_rows()) == [
+        ("golden-d", 0, 4, 1, "archived", at(6, 1), at(6, 2)),
+        ("golden-d", 1, 3, 1, "archived", at(5, 1), at(5, 2)),
+        ("golden-d", 1, 5, 5, "archived", at(5, 6), at(5, 7)),
+    ]
+
+
+def test_a_recorded_archiving_left_behind_is_archiving_without_an_archived_time(
+    spark: SparkSession,
+) -> None:
+    """The same records as if the broker had stopped between p1 o5's two writes (its ARCHIVED
+    update, state partition 5 offset 7, never written)."""
+    rows = golden_44_rows(keep=lambda partition, offset: (partition, offset) != (5, 7))
+
+    assert _golden_archived(spark, rows)[-1] == (
+        "golden-d",
+        1,
+        5,
+        5,
+        "archiving",
+        golden_44_time(5, 6),
+        None,
+    )

@@ -19,6 +19,8 @@ from tests.pipeline.story import (
     TOPIC,
     encoded,
     frame,
+    golden_44_rows,
+    golden_44_time,
     kafka_rows,
     snapshot,
     snapshot_key,
@@ -240,6 +242,83 @@ def test_complete_means_never_delivered_again(spark: SparkSession) -> None:
         (4, 4, "archived", False),
         (5, 6, "available", False),
     ]
+
+
+def _archiving_ranges(result: DataFrame) -> list[tuple[object, ...]]:
+    return sorted(
+        (
+            row["partition"],
+            row["first_offset"],
+            row["last_offset"],
+            row["max_delivery_count"],
+            row["final_state"],
+            row["complete"],
+            row["last_changed"],
+            row["archiving_at"],
+        )
+        for row in result.collect()
+    )
+
+
+def test_kafka_44s_archiving_then_archived_keeps_when_it_became_archiving(
+    spark: SparkSession,
+) -> None:
+    """Scenario D on a real Kafka 4.4 broker (tests/golden/kafka-4.4/state): each dead-lettered
+    offset was ARCHIVING in one update and ARCHIVED in a later one; the range is archived,
+    last changed at the ARCHIVED write, archiving_at the ARCHIVING one. Left behind (the
+    broker stopped before p1 o5's ARCHIVED write): final, never delivered, archiving."""
+    at = golden_44_time
+    everything = deliveries(frame(spark, golden_44_rows()), group_ids=("golden-dg",))
+    left_behind = deliveries(
+        frame(spark, golden_44_rows(keep=lambda partition, offset: (partition, offset) != (5, 7))),
+        group_ids=("golden-dg",),
+    )
+
+    assert _archiving_ranges(everything) == [
+        (0, 0, 1, 1, "acknowledged", True, at(6, 1), None),
+        (0, 2, 2, 2, "acknowledged", True, at(6, 3), None),
+        (0, 3, 3, 1, "acknowledged", True, at(6, 1), None),
+        (0, 4, 4, 1, "archived", True, at(6, 2), at(6, 1)),
+        (0, 5, 14, 1, "acknowledged", True, at(6, 1), None),
+        (1, 0, 2, 1, "acknowledged", True, at(5, 1), None),
+        (1, 3, 3, 1, "archived", True, at(5, 2), at(5, 1)),
+        (1, 4, 4, 1, "acknowledged", True, at(5, 1), None),
+        (1, 5, 5, 5, "archived", True, at(5, 7), at(5, 6)),
+        (1, 6, 14, 1, "acknowledged", True, at(5, 1), None),
+    ]
+    assert _archiving_ranges(left_behind)[-2] == (1, 5, 5, 5, "archiving", True, at(5, 6), at(5, 6))
+
+
+def test_archiving_at_is_for_this_archiving_only(spark: SparkSession) -> None:
+    """Archived directly (Kafka 4.2, no DLQ): no archiving_at. An ARCHIVING cleared by a reset
+    and delivered again loses it; its next ARCHIVING (another count) has its own. A
+    snapshot restating ARCHIVED keeps it; since keeps it with the outcome."""
+    archiving = int(DeliveryState.ARCHIVING)
+    rows = kafka_rows(
+        encoded(
+            StateRecord(snapshot_key("g", 0), snapshot(0)),
+            StateRecord(update_key("g", 0), update(-1, (0, 0, ARCHIVED, 1), (1, 2, archiving, 1))),
+            StateRecord(update_key("g", 0), update(-1, (1, 1, ARCHIVED, 1))),
+            StateRecord(snapshot_key("g", 0), snapshot(0, snapshot_epoch=1)),  # a reset
+            StateRecord(update_key("g", 0), update(-1, (2, 2, AVAILABLE, 1))),
+            StateRecord(update_key("g", 0), update(-1, (2, 2, archiving, 2))),
+            StateRecord(
+                snapshot_key("g", 0),
+                snapshot(0, (0, 1, ARCHIVED, 1), (2, 2, archiving, 2), snapshot_epoch=2),
+            ),
+        ),
+        state_partition=0,
+    )
+
+    result = deliveries(frame(spark, rows))
+    since = deliveries(frame(spark, rows), since_ms=EPOCH_MS + 2000)
+
+    assert _archiving_ranges(result) == [
+        (0, 0, 0, 1, "archived", True, time_at(1), None),
+        (0, 1, 1, 1, "archived", True, time_at(2), time_at(1)),
+        (0, 2, 2, 2, "archiving", True, time_at(5), time_at(5)),
+    ]
+    assert _archiving_ranges(since) == _archiving_ranges(result)[1:]
 
 
 def test_deliveries_of_a_share_partition_without_batches_are_empty(spark: SparkSession) -> None:

@@ -29,6 +29,8 @@ from tests.pipeline.story import (
     batches_of,
     encoded,
     frame,
+    golden_44_rows,
+    golden_44_topic_names,
     kafka_rows,
     snapshot,
     snapshot_key,
@@ -290,4 +292,38 @@ def test_timeline_leaves_out_snapshots_that_restate_the_state(spark: SparkSessio
         (1, "update", 2, None, None, None),
         # The last point is the state now, dated when it last changed, with today's lag.
         (4, "snapshot", 2, 3, 1, "end_offsets"),
+    ]
+
+
+def test_timeline_counts_kafka_44s_archiving_apart_from_archived(spark: SparkSession) -> None:
+    """golden-dg's golden-d:1 on a real Kafka 4.4 broker (state partition 5): o3 ARCHIVING in
+    the first update and ARCHIVED in the next; o5 released four times, ARCHIVING at its
+    fifth delivery, then ARCHIVED. A record on its way to the DLQ is neither archived nor
+    available; the last point's lag is describe's (LAG 0)."""
+    replayed = replay_states(frame(spark, golden_44_rows()), group_ids=("golden-dg",))
+    offsets = spark.createDataFrame([("golden-d", 1, 15, None)], SOURCE_OFFSETS_SCHEMA)
+
+    result = timeline(replayed, golden_44_topic_names(spark), source_offsets=offsets)
+
+    assert [
+        (
+            row["state_offset"],
+            row["start_offset"],
+            row["available"],
+            row["acknowledged"],
+            row["archiving"],
+            row["archived"],
+            row["lag"],
+        )
+        for row in sorted(result.collect(), key=lambda row: row["state_offset"])
+        if row["partition"] == 1
+    ] == [
+        (0, -1, 0, 0, 0, 0, None),
+        (1, 0, 1, 13, 1, 0, None),
+        (2, 3, 1, 10, 0, 1, None),
+        (3, 5, 1, 9, 0, 0, None),
+        (4, 5, 1, 9, 0, 0, None),
+        (5, 5, 1, 9, 0, 0, None),
+        (6, 5, 0, 9, 1, 0, None),
+        (7, 5, 0, 9, 0, 1, 0),
     ]

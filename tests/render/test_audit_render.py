@@ -11,6 +11,7 @@ import csv
 import datetime
 import io
 import json
+from dataclasses import replace
 
 from kshare_cli.pipeline.models import (
     ArchivedRecord,
@@ -39,6 +40,7 @@ def point(
     basis: str | None = "record_timestamps",
     topic: str | None = "orders",
     state_offset: int = 0,
+    archiving: int | None = 0,
 ) -> TimelinePoint:
     return TimelinePoint(
         group_id="g",
@@ -55,6 +57,7 @@ def point(
         available=2,
         acknowledged=3,
         archived=1,
+        archiving=archiving,
         unrecorded=0,
         max_delivery_count=4,
         log_end_offset=None if lag is None else 13 + lag,
@@ -192,6 +195,7 @@ def test_table_marks_estimated_lags_and_unknowns() -> None:
         "WINDOW-END",
         "ACKNOWLEDGED",
         "AVAILABLE",
+        "ARCHIVING",
         "ARCHIVED",
         "UNRECORDED",
         "MAX-DELIVERIES",
@@ -202,6 +206,51 @@ def test_table_marks_estimated_lags_and_unknowns() -> None:
     assert lines[3].split()[-2:] == ["-", "-"]
     assert lines[4].split()[-2:] == ["13", "0"]
     assert lines[5].startswith("≈: lag from the log end offset dated by")
+
+
+def test_timeline_counts_archiving_apart_from_archived_in_every_format() -> None:
+    """Kafka 4.4's ARCHIVING records (on their way to the DLQ) are a count of their own."""
+    result = AuditResult(AuditJob.TIMELINE, "g", timeline=(point(0, 0, 5, archiving=2),))
+
+    (header, _, row, *_) = render_audit(result, "table").splitlines()
+    cells = dict(zip(header.split(), row.split(), strict=False))
+    (document,) = json.loads(render_audit(result, "json"))["timeline"]
+    (csv_row,) = csv.DictReader(io.StringIO(render_audit(result, "csv")))
+
+    assert (cells["ARCHIVING"], cells["ARCHIVED"]) == ("2", "1")
+    assert (document["archiving"], document["archived"]) == (2, 1)
+    assert (csv_row["archiving"], csv_row["archived"]) == ("2", "1")
+
+
+def test_archived_rows_give_when_archiving_and_when_archived() -> None:
+    """ARCHIVING then ARCHIVED: both times; a state 3 left behind: not archived yet; Kafka 4.2
+    (archived directly): no ARCHIVING time; a pruned history: unknown."""
+    both = replace(archived(3, b"v"), archiving_at=_at(7))
+    left_behind = replace(
+        archived(4, b"v"), state="archiving", archived_at=None, archiving_at=_at(8)
+    )
+    direct = archived(5, b"v")
+    pruned = replace(archived(6, b"v"), archived_at=None)
+    result = AuditResult(AuditJob.ARCHIVED, "g", archived=(both, left_behind, direct, pruned))
+
+    documents = json.loads(render_audit(result, "json"))["archived"]
+    lines = render_audit(result, "table", width=400).splitlines()
+    header = lines[0].split()
+    at = header.index("ARCHIVING-AT")
+
+    assert [(row["archiving_at"], row["archived_at"]) for row in documents] == [
+        ("2026-01-01T00:00:07.000Z", "2026-01-01T00:00:07.250Z"),
+        ("2026-01-01T00:00:08.000Z", None),
+        (None, "2026-01-01T00:00:07.250Z"),
+        (None, None),
+    ]
+    assert header[at - 1 : at + 2] == ["STATE", "ARCHIVING-AT", "ARCHIVED-AT"]
+    assert [line.split()[at - 1 : at + 2] for line in lines[2:6]] == [
+        ["archived", "2026-01-01T00:00:07.000Z", "2026-01-01T00:00:07.250Z"],
+        ["archiving", "2026-01-01T00:00:08.000Z", "-"],
+        ["archived", "-", "2026-01-01T00:00:07.250Z"],
+        ["archived", "unknown", "unknown"],
+    ]
 
 
 def test_csv_header_once_for_follow_batches() -> None:
