@@ -86,7 +86,7 @@ def test_facts_of_a_44_cluster(share_version: int) -> None:
 
 
 def test_facts_of_a_42_cluster_have_no_dlq_configs() -> None:
-    with SandboxThread() as sandbox:
+    with SandboxThread(kafka_version="4.2") as sandbox:
         facts = _with_client(sandbox.bootstrap, read_cluster_facts)
     assert facts.share_version == 1
     assert facts.dlq_topic_name_prefix is None and facts.dlq_auto_create_topics is None

@@ -416,7 +416,7 @@ def test_the_brokers_bounds_and_the_brokers_own_refusal(tmp_path: Path, unique: 
         share_record_lock_duration_ms=20000, share_max_record_lock_duration_ms=20000
     )
     group = f"kshare-cfg-refusal-{unique}"
-    with SandboxThread(settings=settings) as sandbox:
+    with SandboxThread(settings=settings, kafka_version="4.2") as sandbox:
         kshare = own_kshare(sandbox, tmp_path)
         above = kshare.run("config", "set", group, "share.record.lock.duration.ms=25000")
         assert above.exit_code == ExitCode.USAGE

@@ -60,7 +60,7 @@ def test_state_json_shows_the_kafka_line_and_share_version(
 
 
 def test_state_json_on_a_42_cluster(tmp_path: Path) -> None:
-    with SandboxThread() as sandbox:
+    with SandboxThread(kafka_version="4.2") as sandbox:
         _make_group(sandbox.bootstrap, "g", "t")
         kshare = Kshare(sandbox.bootstrap, None, tmp_path / "config.toml")
         result = kshare.run("describe", "g", "--state", "-o", "json")

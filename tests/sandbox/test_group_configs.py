@@ -608,7 +608,7 @@ def test_create_topics_checks_the_dlq_flag_as_kafka() -> None:
             return str(error.args[0].str())
         return None
 
-    with SandboxThread() as sandbox:
+    with SandboxThread(kafka_version="4.2") as sandbox:
         assert create(sandbox.bootstrap, "t42", "true") == (
             "Unknown topic config name: errors.deadletterqueue.group.enable"
         )
