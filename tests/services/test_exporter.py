@@ -229,6 +229,9 @@ class _Client:
     async def metadata(self, topics: Collection[str]) -> _Metadata:
         return _Metadata()
 
+    async def find_coordinators(self, group_ids: Collection[str]) -> dict[str, object]:
+        return {}  # the sampler's one lookup for every group; each group's read stands
+
 
 class _Cluster:
     """What the fakes answer: the groups listed, the brokers failing, each group's

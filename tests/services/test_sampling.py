@@ -27,7 +27,21 @@ from kshare_cli.services.sampling import sample_group, sample_groups
 from kshare_cli.state.window import InFlightWindow, WindowRun, WindowState
 
 
+class _Client:
+    """Records the coordinator lookups: the sampler asks every group's in one."""
+
+    def __init__(self) -> None:
+        self.lookups: list[list[str]] = []
+
+    async def find_coordinators(self, group_ids: Collection[str]) -> dict[str, Any]:
+        self.lookups.append(list(group_ids))
+        return {}
+
+
 class _Admin:
+    def __init__(self) -> None:
+        self.client = _Client()
+
     async def log_offsets(self, partitions: Collection[TopicPartition], timestamp: int) -> Any:
         assert timestamp == EARLIEST_TIMESTAMP  # the log start offsets
         return SimpleNamespace(offsets={each: 10 + each.partition for each in partitions})
@@ -70,6 +84,8 @@ def test_one_group_is_sampled_as_each_of_many() -> None:
 
     alone, together = asyncio.run(both())
     assert alone == together
+    # Every coordinator in one lookup, before the groups are read side by side.
+    assert cast(_Service, service).admin.client.lookups == [["g", "gone", "denied"]]
     sample, gone, denied = cast(tuple[Sample, GroupHealth, GroupHealth], alone)
     assert sample.taken_at == 42.0
     assert sample.log_start_offsets == {
