@@ -682,7 +682,8 @@ def _spark_phase(
         def emit(job: AuditJob, rows: object) -> None:
             _emit(job, rows, fmt, settings, request, header_printed, resolved)
 
-        cancel = _CtrlC(on_interrupt=spark.sparkContext.cancelAllJobs)
+        cancelling = _JobCanceller(spark)
+        cancel = _CtrlC(on_interrupt=cancelling.run)
         try:
             with SparkProgress(spark, enabled=stderr_is_terminal()), cancel:
                 result, follow = audit.run_audit(spark, settings, request, resolved, emit=emit)
@@ -690,6 +691,8 @@ def _spark_phase(
             if cancel.is_set():
                 raise KeyboardInterrupt from None
             raise audit.job_failure(error, log_dir) from None
+        finally:
+            cancelling.stop()
         if cancel.is_set():
             raise KeyboardInterrupt
         header_printed[0] = _finish(result, request, resolved, fmt)
@@ -746,6 +749,34 @@ def _watch(query: StreamingQuery) -> BaseException | None:
         while not interrupted.wait(0.5) and query.isActive:
             pass
         return None if interrupted.is_set() else query.exception()
+
+
+class _JobCanceller:
+    """After a Ctrl-C, cancels the Spark jobs running and every one started later, until
+    stopped.
+
+    A Ctrl-C while no job runs (the Kafka source plans its read in a Python worker, the
+    job counts what it read between jobs) cancelled nothing, and the jobs started after
+    it ran to their end before the command exited 130: minutes on a big state topic.
+    """
+
+    def __init__(self, spark: SparkSession, every_s: float = 0.2) -> None:
+        self._spark = spark
+        self._every_s = every_s
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()  # no cancel once stop() returned: Spark stops next
+
+    def run(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopped.is_set():
+                    return
+                self._spark.sparkContext.cancelAllJobs()
+            self._stopped.wait(self._every_s)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped.set()
 
 
 class _CtrlC(threading.Event):

@@ -1091,7 +1091,10 @@ def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
 ) -> None:
     """SIGINT while the JVM starts (its log file exists, in this test's TMPDIR, and no Python
     worker yet) or while a job runs (the JVM has started its first Python worker, which the
-    Kafka source's read needs): one line, exit 130, no py4j traces, no JVM left behind."""
+    Kafka source's read needs): one line, exit 130, no py4j traces, no JVM left behind, and
+    no Spark job ran to its end after the SIGINT (Spark's event log says so: the Python
+    worker plans the Kafka source's read before any job, and the audit's jobs all ran to
+    their end after a Ctrl-C there, minutes on a real cluster's state topic)."""
     argv = [
         str(KSHARE),
         "audit",
@@ -1104,6 +1107,17 @@ def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
     ]
     temporary = tmp_path / "tmp"
     temporary.mkdir()
+    events = tmp_path / "events"
+    events.mkdir()
+    configuration = tmp_path / "spark-conf"
+    configuration.mkdir()
+    (configuration / "spark-defaults.conf").write_text(
+        "spark.eventLog.enabled true\n"
+        f"spark.eventLog.dir {events.as_uri()}\n"
+        "spark.eventLog.compress false\n"
+        "spark.eventLog.rolling.enabled false\n"
+    )
+    kshare.extra_env["SPARK_CONF_DIR"] = str(configuration)
     with _spark_starting(argv, kshare, temporary) as process:
         if moment == "starting":
             time.sleep(0.5)
@@ -1116,9 +1130,17 @@ def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
                 what="a Spark job's Python worker",
             )
         assert process.poll() is None, "the job ended before it could be interrupted"
+        interrupted_ms = time.time() * 1000
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
+        stdout, stderr = process.communicate(timeout=300)  # a failure bound: see the jobs
     assert (process.returncode, stdout, stderr) == (130, "", "kshare: interrupted\n")
+    jobs = _spark_jobs(events)
+    assert moment == "starting" or jobs, "no Spark job was started to cancel"
+    assert [
+        (job, result)
+        for job, (submitted, result) in jobs.items()
+        if submitted >= interrupted_ms and result != "JobFailed"
+    ] == [], jobs
     # And no JVM outlives it (PySpark's launcher would leave one, ignoring SIGINT, holding
     # the log file as its stderr).
     wait_for(
@@ -1154,6 +1176,21 @@ def _spark_starting(
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+def _spark_jobs(events: Path) -> dict[int, tuple[int, str | None]]:
+    """Each Spark job of the event logs in ``events``: its submission time (epoch ms) and
+    result (JobSucceeded, JobFailed, None: no end recorded)."""
+    jobs: dict[int, tuple[int, str | None]] = {}
+    for log in events.iterdir():
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event["Event"] == "SparkListenerJobStart":
+                jobs[event["Job ID"]] = (event["Submission Time"], None)
+            elif event["Event"] == "SparkListenerJobEnd":
+                submitted, _ = jobs[event["Job ID"]]
+                jobs[event["Job ID"]] = (submitted, event["Job Result"]["Result"])
+    return jobs
 
 
 def _python_workers_of(pid: int) -> list[int]:
