@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from kshare_cli.kafka.versions import KafkaVersion, at_least
+from kshare_cli.kafka.versions import NEWEST_KAFKA_VERSION, KafkaVersion, at_least
 
 __all__ = ["DEFAULT_KAFKA_VERSION", "Feature", "KafkaProfile"]
 
-#: What a sandbox is when nobody says. Still 4.2, whose corpus the whole suite was
-#: written against; ``NEWEST_KAFKA_VERSION`` once the suite passes on it (issue 25).
-DEFAULT_KAFKA_VERSION: Final[KafkaVersion] = "4.2"
+#: What a sandbox is when nobody says: the newest release, the one operators who run
+#: share groups upgrade to first. Tests that reproduce the 4.2 corpus pin "4.2".
+DEFAULT_KAFKA_VERSION: Final[KafkaVersion] = NEWEST_KAFKA_VERSION
 
 #: ``metadata.version`` feature levels (Kafka's ``MetadataVersion``): 3.3-IV3 is the
 #: oldest a KRaft cluster supports, 4.2-IV1 4.2's newest production level, 4.3-IV0 4.3's

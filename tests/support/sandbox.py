@@ -65,12 +65,17 @@ class Cluster:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
+    """The suite-wide cluster: ``KSHARE_TEST_BOOTSTRAP``, else a sandbox in its Kafka 4.2
+    profile, the release the golden corpus under ``tests/golden/kafka-4.2.0`` recorded:
+    the tests on this fixture reproduce that recording byte for byte (group epochs, LAG
+    ``-`` after a reset, 4.2's config listing). Tests of 4.3 and 4.4 behaviour start
+    sandboxes of their own; those that name no version get the sandbox's default, 4.4."""
     bootstrap = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if bootstrap:
         config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
         yield Cluster(bootstrap, _read_properties(config_path) if config_path else {})
         return
-    with SandboxThread() as sandbox:
+    with SandboxThread(kafka_version="4.2") as sandbox:
         yield Cluster(sandbox.bootstrap, {}, sandbox)
 
 
