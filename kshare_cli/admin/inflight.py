@@ -29,11 +29,10 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.admin.group_configs import describe_result_for
 from kshare_cli.admin.models import (
     BrokerFailure,
     EndOffsets,
@@ -89,6 +88,7 @@ __all__ = [
     "TailingStateSource",
     "delivery_count_limit",
     "stated_delivery_count_limit",
+    "stated_delivery_count_limits",
 ]
 
 #: Kafka's ``group.share.delivery.count.limit`` default: what a group without its own
@@ -547,6 +547,8 @@ class InflightService:
         self._state = state
         self._state_timeout_s = state_timeout_s
         self._offsets_when_held = offsets_when_held
+        #: Limits looked up for many groups at once, each taken by its group's next read.
+        self._limits: dict[str, int | None] = {}
 
     @property
     def admin(self) -> ShareGroupAdmin:
@@ -875,7 +877,18 @@ class InflightService:
         )
         return ids, unknown
 
+    async def look_up_delivery_count_limits(self, group_ids: Sequence[str]) -> None:
+        """The delivery count limits of the groups about to be read, in a few batched
+        DescribeConfigs instead of one per group (a fifth of an exporter refresh's
+        requests); each group's next :meth:`group` takes its own."""
+        stated = await stated_delivery_count_limits(self._admin, group_ids)
+        self._limits.update(
+            (group_id, None if limit is None else limit.limit) for group_id, limit in stated.items()
+        )
+
     async def _delivery_count_limit(self, group_id: str) -> int | None:
+        if group_id in self._limits:
+            return self._limits.pop(group_id)
         return await delivery_count_limit(self._admin, group_id)
 
 
@@ -925,21 +938,67 @@ async def stated_delivery_count_limit(
 
 #: How long one broker may take to answer the delivery-limit lookup before the next is asked.
 LIMIT_LOOKUP_S: Final = 2.0
+#: Groups per DescribeConfigs when the limits of many are looked up at once.
+LIMITS_PER_REQUEST: Final = 250
+
+
+async def stated_delivery_count_limits(
+    admin: ShareGroupAdmin, group_ids: Sequence[str]
+) -> dict[str, StatedDeliveryCountLimit | None]:
+    """:func:`stated_delivery_count_limit` of many groups: ``LIMITS_PER_REQUEST`` groups
+    per DescribeConfigs, side by side, each batch passed over to the next broker as one
+    group's lookup is."""
+    wanted = list(dict.fromkeys(group_ids))
+    if not wanted:
+        return {}
+    client = admin.client
+    metadata = await client.metadata([])
+    nodes = sorted(metadata.brokers)
+
+    async def batch(groups: list[str]) -> dict[str, StatedDeliveryCountLimit | None]:
+        for node in nodes:
+            try:
+                async with asyncio.timeout(LIMIT_LOOKUP_S):
+                    return await _delivery_count_limits_from(client, groups, node)
+            except IncompatibleBroker:
+                break
+            except (ConnectionFailed, TimedOut, TimeoutError):
+                continue
+        return dict.fromkeys(groups)
+
+    answers = await asyncio.gather(
+        *(
+            batch(wanted[start : start + LIMITS_PER_REQUEST])
+            for start in range(0, len(wanted), LIMITS_PER_REQUEST)
+        )
+    )
+    return {group_id: limit for answer in answers for group_id, limit in answer.items()}
 
 
 async def _delivery_count_limit_from(
     client: KafkaClient, group_id: str, node: int
 ) -> StatedDeliveryCountLimit | None:
     """The limit as broker ``node`` states it (DescribeConfigs of the group and the broker)."""
+    return (await _delivery_count_limits_from(client, [group_id], node))[group_id]
+
+
+async def _delivery_count_limits_from(
+    client: KafkaClient, group_ids: Sequence[str], node: int
+) -> dict[str, StatedDeliveryCountLimit | None]:
+    """Each group's limit as broker ``node`` states it: one DescribeConfigs of the groups
+    and the broker; a group's own setting, else the broker's."""
     _, response = await client.request(
         DESCRIBE_CONFIGS,
         {
             "resources": [
-                {
-                    "resource_type": GROUP_RESOURCE,
-                    "resource_name": group_id,
-                    "configuration_keys": [_GROUP_LIMIT],
-                },
+                *(
+                    {
+                        "resource_type": GROUP_RESOURCE,
+                        "resource_name": group_id,
+                        "configuration_keys": [_GROUP_LIMIT],
+                    }
+                    for group_id in group_ids
+                ),
                 {
                     "resource_type": BROKER_RESOURCE,
                     "resource_name": str(node),
@@ -951,25 +1010,39 @@ async def _delivery_count_limit_from(
         },
         node=node,
     )
-    for resource_type, name, key in (
-        (GROUP_RESOURCE, group_id, _GROUP_LIMIT),
-        (BROKER_RESOURCE, str(node), _BROKER_LIMIT),
-    ):
-        result = describe_result_for(response, resource_type, name)
-        if isinstance(result, KafkaError):
+    # Each resource's result by (type, name), the first of each as
+    # group_configs.describe_result_for finds it: looked up one by one
+    # there, a batch of groups cost its square.
+    results: dict[tuple[int, str], Any] = {}
+    for result in response.results:
+        results.setdefault((int(result.resource_type), result.resource_name), result)
+    broker = _stated_limit(
+        results.get((BROKER_RESOURCE, str(node))), BROKER_RESOURCE, _BROKER_LIMIT
+    )
+    return {
+        group_id: _stated_limit(
+            results.get((GROUP_RESOURCE, group_id)), GROUP_RESOURCE, _GROUP_LIMIT
+        )
+        or broker
+        for group_id in group_ids
+    }
+
+
+def _stated_limit(
+    result: Any | None, resource_type: int, key: str
+) -> StatedDeliveryCountLimit | None:
+    """The limit a resource's result states (None for a missing or failed result)."""
+    if result is None or int(result.error_code) != 0:
+        return None
+    for config in result.configs:
+        text = config.value
+        # From 4.3 a group's DescribeConfigs lists the key even when the group never set
+        # it, carrying the broker's value: only the group's own setting is the group's.
+        if resource_type == GROUP_RESOURCE and config.config_source != ConfigSource.GROUP_CONFIG:
             continue
-        for config in result.configs:
-            text = config.value
-            # From 4.3 a group's DescribeConfigs lists the key even when the group never set
-            # it, carrying the broker's value: only the group's own setting is the group's.
-            if (
-                resource_type == GROUP_RESOURCE
-                and config.config_source != ConfigSource.GROUP_CONFIG
-            ):
-                continue
-            if config.name == key and text is not None and text.strip().isdigit():
-                kind = "group" if resource_type == GROUP_RESOURCE else "broker"
-                return StatedDeliveryCountLimit(int(text.strip()), f"{kind} config {key}")
+        if config.name == key and text is not None and text.strip().isdigit():
+            kind = "group" if resource_type == GROUP_RESOURCE else "broker"
+            return StatedDeliveryCountLimit(int(text.strip()), f"{kind} config {key}")
     return None
 
 

@@ -57,8 +57,12 @@ async def sample_groups(
     # Every coordinator in one batched FindCoordinator first: read side by side, each
     # group's own reads missed the client's cache at the same moment and asked for its
     # coordinator twice (2,000 FindCoordinator requests a refresh at 1,000 groups).
-    # A group whose coordinator is not found gets the error from its own reads.
-    await service.admin.client.find_coordinators(group_ids)
+    # A group whose coordinator is not found gets the error from its own reads. So with
+    # the delivery count limits: a few batched DescribeConfigs, not one per group.
+    await asyncio.gather(
+        service.admin.client.find_coordinators(group_ids),
+        service.look_up_delivery_count_limits(group_ids),
+    )
     read = await asyncio.gather(*(_read(service, each, clock) for each in group_ids))
     partitions = {
         TopicPartition(each.topic, each.partition)

@@ -216,6 +216,10 @@ class KafkaClient:
         self._failing: dict[int, tuple[float, str]] = {}
         #: Every broker ever listed, so one that left can still be named by address.
         self._seen: dict[int, BrokerNode] = {}
+        #: Metadata requests on their way, by the topics asked: the same question asked
+        #: again meanwhile waits for that answer (a thousand groups read side by side
+        #: each asked for their topic's metadata, all missing the cache at once).
+        self._metadata_pending: dict[frozenset[str] | None, asyncio.Future[ClusterMetadata]] = {}
         #: Brokers given up on, when, and the error to report for them meanwhile.
         self._given_up: dict[int, tuple[float, BrokerUnreachable]] = {}
         self.metadata_max_age_s = DEFAULT_METADATA_MAX_AGE_S
@@ -694,6 +698,13 @@ class KafkaClient:
                 if cached is not None:
                     return cached
             wanted = None if topics is None else list(dict.fromkeys(topics))
+            question = None if wanted is None else frozenset(wanted)
+            pending = None if refresh else self._metadata_pending.get(question)
+            if pending is not None:
+                try:
+                    return await asyncio.shield(pending)
+                except _NotShared:
+                    pass  # that request failed: this one asks on its own, as before
 
             def body(version: int) -> Mapping[str, Any]:
                 names: list[dict[str, Any]] | None
@@ -712,10 +723,24 @@ class KafkaClient:
                     fields["include_cluster_authorized_operations"] = False
                 return fields
 
-            _, response = await self.request(METADATA, body)
-            metadata = metadata_from_response(response)
-            self._cluster.update(metadata, all_topics=wanted is None, now=now)
-            self._seen.update(metadata.brokers)
+            answer: asyncio.Future[ClusterMetadata] = asyncio.get_running_loop().create_future()
+            # Nobody may be waiting: a failure nobody took must not be logged as lost.
+            answer.add_done_callback(lambda done: done.cancelled() or done.exception())
+            self._metadata_pending[question] = answer
+            try:
+                _, response = await self.request(METADATA, body)
+                metadata = metadata_from_response(response)
+                self._cluster.update(metadata, all_topics=wanted is None, now=now)
+                self._seen.update(metadata.brokers)
+            except BaseException:
+                # Its deadline or its cancellation is not the waiters': they ask again.
+                answer.set_exception(_NotShared())
+                raise
+            else:
+                answer.set_result(metadata)
+            finally:
+                if self._metadata_pending.get(question) is answer:
+                    del self._metadata_pending[question]
             return metadata
 
     def forget_metadata(self) -> None:
@@ -1320,3 +1345,7 @@ def _coordinator(entry: Any) -> BrokerNode | KafkaError:
         message = entry.error_message
         return KafkaError.of(code, None if message in ("", "NONE") else message)
     return BrokerNode(int(entry.node_id), entry.host, int(entry.port))
+
+
+class _NotShared(Exception):
+    """A Metadata request others waited for failed: each of them asks on its own."""

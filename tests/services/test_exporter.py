@@ -265,6 +265,9 @@ class _Service:
         self._cluster = cluster
         self.admin = _Admin(cluster)
 
+    async def look_up_delivery_count_limits(self, group_ids: Collection[str]) -> None:
+        pass  # the sampler's one lookup for every group; these groups have no limit
+
     async def group(self, group_id: str, *, log_start_offsets: bool = True) -> GroupInflight:
         lag = self._cluster.lags[group_id]
         if isinstance(lag, str):

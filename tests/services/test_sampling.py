@@ -7,7 +7,7 @@ asserted is how a read becomes a ``Sample`` or an ERR result, not the RPCs.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -52,6 +52,12 @@ class _Service:
 
     admin = _Admin()
 
+    def __init__(self) -> None:
+        self.limits_looked_up: list[list[str]] = []
+
+    async def look_up_delivery_count_limits(self, group_ids: Sequence[str]) -> None:
+        self.limits_looked_up.append(list(group_ids))
+
     async def group(self, group_id: str, *, log_start_offsets: bool = True) -> Any:
         # The sampler asks every group's log start offsets at once, not each group's own.
         assert not log_start_offsets
@@ -86,6 +92,7 @@ def test_one_group_is_sampled_as_each_of_many() -> None:
     assert alone == together
     # Every coordinator in one lookup, before the groups are read side by side.
     assert cast(_Service, service).admin.client.lookups == [["g", "gone", "denied"]]
+    assert cast(_Service, service).limits_looked_up == [["g", "gone", "denied"]]
     sample, gone, denied = cast(tuple[Sample, GroupHealth, GroupHealth], alone)
     assert sample.taken_at == 42.0
     assert sample.log_start_offsets == {

@@ -270,6 +270,14 @@ def test_metadata_describes_brokers_and_topics_without_creating_any(
             await client.metadata([topic], refresh=True)
             assert client.round_trips == before + 1
 
+            # The same question asked side by side while it is on its way: one request
+            # (a thousand groups read at once each asked for their topic's metadata).
+            client.metadata_max_age_s = 0.0
+            before = client.round_trips
+            answers = await asyncio.gather(*(client.metadata([topic, missing]) for _ in range(5)))
+            assert client.round_trips == before + 1
+            assert all(answer.topics[topic] == described for answer in answers)
+
     run(scenario())
 
 
