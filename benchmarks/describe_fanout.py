@@ -50,10 +50,12 @@ import asyncio
 import base64
 import cProfile
 import io
+import os
 import pstats
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
@@ -105,6 +107,11 @@ class SizeFigures:
     batched: Measured
     cli_json_ms: float
     cli_table_ms: float
+    #: The CLI processes' CPU time and peak resident set (MiB), -o json and -o table.
+    cli_json_cpu_ms: float = 0.0
+    cli_table_cpu_ms: float = 0.0
+    cli_json_peak_mib: float = 0.0
+    cli_table_peak_mib: float = 0.0
 
 
 class Sandbox:
@@ -314,17 +321,34 @@ def measure(view: View, bootstrap: str, groups: int, runs: int, warm_up: bool = 
     return Measured(statistics.median(walls), min(walls), statistics.median(cpus), trips.pop())
 
 
-def time_cli(bootstrap: str, groups: int, output: str) -> float:
-    """``kshare describe --all-groups -o OUTPUT`` end to end, process start included."""
+@dataclass(frozen=True)
+class CliRun:
+    wall_ms: float
+    cpu_ms: float
+    peak_mib: float
+
+
+def time_cli(bootstrap: str, groups: int, output: str) -> CliRun:
+    """``kshare describe --all-groups -o OUTPUT`` end to end, process start included.
+
+    The process's own CPU time and peak resident set come from ``wait4``'s rusage.
+    """
     kshare = Path(sys.executable).with_name("kshare")
     command = [str(kshare), "describe", "--all-groups", "-b", bootstrap, "-o", output]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, check=False)
-    elapsed = (time.perf_counter() - started) * 1000
-    assert done.returncode == 0, done.stderr.decode()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = (time.perf_counter() - started) * 1000
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    assert process.returncode == 0, stderr.decode()
     last = f"fanout-{groups - 1:05d}".encode()
-    assert last in done.stdout, f"-o {output} did not show every group"
-    return elapsed
+    assert last in stdout, f"-o {output} did not show every group"
+    cpu_ms = (usage.ru_utime + usage.ru_stime) * 1000
+    return CliRun(elapsed, cpu_ms, usage.ru_maxrss / 1024)
 
 
 def profile(bootstrap: str, groups: int) -> str:
@@ -365,10 +389,22 @@ def run_size(
         batched = measure(
             offsets_batched_view, sandbox.bootstrap, groups, baseline_runs, warm_up=False
         )
-        cli_json_ms = time_cli(sandbox.bootstrap, groups, "json")
-        cli_table_ms = time_cli(sandbox.bootstrap, groups, "table")
+        cli_json = time_cli(sandbox.bootstrap, groups, "json")
+        cli_table = time_cli(sandbox.bootstrap, groups, "table")
         report = profile(sandbox.bootstrap, groups) if want_profile else ""
-    figures = SizeFigures(groups, setup_s, offsets, described, batched, cli_json_ms, cli_table_ms)
+    figures = SizeFigures(
+        groups,
+        setup_s,
+        offsets,
+        described,
+        batched,
+        cli_json.wall_ms,
+        cli_table.wall_ms,
+        cli_json.cpu_ms,
+        cli_table.cpu_ms,
+        cli_json.peak_mib,
+        cli_table.peak_mib,
+    )
     return figures, report
 
 
@@ -412,7 +448,7 @@ def run_cluster(brokers: int, groups: int, runs: int) -> ClusterFigures:
         spread = asyncio.run(coordinator_spread(sandbox.bootstrap, ids))
         offsets = measure(offsets_view, sandbox.bootstrap, groups, runs)
         described = measure(describe_view, sandbox.bootstrap, groups, runs)
-        cli_json_ms = time_cli(sandbox.bootstrap, groups, "json")
+        cli_json_ms = time_cli(sandbox.bootstrap, groups, "json").wall_ms
     return ClusterFigures(brokers, groups, setup_s, spread, offsets, described, cli_json_ms)
 
 
@@ -551,6 +587,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"--all-groups {KAFKA_TOOL_112_GROUPS_S * 1000:.0f} ms; kshare describe --all-groups "
         f"with the old batching {KSHARE_BATCHED_112_GROUPS_S * 1000:.0f} ms"
     )
+    print(
+        "\nThe CLI processes (wait4): CPU and peak resident set; time per group (median wall "
+        "/ groups), which stays flat if nothing grows faster than the group count"
+    )
+    print(
+        f"{'groups':>6} | {'json cpu ms':>11}{'peak MiB':>9} | {'table cpu ms':>12}{'peak MiB':>9}"
+        f" | {'per group us: offsets':>21}{'describe':>9}{'CLI json':>9}{'CLI table':>10}"
+    )
+    for f in figures:
+        print(
+            f"{f.groups:>6} | {f.cli_json_cpu_ms:>11.0f}{f.cli_json_peak_mib:>9.0f} | "
+            f"{f.cli_table_cpu_ms:>12.0f}{f.cli_table_peak_mib:>9.0f} | "
+            f"{f.offsets.median_ms * 1000 / f.groups:>21.0f}"
+            f"{f.describe.median_ms * 1000 / f.groups:>9.0f}"
+            f"{f.cli_json_ms * 1000 / f.groups:>9.0f}{f.cli_table_ms * 1000 / f.groups:>10.0f}"
+        )
     if len(figures) >= 2:
         print_ratios(figures[0], figures[-1])
     if args.cluster_groups > 0:
