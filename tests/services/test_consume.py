@@ -25,7 +25,6 @@ from kshare_cli.services.consume import (
     make_deserializer,
     make_formatter,
 )
-from tests.cli.test_config_cmd import _kafka_43
 from tests.support.sandbox import StartCluster
 
 GROUP_LIMIT = "share.delivery.count.limit"
@@ -54,8 +53,7 @@ def test_a_group_config_wins_over_the_brokers(tmp_path: Path, unique: str) -> No
     """Kafka 4.3's group config (4.2 answers ``Unknown group config name``): a sandbox in its
     4.3 profile, so the rule is tested on every bed, a real 4.2 cluster included."""
     group = f"limit-{unique}"
-    with SandboxThread() as sandbox:
-        _kafka_43(sandbox)
+    with SandboxThread(kafka_version="4.3") as sandbox:
         settings = _settings(sandbox.bootstrap, {}, tmp_path)
         before = delivery_limit(settings, group, 10)
         assert before.source == f"broker config {BROKER_LIMIT}" and not before.assumed
