@@ -349,14 +349,16 @@ def test_table_has_a_strip_and_counts_per_share_partition(
     # What was decided for each offset; an available record's shade is its delivery count.
     assert strip.translate(_UNSHADED) == "░██╳╳░████···"
     row = rows[f"{scenario.topics['a']}:0"]
-    # START-OFFSET WINDOW END-OFFSET AVAILABLE ACKNOWLEDGED ARCHIVED UNRECORDED QUEUED
-    # MAX-DELIVERY LAG; QUEUED counts the strip's trailing ·, produced and never delivered.
+    # START-OFFSET WINDOW END-OFFSET AVAILABLE ACKNOWLEDGED ARCHIVING ARCHIVED UNRECORDED
+    # DELETED QUEUED MAX-DELIVERY LAG; QUEUED counts the strip's trailing ·, produced and
+    # never delivered; ARCHIVING (Kafka 4.4) and DELETED (below the log start) are 0 here.
     most = _most(scenario, "a", 0, 10)
-    assert row[1:] == ["0", strip, "13", "2", "6", "2", "0", str(QUEUED), most, "5"]
+    assert row[1:] == ["0", strip, "13", "2", "6", "0", "2", "0", "0", str(QUEUED), most, "5"]
     row = rows[f"{scenario.topics['a']}:1"]
     strip = _strip(scenario, "a", 1, 6)
     assert strip.translate(_UNSHADED) == "░█╳███"
-    assert row[1:] == ["0", strip, "6", "1", "4", "1", "0", "0", _most(scenario, "a", 1, 6), "1"]
+    most = _most(scenario, "a", 1, 6)
+    assert row[1:] == ["0", strip, "6", "1", "4", "0", "1", "0", "0", "0", most, "1"]
     assert "acquired records are not persisted" in result.stdout
     assert "(limit 5)" in result.stdout
 
@@ -365,9 +367,11 @@ def test_narrow_strips(kshare: Kshare, scenario: Scenario) -> None:
     result = kshare.run("inflight", scenario.main, "--width", "5", "--topic", scenario.topics["a"])
     assert result.exit_code == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if line.startswith(scenario.topics["a"]))
-    # 13 offsets in cells of 3: [0-2] 2 acked, [3-5] 2 archived, [6-8] acked, [9-11]
-    # 2 queued beat 1 acked, [12] queued.
-    assert row.split()[2] == "█╳█··"
+    # 13 offsets in cells of 3, each showing the most important state it holds (archived,
+    # then available, acknowledged, unrecorded, queued): [0-2] an available record among
+    # acked ones, [3-5] archived, [6-8] acked, [9-11] an acked one among queued ones,
+    # [12] queued.
+    assert row.split()[2].translate(_UNSHADED) == "░╳██·"
 
 
 def test_a_held_record_is_unrecorded_until_its_consumer_leaves(scenario: Scenario) -> None:
@@ -566,8 +570,9 @@ def test_unreadable_state_topic_blanks_the_strips_warns_once_and_exits_0(
     rows = [line.split() for line in table.stdout.splitlines() if line.startswith("kshare-")]
     assert len(rows) == len(MAIN_RECORDS)
     for row in rows:
-        # no strip: START-OFFSET END-OFFSET, six unknown counts, then the lag
-        assert len(row) == 10 and row[3:9] == ["-"] * 6, row
+        # no strip: START-OFFSET END-OFFSET, eight unknown counts (ARCHIVING and DELETED
+        # among them), then the lag
+        assert len(row) == 12 and row[3:11] == ["-"] * 8, row
     assert f"No windows: {warning.split('no in-flight windows: ', 1)[1]}." in table.stdout
     assert document.exit_code == 0
     parsed = json.loads(document.stdout)
