@@ -490,10 +490,17 @@ _STEPS[SHARE_FETCH] = _share_data
 _STEPS[SHARE_ACKNOWLEDGE] = _share_data
 
 
-@_step(ALTER_SHARE_GROUP_OFFSETS)
-async def _alter_share_group_offsets(check: _Check, request: Request, handle: Handle) -> Any:
+async def _share_group_offsets_change(
+    check: _Check,
+    request: Request,
+    handle: Handle,
+    group_operation: str,
+    refusal: Callable[[Any], Mapping[str, Any]],
+) -> Any:
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets: ``group_operation`` on the group,
+    then READ on each topic; a refused topic is answered with ``refusal(topic)``'s fields."""
     payload = request.payload
-    if not check.group(payload.group_id, "READ"):
+    if not check.group(payload.group_id, group_operation):
         return _refuse_whole(request, GROUP_DENIED)
     denied = [t for t in payload.topics if not check.topic(t.topic_name, "READ")]
     if not denied:
@@ -508,44 +515,36 @@ async def _alter_share_group_offsets(check: _Check, request: Request, handle: Ha
             topic_type,
             topic_name=topic.topic_name,
             topic_id=uuid.UUID(int=0),
-            partitions=[
+            **refusal(topic),
+        )
+        for topic in denied
+    ]
+    return _replace(response, responses=(*response.responses, *refused))
+
+
+@_step(ALTER_SHARE_GROUP_OFFSETS)
+async def _alter_share_group_offsets(check: _Check, request: Request, handle: Handle) -> Any:
+    def refusal(topic: Any) -> Mapping[str, Any]:
+        return {
+            "partitions": [
                 {
                     "partition_index": p.partition_index,
                     "error_code": TOPIC_DENIED,
                     "error_message": None,
                 }
                 for p in topic.partitions
-            ],
-        )
-        for topic in denied
-    ]
-    return _replace(response, responses=(*response.responses, *refused))
+            ]
+        }
+
+    return await _share_group_offsets_change(check, request, handle, "READ", refusal)
 
 
 @_step(DELETE_SHARE_GROUP_OFFSETS)
 async def _delete_share_group_offsets(check: _Check, request: Request, handle: Handle) -> Any:
-    payload = request.payload
-    if not check.group(payload.group_id, "DELETE"):
-        return _refuse_whole(request, GROUP_DENIED)
-    denied = [t for t in payload.topics if not check.topic(t.topic_name, "READ")]
-    if not denied:
-        return await handle(request)
-    allowed = tuple(t for t in payload.topics if check.topic(t.topic_name, "READ"))
-    response = await handle(_with_payload(request, _replace(payload, topics=allowed)))
-    if response.error_code != ErrorCode.none:
-        return response
-    topic_type = _entry_type(response, "responses")
-    refused = [
-        _build_entry(
-            topic_type,
-            topic_name=topic.topic_name,
-            topic_id=uuid.UUID(int=0),
-            error_code=TOPIC_DENIED,
-            error_message=None,
-        )
-        for topic in denied
-    ]
-    return _replace(response, responses=(*response.responses, *refused))
+    def refusal(topic: Any) -> Mapping[str, Any]:
+        return {"error_code": TOPIC_DENIED, "error_message": None}
+
+    return await _share_group_offsets_change(check, request, handle, "DELETE", refusal)
 
 
 # -- kio's nested entry types -------------------------------------------------------------------
