@@ -141,6 +141,16 @@ Output = Annotated[
         help="table for people; plain reproduces kafka-share-groups.sh; json/jsonl/csv/yaml.",
     ),
 ]
+#: The ``-o`` formats of a view Kafka's tools do not have (``plain`` reproduces one): every
+#: format but ``plain``.
+FORMATS_BUT_PLAIN = tuple(each.value for each in OutputFormat if each is not OutputFormat.plain)
+
+
+def complete_formats_but_plain(incomplete: str) -> list[str]:
+    """Shell completion for an ``-o`` that takes ``FORMATS_BUT_PLAIN``."""
+    return [each for each in FORMATS_BUT_PLAIN if each.startswith(incomplete.lower())]
+
+
 Debug = Annotated[
     bool,
     typer.Option("--debug", help="On error, show the traceback (secrets redacted)."),

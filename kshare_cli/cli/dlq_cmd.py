@@ -8,8 +8,8 @@ end of this module. Adding one is one line there, e.g. a ``redrive`` written in
     ("redrive", "dlq_redrive_cmd", "redrive"),
 
 Its options shared with ``show`` (the group, ``--topic``, ``--reason``, ``--since``,
-``--dlq-topic``) and their checks are in ``dlq_options``, which a sibling module
-imports without a cycle. As every command, a subcommand's module imports only Typer
+``--dlq-topic``, ``-o``'s formats) and their checks are in ``dlq_options``, which a
+sibling module imports without a cycle. As every command, a subcommand's module imports only Typer
 and ``cli/`` at import time (``kshare dlq --help`` stays cheap), and its function
 parses, calls one service and hands the result to a renderer.
 
@@ -26,7 +26,7 @@ does not exist; 6 a DLQ topic the principal may not read.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Final
 
 import typer
 
@@ -42,40 +42,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-
-#: The ``-o`` formats ``dlq show`` has: every one but ``plain`` (Kafka has no such tool).
-FORMATS: Final = tuple(
-    each.value for each in common.OutputFormat if each is not common.OutputFormat.plain
-)
-
-
-def _output_format(text: str) -> common.OutputFormat:
-    try:
-        found = common.OutputFormat(text.lower())
-    except ValueError:
-        found = None
-    if found is None or found is common.OutputFormat.plain:
-        raise typer.BadParameter(
-            f"{text!r} is not one of {', '.join(repr(each) for each in FORMATS)}"
-        )
-    return found
-
-
-def _complete_formats(incomplete: str) -> list[str]:
-    return [each for each in FORMATS if each.startswith(incomplete.lower())]
-
-
-Output = Annotated[
-    common.OutputFormat,
-    typer.Option(
-        "--output",
-        "-o",
-        parser=_output_format,
-        metavar=f"<{'|'.join(FORMATS)}>",
-        autocompletion=_complete_formats,
-        help="table for people; json/jsonl/csv/yaml for programs.",
-    ),
-]
 
 
 def finish(listing: DeadLetterListing, output: common.OutputFormat) -> None:
@@ -99,7 +65,7 @@ def show(
     reason: dlq_options.Reasons = None,
     since: dlq_options.Since = None,
     dlq_topic: dlq_options.DlqTopic = None,
-    output: Output = common.OutputFormat.table,
+    output: dlq_options.Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,

@@ -10,13 +10,29 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Annotated
+from typing import Annotated, Final
 
 import typer
 
 from kshare_cli.cli import common
 from kshare_cli.errors import UsageError
 from kshare_cli.topic_names import check_topic_name
+
+#: The ``-o`` formats of ``kshare dlq``: every one but ``plain`` (Kafka has no such tool).
+FORMATS: Final = common.FORMATS_BUT_PLAIN
+
+
+def parse_output_format(text: str) -> common.OutputFormat:
+    """``-o``: one of ``FORMATS`` (``plain`` is refused as an unknown format)."""
+    try:
+        found = common.OutputFormat(text.lower())
+    except ValueError:
+        found = None
+    if found is None or found is common.OutputFormat.plain:
+        raise typer.BadParameter(
+            f"{text!r} is not one of {', '.join(repr(each) for each in FORMATS)}"
+        )
+    return found
 
 
 class Reason(enum.StrEnum):
@@ -57,6 +73,17 @@ Since = Annotated[
         help="Only records dead-lettered from then on: ISO-8601 (UTC unless it says), 2h, "
         "yesterday 09:00 (as reset-offsets --to-datetime).",
         show_default=False,
+    ),
+]
+Output = Annotated[
+    common.OutputFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        parser=parse_output_format,
+        metavar=f"<{'|'.join(FORMATS)}>",
+        autocompletion=common.complete_formats_but_plain,
+        help="table for people; json/jsonl/csv/yaml for programs.",
     ),
 ]
 DlqTopic = Annotated[

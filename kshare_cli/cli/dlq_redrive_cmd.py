@@ -37,35 +37,20 @@ from kshare_cli.topic_names import check_topic_name
 if TYPE_CHECKING:
     from kshare_cli.services.dlq_redrive import RedriveOutcome, RedrivePlan
 
-#: The ``-o`` formats: every one but ``plain`` (Kafka has no such tool).
-FORMATS: Final = tuple(
-    each.value for each in common.OutputFormat if each is not common.OutputFormat.plain
-)
 _PER: Final = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 _RATE: Final = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(?:/\s*([a-z]+))?\s*$")
 #: Failures named one per stderr line; the rest are counted.
 _SHOWN_FAILURES: Final = 10
 
 
-def _output_format(text: str) -> common.OutputFormat:
-    try:
-        found = common.OutputFormat(text.lower())
-    except ValueError:
-        found = None
-    if found is None or found is common.OutputFormat.plain:
-        raise typer.BadParameter(
-            f"{text!r} is not one of {', '.join(repr(each) for each in FORMATS)}"
-        )
-    return found
-
-
+#: As ``dlq_options.Output``, without completing the formats at <Tab>.
 Output = Annotated[
     common.OutputFormat,
     typer.Option(
         "--output",
         "-o",
-        parser=_output_format,
-        metavar=f"<{'|'.join(FORMATS)}>",
+        parser=dlq_options.parse_output_format,
+        metavar=f"<{'|'.join(dlq_options.FORMATS)}>",
         help="table for people; json/jsonl/csv/yaml for programs.",
     ),
 ]

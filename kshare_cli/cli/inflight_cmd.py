@@ -33,9 +33,7 @@ MAX_WIDTH: Final = 1000
 DEFAULT_WIDTH: Final = 40  # render.inflight.DEFAULT_STRIP_WIDTH, without importing render/
 
 #: The ``-o`` formats inflight has: every one but ``plain``, which reproduces Kafka's tool.
-FORMATS: Final = tuple(
-    each.value for each in common.OutputFormat if each is not common.OutputFormat.plain
-)
+FORMATS: Final = common.FORMATS_BUT_PLAIN
 
 
 def _output_format(text: str) -> common.OutputFormat:
@@ -50,10 +48,6 @@ def _output_format(text: str) -> common.OutputFormat:
         ) from None
 
 
-def _complete_formats(incomplete: str) -> list[str]:
-    return [each for each in FORMATS if each.startswith(incomplete.lower())]
-
-
 #: ``common.Output`` without ``plain`` in the help or the completions.
 Output = Annotated[
     common.OutputFormat,
@@ -62,7 +56,7 @@ Output = Annotated[
         "-o",
         parser=_output_format,
         metavar=f"<{'|'.join(FORMATS)}>",
-        autocompletion=_complete_formats,
+        autocompletion=common.complete_formats_but_plain,
         help="table for people; json/jsonl/csv/yaml for programs.",
     ),
 ]
