@@ -25,7 +25,6 @@ rows append (CSV's header once), a table repeats its header per batch.
 
 from __future__ import annotations
 
-import base64
 import datetime
 from collections.abc import Sequence
 from typing import Any, Final
@@ -44,7 +43,9 @@ from kshare_cli.pipeline.models import (
 )
 from kshare_cli.render.output_formats import (
     add_row,
+    bytes_text,
     new_table,
+    put_bytes,
     table_text,
     to_csv,
     to_json,
@@ -78,17 +79,6 @@ def iso_time(value: datetime.datetime | None) -> str | None:
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
-def _put_bytes(document: dict[str, Any], name: str, value: bytes | None) -> None:
-    if value is None:
-        document[name] = None
-        return
-    try:
-        document[name] = value.decode("utf-8")
-    except UnicodeDecodeError:
-        document[name] = base64.b64encode(value).decode("ascii")
-        document[f"{name}_encoding"] = "base64"
-
-
 def row_document(row: TimelinePoint | DeliveryRange | ArchivedRecord) -> dict[str, Any]:
     """One row as a JSON object: every field, times as ISO text, bytes as text or base64."""
     document: dict[str, Any] = {}
@@ -110,12 +100,12 @@ def row_document(row: TimelinePoint | DeliveryRange | ArchivedRecord) -> dict[st
     document["archived_at"] = iso_time(row.archived_at)
     document["archiving_at"] = iso_time(row.archiving_at)
     document["timestamp"] = iso_time(row.timestamp)
-    _put_bytes(document, "key", row.key)
-    _put_bytes(document, "value", row.value)
+    put_bytes(document, "key", row.key)
+    put_bytes(document, "value", row.value)
     headers = []
     for key, value in row.headers or ():
         header: dict[str, Any] = {"key": key}
-        _put_bytes(header, "value", value)
+        put_bytes(header, "value", value)
         headers.append(header)
     document["headers"] = headers
     return document
@@ -382,11 +372,7 @@ def _deliveries_table(
 def _preview(value: bytes | None) -> str | None:
     if value is None:
         return None
-    try:
-        text = value.decode("utf-8")
-    except UnicodeDecodeError:
-        text = "base64:" + base64.b64encode(value).decode("ascii")
-    text = text.replace("\n", "\\n").replace("\t", "\\t")
+    text = bytes_text(value).replace("\n", "\\n").replace("\t", "\\t")
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 

@@ -19,7 +19,6 @@ checked -- and scraped -- without reading pixels.
 
 from __future__ import annotations
 
-import base64
 import datetime
 import html
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from kshare_cli.pipeline.models import (
     TimelinePoint,
 )
 from kshare_cli.render.audit import history_line, iso_time
+from kshare_cli.render.output_formats import bytes_text
 
 __all__ = ["MAX_POINTS", "delivery_histogram", "lag_series", "render_report"]
 
@@ -216,10 +216,7 @@ def _histogram_chart(histogram: dict[int, int]) -> str:
 def _preview(value: bytes | None) -> str:
     if value is None:
         return "null"
-    try:
-        text = value.decode("utf-8")
-    except UnicodeDecodeError:
-        text = "base64:" + base64.b64encode(value).decode("ascii")
+    text = bytes_text(value)
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 

@@ -10,11 +10,17 @@ came first). Schema: ``docs/schemas/dlq-show.schema.json`` (the document) and
 
 from __future__ import annotations
 
-import base64
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from kshare_cli.render.output_formats import add_row, dispatch, new_table, table_text
+from kshare_cli.render.output_formats import (
+    add_row,
+    bytes_text,
+    dispatch,
+    new_table,
+    put_bytes,
+    table_text,
+)
 
 if TYPE_CHECKING:
     from kshare_cli.services.dlq import DeadLetterListing, DeadLetterRow
@@ -46,24 +52,8 @@ def _iso(millis: int | None) -> str | None:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _put_bytes(document: dict[str, Any], name: str, value: bytes | None) -> None:
-    if value is None:
-        document[name] = None
-        return
-    try:
-        document[name] = value.decode("utf-8")
-    except UnicodeDecodeError:
-        document[name] = base64.b64encode(value).decode("ascii")
-        document[f"{name}_encoding"] = "base64"
-
-
 def _text(value: bytes | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return "base64:" + base64.b64encode(value).decode("ascii")
+    return None if value is None else bytes_text(value)
 
 
 def dead_letter_document(row: DeadLetterRow, group_id: str, dlq_topic: str) -> dict[str, Any]:
@@ -83,8 +73,8 @@ def dead_letter_document(row: DeadLetterRow, group_id: str, dlq_topic: str) -> d
         "message": row.message,
         "record_origin": row.record_origin,
     }
-    _put_bytes(document, "key", row.key)
-    _put_bytes(document, "value", row.value)
+    put_bytes(document, "key", row.key)
+    put_bytes(document, "value", row.value)
     document["headers_origin"] = row.headers_origin
     if row.headers is None:
         document["headers"] = None
@@ -92,7 +82,7 @@ def dead_letter_document(row: DeadLetterRow, group_id: str, dlq_topic: str) -> d
         headers = []
         for name, value in row.headers:
             header: dict[str, Any] = {"name": name}
-            _put_bytes(header, "value", value)
+            put_bytes(header, "value", value)
             headers.append(header)
         document["headers"] = headers
     return document

@@ -11,6 +11,7 @@ thousands of rows.
 
 from __future__ import annotations
 
+import base64
 import csv
 import enum
 import io
@@ -100,6 +101,28 @@ def to_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     for row in rows:
         writer.writerow(["" if cell is None else cell for cell in row])
     return buffer.getvalue()
+
+
+def put_bytes(document: dict[str, Any], name: str, value: bytes | None) -> None:
+    """A record's key, value or header value in a JSON object: text when it is UTF-8, else
+    base64 with ``<name>_encoding: "base64"`` beside it, as ``consume -o jsonl`` writes them."""
+    if value is None:
+        document[name] = None
+        return
+    try:
+        document[name] = value.decode("utf-8")
+    except UnicodeDecodeError:
+        document[name] = base64.b64encode(value).decode("ascii")
+        document[f"{name}_encoding"] = "base64"
+
+
+def bytes_text(value: bytes) -> str:
+    """Record bytes in a table cell: the text when they are UTF-8, else ``base64:`` and the
+    base64, so a cell never hides that it is not the bytes themselves."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64:" + base64.b64encode(value).decode("ascii")
 
 
 def error_document(error: Any) -> dict[str, Any] | None:
