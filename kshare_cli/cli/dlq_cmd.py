@@ -92,13 +92,7 @@ def show(
 
     from kshare_cli.services import dlq as dlq_service
 
-    request = dlq_service.ShowRequest(
-        group_id=group,
-        topics=tuple(dict.fromkeys(topics)),
-        reason=None if reason is None else reason.value,
-        since_ms=since_ms,
-        dlq_topic=dlq_topic,
-    )
+    request = dlq_options.show_request(group, topics, reason, since_ms, dlq_topic)
     listing = common.run(lambda: dlq_service.show(settings, request, timeout_s), invocation)
     finish(listing, output)
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
 from kshare_cli.cli import common
 from kshare_cli.errors import UsageError
 from kshare_cli.topic_names import check_topic_name
+
+if TYPE_CHECKING:
+    from kshare_cli.services.dlq import ShowRequest
 
 #: The ``-o`` formats of ``kshare dlq``: every one but ``plain`` (Kafka has no such tool).
 FORMATS: Final = common.FORMATS_BUT_PLAIN
@@ -122,3 +125,22 @@ def check_common(
     if since_ms > time.time() * 1000:
         raise UsageError(f"--since {since!r} is in the future: no record was dead-lettered then")
     return since_ms
+
+
+def show_request(
+    group: str,
+    topics: list[str],
+    reason: Reason | None,
+    since_ms: int | None,
+    dlq_topic: str | None,
+) -> ShowRequest:
+    """The dead letters a dlq subcommand reads, from the options above (each topic once)."""
+    from kshare_cli.services.dlq import ShowRequest
+
+    return ShowRequest(
+        group_id=group,
+        topics=tuple(dict.fromkeys(topics)),
+        reason=None if reason is None else reason.value,
+        since_ms=since_ms,
+        dlq_topic=dlq_topic,
+    )

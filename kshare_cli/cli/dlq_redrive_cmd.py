@@ -259,13 +259,7 @@ def redrive(
     from kshare_cli.services import dlq_redrive as service
 
     request = service.RedriveRequest(
-        show=service.ShowRequest(
-            group_id=group,
-            topics=tuple(dict.fromkeys(topics)),
-            reason=None if reason is None else reason.value,
-            since_ms=since_ms,
-            dlq_topic=dlq_topic,
-        ),
+        show=dlq_options.show_request(group, topics, reason, since_ms, dlq_topic),
         offsets=chosen,
         to_topic=to_topic,
     )
