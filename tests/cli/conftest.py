@@ -223,7 +223,18 @@ def share_groups(
         tmp_path_factory.mktemp("profiles") / "config.toml",
     )
     drainer = ShareConsumer(cluster.config(**{"group.id": drained, "client.id": "drainer"}))
-    member = ShareConsumer(cluster.config(**{"group.id": live, "client.id": live_client_id}))
+    # The member stays in the group for the whole session without polling: librdkafka
+    # leaves a group whose application has not polled for max.poll.interval.ms (5 minutes
+    # by default), which a long suite passes between the fixture and its last user.
+    member = ShareConsumer(
+        cluster.config(
+            **{
+                "group.id": live,
+                "client.id": live_client_id,
+                "max.poll.interval.ms": 86_400_000,
+            }
+        )
+    )
     drainer.subscribe([topic])
     member.subscribe([topic])
     drainer_open = True

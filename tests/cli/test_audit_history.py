@@ -409,7 +409,7 @@ def test_dlq_topic_help_names_kafkas_six_dlq_headers() -> None:
     text = " ".join(result.stdout.replace("│", " ").split())
     first, *rest = list(DlqHeader)
     named = ", ".join([first.value, *(header.removeprefix("__dlq.errors") for header in rest)])
-    assert len(DlqHeader) == 6 and f"({named})" in text
+    assert len(DlqHeader) == 6 and f"(headers {named};" in text
 
 
 def _capture_until_caught_up(kshare: Kshare, group: str, history: Path) -> None:

@@ -527,7 +527,7 @@ def test_a_cluster_that_cannot_be_built_is_a_usage_error(args: list[str], fragme
 @pytest.mark.parametrize(
     ("args", "metadata_level", "share_range", "share_level"),
     [
-        ([], 29, (0, 1), 1),  # the default for now: Kafka 4.2
+        ([], 30, (0, 2), 2),  # the default: the newest, Kafka 4.4 with share.version 2
         (["--kafka-version", "4.2"], 29, (0, 1), 1),
         (["--kafka-version", "4.3"], 30, (0, 1), 1),
         (["--kafka-version", "4.4"], 30, (0, 2), 2),
