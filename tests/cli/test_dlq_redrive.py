@@ -450,3 +450,61 @@ def test_on_a_terminal_execute_asks_first_and_no_sends_nothing(
     assert "not confirmed: nothing was sent" in result.stderr
     assert "TOTAL" not in result.stdout  # the plan went to stderr with the question
     assert sum(_ends(bed.cluster, target).values()) == 0
+
+
+def test_a_dlq_topic_the_principal_may_not_read_sends_nothing_exit_6(tmp_path: Path) -> None:
+    """bob may not READ the DLQ topic: one stderr line naming it, exit 6, and the source topic
+    gains no record (issue 26's bad input)."""
+    from kshare_cli.errors import ExitCode
+    from kshare_cli.sandbox.security import ListenerSecurity
+    from tests.cli.test_dlq_show import USERS
+    from tests.support.sandbox import skip_on_real_cluster
+
+    skip_on_real_cluster("needs a principal the cluster's ACLs refuse; the sandbox's deny list")
+    security = ListenerSecurity(protocol="SASL_PLAINTEXT", users=USERS, mechanisms=("PLAIN",))
+    deny = {"User:bob": [("TOPIC", "dlq.secret", "READ")]}
+    with SandboxThread(kafka_version="4.4", security=security, deny=deny) as sandbox:
+        alice = {
+            "bootstrap.servers": sandbox.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": USERS["alice"],
+        }
+        admin = AdminClient(alice)
+        for future in admin.create_topics(
+            [NewTopic("dlq.secret", 1, 1), NewTopic("orders", 1, 1)]
+        ).values():
+            future.result(15)
+        producer = Producer(alice)
+        producer.produce("orders", key=b"k", value=b"v")
+        headers = [
+            ("__dlq.errors.topic", b"orders"),
+            ("__dlq.errors.partition", b"0"),
+            ("__dlq.errors.offset", b"0"),
+            ("__dlq.errors.group", b"g"),
+            ("__dlq.errors.delivery.count", b"1"),
+            ("__dlq.errors.message", b"Offset rejected by client."),
+        ]
+        producer.produce("dlq.secret", key=b"k", value=b"v", headers=headers)
+        assert producer.flush(15) == 0
+        bob = write_properties(
+            tmp_path / "bob.properties",
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+                f'required username="bob" password="{USERS["bob"]}";',
+            },
+        )
+        kshare = Kshare(sandbox.bootstrap, bob, tmp_path / "config.toml")
+        result = kshare.run(
+            "dlq", "redrive", "g", "--dlq-topic", "dlq.secret", "--execute", "--yes",
+            "--timeout", "20s",
+        )  # fmt: skip
+        assert result.exit_code == ExitCode.NOT_AUTHORIZED, result.stderr
+        assert_one_error_line(result.stderr, "not authorized", "dlq.secret")
+        reader = Consumer({**alice, "group.id": "check"})
+        low, high = reader.get_watermark_offsets(TopicPartition("orders", 0), timeout=15)
+        reader.close()
+        assert (low, high) == (0, 1)  # the source record only: nothing was redriven
