@@ -100,9 +100,12 @@ class Dashboard:
         self.group = live_group.group
 
     def partition_rows(self, text: str) -> list[list[str]]:
-        return [
+        # A table row: the topic, then its partition number. A long-idle group's stall
+        # warning wraps onto a line that starts with "TOPIC:PARTITION" too: not a row.
+        rows = [
             line.split() for line in text.splitlines() if line.strip().startswith(self.topic_shown)
         ]
+        return [row for row in rows if len(row) > 1 and row[1].isdigit()]
 
     def wait_until_drawn(self) -> str:
         def group_and_partitions(text: str) -> bool:
