@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
 from tests.admin.test_offsets_at_scale import PARTITIONS, START_OFFSET, _make_groups
+from tests.support.sandbox import skip_on_real_cluster
 from tests.wire.conftest import Handler, replaced_handler
 
 LOADING = ErrorCode(ErrorCode.coordinator_load_in_progress)
@@ -52,8 +52,7 @@ class Bed:
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Bed]:
-    if os.environ.get("KSHARE_TEST_BOOTSTRAP"):
-        pytest.skip("the sandbox is made to answer retriable errors on cue")
+    skip_on_real_cluster("the sandbox is made to answer retriable errors on cue")
     suffix = uuid.uuid4().hex[:8]
     topic = f"retriable-{suffix}"
     groups = [f"retriable-{suffix}-{index}" for index in range(2)]
