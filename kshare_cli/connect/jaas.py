@@ -9,7 +9,7 @@ value: an option's value may be a password.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kshare_cli.connect.secret import REDACTED, is_secret_name
@@ -56,91 +56,117 @@ def _jaas_tokens(text: str) -> Iterator[_Token]:
     """
     index = 0
     end = len(text)
-
-    def peek(at: int) -> str | None:
-        return text[at] if at < end else None
-
     while True:
         while index < end and _char_class(text[index]) == "blank":
             index += 1
         if index >= end:
             yield _Token(_EOF, None)
             return
-        char = text[index]
-        kind = _char_class(char)
-        if kind == "digit":
-            if char == "-":
-                following = peek(index + 1)
-                if following is None or not (following == "." or "0" <= following <= "9"):
-                    index += 1
-                    yield _Token(ord("-"), None)
-                    continue
-                index += 1
-            seen_dot = False
-            while index < end:
-                char = text[index]
-                if char == "." and not seen_dot:
-                    seen_dot = True
-                elif not "0" <= char <= "9":
-                    break
-                index += 1
-            yield _Token(_NUMBER, None)
-            continue
-        if kind == "word":
-            start = index
-            index += 1
-            while index < end and _char_class(text[index]) in ("word", "digit"):
-                index += 1
-            yield _Token(_WORD, text[start:index])
-            continue
-        if kind == "quote":
-            quote = char
-            index += 1
-            out: list[str] = []
-            while index < end and text[index] not in (quote, "\n", "\r"):
-                char = text[index]
-                index += 1
-                if char != "\\":
-                    out.append(char)
-                    continue
-                escaped = peek(index)
-                index += 1
-                if escaped is None:
-                    out.append("\uffff")  # Java casts read()'s -1 to a char
-                elif "0" <= escaped <= "7":
-                    value = int(escaped)
-                    if (second := peek(index)) is not None and "0" <= second <= "7":
-                        value = value * 8 + int(second)
-                        index += 1
-                        third = peek(index)
-                        if third is not None and "0" <= third <= "7" and escaped <= "3":
-                            value = value * 8 + int(third)
-                            index += 1
-                    out.append(chr(value))
-                else:
-                    out.append(_C_ESCAPES.get(escaped, escaped))
-            if index < end and text[index] == quote:
-                index += 1
-            yield _Token(_QUOTED, "".join(out))
-            continue
+        kind = _char_class(text[index])
         if kind == "comment":
-            following = peek(index + 1)
-            if following == "*":
-                close = text.find("*/", index + 2)
-                if close < 0:
-                    yield _Token(_EOF, None)
-                    return
-                index = close + 2
-                continue
-            # '//', and (as '/' is StreamTokenizer's default comment character) a lone '/'. For
-            # the lone one Java has already read the next character, even a line end, so the
-            # comment runs to the end of the *following* line in that case.
-            index += 2
-            while index < end and text[index] not in "\r\n":
-                index += 1
+            after = _after_comment(text, index)
+            if after is None:
+                yield _Token(_EOF, None)
+                return
+            index = after
             continue
+        scan = _SCANNERS.get(kind, _ordinary)
+        token, index = scan(text, index)
+        yield token
+
+
+def _peek(text: str, at: int) -> str | None:
+    return text[at] if at < len(text) else None
+
+
+def _number(text: str, index: int) -> tuple[_Token, int]:
+    """A number (its value unused: ``JaasConfig`` refuses it), or a lone ``-``."""
+    if text[index] == "-":
+        following = _peek(text, index + 1)
+        if following is None or not (following == "." or "0" <= following <= "9"):
+            return _Token(ord("-"), None), index + 1
         index += 1
-        yield _Token(ord(char), None)
+    seen_dot = False
+    while index < len(text):
+        char = text[index]
+        if char == "." and not seen_dot:
+            seen_dot = True
+        elif not "0" <= char <= "9":
+            break
+        index += 1
+    return _Token(_NUMBER, None), index
+
+
+def _word(text: str, index: int) -> tuple[_Token, int]:
+    start = index
+    index += 1
+    while index < len(text) and _char_class(text[index]) in ("word", "digit"):
+        index += 1
+    return _Token(_WORD, text[start:index]), index
+
+
+def _quoted(text: str, index: int) -> tuple[_Token, int]:
+    """A quoted string, to its quote or the end of the line, its escapes decoded."""
+    end = len(text)
+    quote = text[index]
+    index += 1
+    out: list[str] = []
+    while index < end and text[index] not in (quote, "\n", "\r"):
+        char = text[index]
+        index += 1
+        if char != "\\":
+            out.append(char)
+            continue
+        decoded, index = _escape(text, index)
+        out.append(decoded)
+    if index < end and text[index] == quote:
+        index += 1
+    return _Token(_QUOTED, "".join(out)), index
+
+
+def _escape(text: str, index: int) -> tuple[str, int]:
+    """The character a backslash at ``index - 1`` stands for: a C escape or octal."""
+    escaped = _peek(text, index)
+    index += 1
+    if escaped is None:
+        return "\uffff", index  # Java casts read()'s -1 to a char
+    if not "0" <= escaped <= "7":
+        return _C_ESCAPES.get(escaped, escaped), index
+    value = int(escaped)
+    if (second := _peek(text, index)) is not None and "0" <= second <= "7":
+        value = value * 8 + int(second)
+        index += 1
+        third = _peek(text, index)
+        if third is not None and "0" <= third <= "7" and escaped <= "3":
+            value = value * 8 + int(third)
+            index += 1
+    return chr(value), index
+
+
+def _after_comment(text: str, index: int) -> int | None:
+    """Where the comment starting at ``index`` ends; None for a ``/*`` never closed."""
+    end = len(text)
+    if _peek(text, index + 1) == "*":
+        close = text.find("*/", index + 2)
+        return None if close < 0 else close + 2
+    # '//', and (as '/' is StreamTokenizer's default comment character) a lone '/'. For
+    # the lone one Java has already read the next character, even a line end, so the
+    # comment runs to the end of the *following* line in that case.
+    index += 2
+    while index < end and text[index] not in "\r\n":
+        index += 1
+    return index
+
+
+def _ordinary(text: str, index: int) -> tuple[_Token, int]:
+    return _Token(ord(text[index]), None), index + 1
+
+
+_SCANNERS: dict[str, Callable[[str, int], tuple[_Token, int]]] = {
+    "digit": _number,
+    "word": _word,
+    "quote": _quoted,
+}
 
 
 class JaasSyntaxError(ValueError):
