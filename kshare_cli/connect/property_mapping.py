@@ -17,6 +17,7 @@ import difflib
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,35 @@ def _store_type(reader: _Reader, key: str) -> str:
 def _tls_settings(reader: _Reader) -> TlsSettings:
     truststore_type = _store_type(reader, "ssl.truststore.type")
     keystore_type = _store_type(reader, "ssl.keystore.type")
+    trust = _trust(reader, truststore_type)
+    key_password, keystore_password, identity = _identity(reader, keystore_type)
+    return TlsSettings(
+        ca_file=trust.ca_file,
+        ca_pem=trust.ca_pem,
+        truststore_file=trust.truststore_file,
+        truststore_password=trust.truststore_password,
+        key_password=key_password,
+        keystore_password=keystore_password if "keystore_file" in identity else None,
+        check_hostname=_check_hostname(reader),
+        verify_certificates=reader.flag("enable.ssl.certificate.verification", True),
+        **identity,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Trust:
+    """Where the CA certificates come from: at most one of the three, and the
+    truststore's password only with a truststore."""
+
+    ca_file: Path | None = None
+    ca_pem: str | None = None
+    truststore_file: Path | None = None
+    truststore_password: Secret | None = None
+
+
+def _trust(reader: _Reader, truststore_type: str) -> _Trust:
+    """The trust settings, in Kafka's names (``ssl.truststore.*``) or librdkafka's
+    (``ssl.ca.*``), one way only."""
     trust = reader.only_one(
         {
             "truststore": ("ssl.truststore.location",),
@@ -308,28 +338,37 @@ def _tls_settings(reader: _Reader) -> TlsSettings:
             "ca_pem": ("ssl.ca.pem",),
         }
     )
-    ca_file = ca_pem = truststore_file = None
     truststore_password = reader.secret("ssl.truststore.password")
     if trust == "truststore":
         if truststore_type == "PEM":
-            ca_file = reader.path("ssl.truststore.location")
-        else:
-            truststore_file = reader.path("ssl.truststore.location")
-    elif trust == "inline":
+            return _Trust(ca_file=reader.path("ssl.truststore.location"))
+        return _Trust(
+            truststore_file=reader.path("ssl.truststore.location"),
+            truststore_password=truststore_password,
+        )
+    if trust == "inline":
         if truststore_type != "PEM":
             raise reader.error(
                 "ssl.truststore.certificates", "needs ssl.truststore.type=PEM (Kafka's rule)"
             )
-        ca_pem = reader.get("ssl.truststore.certificates")
-    elif trust == "ca_location":
+        return _Trust(ca_pem=reader.get("ssl.truststore.certificates"))
+    if trust == "ca_location":
         location = reader.get("ssl.ca.location") or ""
         if location.strip() != "probe":  # librdkafka: probe the system's CA paths
-            ca_file = reader.path("ssl.ca.location")
-    elif trust == "ca_pem":
-        ca_pem = reader.get("ssl.ca.pem")
-    elif truststore_password is not None:
+            return _Trust(ca_file=reader.path("ssl.ca.location"))
+        return _Trust()
+    if trust == "ca_pem":
+        return _Trust(ca_pem=reader.get("ssl.ca.pem"))
+    if truststore_password is not None:
         raise reader.error("ssl.truststore.password", "is set, but ssl.truststore.location is not")
+    return _Trust()
 
+
+def _identity(
+    reader: _Reader, keystore_type: str
+) -> tuple[Secret | None, Secret | None, dict[str, Any]]:
+    """The key password, the keystore password, and the client certificate's
+    ``TlsSettings`` fields: a keystore, an inline PEM pair, or files, one way only."""
     identity = reader.only_one(
         {
             "keystore": ("ssl.keystore.location",),
@@ -349,49 +388,45 @@ def _tls_settings(reader: _Reader) -> TlsSettings:
                 "cannot be used with ssl.keystore.type=PEM; set ssl.key.password instead",
             )
     elif identity == "inline":
-        chain = reader.get("ssl.keystore.certificate.chain")
-        key = reader.secret("ssl.keystore.key")
-        if chain is None or key is None:
-            missing = "ssl.keystore.key" if key is None else "ssl.keystore.certificate.chain"
-            raise UsageError(f"{missing} is missing: the key and its chain go together")
+        settings["cert_pem"], settings["key_pem"] = _pem_pair(
+            reader, "ssl.keystore.certificate.chain", "ssl.keystore.key", "chain"
+        )
         if keystore_type != "PEM":
             raise reader.error("ssl.keystore.key", "needs ssl.keystore.type=PEM (Kafka's rule)")
-        settings["cert_pem"], settings["key_pem"] = chain, key
     elif identity == "files":
         settings["cert_file"] = reader.path("ssl.certificate.location")
         settings["key_file"] = reader.path("ssl.key.location")
         if settings["cert_file"] is None:
             raise UsageError("ssl.key.location is set, but ssl.certificate.location is not")
     elif identity == "pem":
-        chain = reader.get("ssl.certificate.pem")
-        key = reader.secret("ssl.key.pem")
-        if chain is None or key is None:
-            missing = "ssl.key.pem" if key is None else "ssl.certificate.pem"
-            raise UsageError(f"{missing} is missing: the key and its certificate go together")
-        settings["cert_pem"], settings["key_pem"] = chain, key
+        settings["cert_pem"], settings["key_pem"] = _pem_pair(
+            reader, "ssl.certificate.pem", "ssl.key.pem", "certificate"
+        )
     elif keystore_password is not None:
         raise reader.error("ssl.keystore.password", "is set, but ssl.keystore.location is not")
+    return key_password, keystore_password, settings
 
+
+def _pem_pair(reader: _Reader, chain_key: str, key_key: str, chain_word: str) -> tuple[str, Secret]:
+    """An inline certificate (chain) and its private key, which go together."""
+    chain = reader.get(chain_key)
+    key = reader.secret(key_key)
+    if chain is None or key is None:
+        missing = key_key if key is None else chain_key
+        raise UsageError(f"{missing} is missing: the key and its {chain_word} go together")
+    return chain, key
+
+
+def _check_hostname(reader: _Reader) -> bool:
+    """``ssl.endpoint.identification.algorithm``: https (Kafka's default) or off."""
     algorithm = reader.get("ssl.endpoint.identification.algorithm")
     if algorithm is None or algorithm.strip().lower() == "https":
-        check_hostname = True
-    elif algorithm.strip().lower() in ("", "none"):
-        check_hostname = False
-    else:
-        raise reader.error(
-            "ssl.endpoint.identification.algorithm",
-            f"{algorithm!r} is not supported (https, or empty/none to turn it off)",
-        )
-    return TlsSettings(
-        ca_file=ca_file,
-        ca_pem=ca_pem,
-        truststore_file=truststore_file,
-        truststore_password=truststore_password if truststore_file is not None else None,
-        key_password=key_password,
-        keystore_password=keystore_password if "keystore_file" in settings else None,
-        check_hostname=check_hostname,
-        verify_certificates=reader.flag("enable.ssl.certificate.verification", True),
-        **settings,
+        return True
+    if algorithm.strip().lower() in ("", "none"):
+        return False
+    raise reader.error(
+        "ssl.endpoint.identification.algorithm",
+        f"{algorithm!r} is not supported (https, or empty/none to turn it off)",
     )
 
 
