@@ -73,6 +73,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import _repo  # noqa: F401 -- puts the repository root on sys.path for tests.support
 import confluent_kafka
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import (
@@ -323,7 +324,7 @@ TestBed = tuple[str, Callable[[str], None], Callable[[str], None], str]
 def test_bed(kind: str) -> Iterator[TestBed]:
     """(bootstrap, create_topic, prepare_group, label) for the mock or the sandbox."""
     if kind == "mock":
-        from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+        from tests.support.rdkafka_mock import RdkafkaMockCluster
 
         with RdkafkaMockCluster(broker_count=1) as mock:
             mock.set_sharegroup_auto_offset_reset("earliest")  # cluster-wide, for every group

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import _repo  # noqa: F401 -- puts the repository root on sys.path for tests.support
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
@@ -28,7 +29,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 
 
 @dataclass(frozen=True)

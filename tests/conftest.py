@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 
 # The sandbox (or a real cluster named by KSHARE_TEST_BOOTSTRAP): fixtures ``cluster``, ``unique``;
 # TLS material and secured sandboxes: ``tls_material``, ``secure_sandbox``; one Spark session

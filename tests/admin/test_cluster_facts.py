@@ -18,10 +18,10 @@ from kshare_cli.admin.cluster_facts import ClusterFacts, read_cluster_facts
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.kafka.features import kafka_line_of, metadata_version_name
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.services.session import Session
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.test_config_cmd_kafka44 import kafka_44
+from tests.support.sandbox_thread import SandboxThread
 
 T = TypeVar("T")
 

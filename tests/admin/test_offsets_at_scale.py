@@ -40,9 +40,9 @@ from kshare_cli.kafka.api_keys import (
 )
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
+from tests.support.sandbox_thread import SandboxThread
 from tests.wire.conftest import Handler, replaced_handler
 
 WAIT_S = 0.2

@@ -31,11 +31,11 @@ from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.kafka.api_keys import DESCRIBE_SHARE_GROUP_OFFSETS, LIST_GROUPS, LIST_OFFSETS
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
 from tests.admin.test_offsets_at_scale import PARTITIONS, START_OFFSET, _make_groups
 from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.wire.conftest import Handler, replaced_handler
 
 LOADING = ErrorCode(ErrorCode.coordinator_load_in_progress)

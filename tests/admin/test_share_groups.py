@@ -43,9 +43,9 @@ from kshare_cli.kafka.api_keys import DELETE_SHARE_GROUP_OFFSETS, DESCRIBE_SHARE
 from kshare_cli.render.descriptions import render_members, render_states
 from kshare_cli.render.offsets import render_offsets
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.client import KafkaClient
 from tests.support.golden import wait_for
+from tests.support.sandbox_thread import SandboxThread
 
 T = TypeVar("T")
 

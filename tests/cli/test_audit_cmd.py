@@ -62,7 +62,6 @@ from confluent_kafka.admin import (
 
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import (
     KSHARE,
     Kshare,
@@ -73,6 +72,7 @@ from tests.cli.conftest import (
 from tests.support.golden import wait_for
 from tests.support.report import ReportParser
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,10 +30,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import Kshare
 from tests.sandbox.test_golden_scenario_d import GROUPS, _consume, _produce, _read_topic, _setup
 from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 MASTER = "local[1]"
 GROUP = "golden-dg"

@@ -22,7 +22,6 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC
 from kshare_cli.state.records import ShareSnapshotValue, StateRecord, decode_record
 from tests.cli.conftest import Kshare
@@ -39,6 +38,7 @@ from tests.cli.test_audit_cmd import (
 from tests.support.golden import wait_for
 from tests.support.report import ReportParser
 from tests.support.sandbox import Cluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 COLD_MS = "share.coordinator.cold.partition.snapshot.interval.ms"
 PRUNE_MS = "share.coordinator.state.topic.prune.interval.ms"

@@ -23,10 +23,10 @@ import pytest
 from confluent_kafka import Producer
 
 from kshare_cli.errors import ExitCode
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.security import ListenerSecurity
 from tests.cli.conftest import KSHARE, process_env, write_properties
 from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 REFUSED_GROUP = "g"

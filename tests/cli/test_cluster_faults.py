@@ -31,13 +31,13 @@ from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from typer.testing import Result
 
 from kshare_cli.errors import ExitCode
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
 from tests.support.golden import wait_for
 from tests.support.raw import call
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 #: Long enough that a stopped node stays listed (as Kafka's does for about 9 s) for
 #: the whole module; the fencing test fences one explicitly, or uses its own cluster.

@@ -29,12 +29,12 @@ from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.errors import ExitCode
 from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
 from tests.cli.conftest import SCHEMAS, Kshare, assert_one_error_line, validate
 from tests.support.golden import GOLDEN
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
 
 CONFIGS_OUTPUT = GOLDEN / "tool-output" / "kafka-configs"

@@ -34,10 +34,10 @@ from confluent_kafka.admin import (
 
 from kshare_cli.errors import ExitCode
 from kshare_cli.kafka.versions import KafkaVersion
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.share import share_groups
 from tests.cli.conftest import Kshare, assert_one_error_line, validate
 from tests.support.golden import GOLDEN
+from tests.support.sandbox_thread import SandboxThread
 
 RECORDED = GOLDEN.parent / "kafka-4.4" / "tool-output" / "kafka-configs"
 

@@ -26,8 +26,6 @@ import pytest
 
 from kshare_cli.kafka.api_keys import SHARE_ACKNOWLEDGE, SHARE_FETCH
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.share_consumer_rpcs import carries_acknowledgements
 from tests.cli.conftest import (
     KSHARE,
@@ -48,7 +46,9 @@ from tests.support.consume_beds import (
     values,
 )
 from tests.support.golden import GOLDEN, read_jsonl, wait_for
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
 
 CONSOLE = GOLDEN / "tool-output" / "console-share-consumer"

@@ -27,10 +27,10 @@ from kshare_cli.consumer.deserializers import make_deserializer
 from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.share_consume import ConsumeOptions, consume
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import KSHARE, Kshare, process_env
 from tests.support.consume_beds import Bed, Captured, values
 from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 #: Kafka's default ``share.heartbeat.interval.ms``, which the sandbox below keeps.
 HEARTBEAT_INTERVAL_S = BrokerGroupSettings().share_heartbeat_interval_ms / 1000

@@ -32,13 +32,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from prometheus_client.parser import text_string_to_metric_families
 
 from kshare_cli.connect.resolve import resolve_settings
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import KSHARE, Kshare, process_env, validate
 from tests.cli.test_exporter_cmd import Exporter, _pump
 from tests.sandbox.test_golden_scenario_d import _consume, _produce, _setup
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
 
 GROUP = "golden-dg"

@@ -24,11 +24,11 @@ from kshare_cli.cli import delete_cmd
 from kshare_cli.cli.app import app
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
 from tests.support import golden_admin as golden
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
 
 DRY_RUN_NOTICE = delete_cmd.DRY_RUN_NOTICE

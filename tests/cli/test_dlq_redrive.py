@@ -38,10 +38,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from typer.testing import CliRunner
 
 from kshare_cli.cli.app import app
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, _read_properties
+from tests.support.sandbox_thread import SandboxThread
 
 RECORDS = 120
 REDRIVE = (

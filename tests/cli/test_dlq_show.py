@@ -34,7 +34,6 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from kshare_cli.errors import ExitCode
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.security import ListenerSecurity
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, validate, write_properties
 from tests.support.sandbox import (
@@ -43,6 +42,7 @@ from tests.support.sandbox import (
     _read_properties,
     skip_on_real_cluster,
 )
+from tests.support.sandbox_thread import SandboxThread
 
 RECORDS = 10
 REJECTED = (2, 6)

@@ -29,7 +29,6 @@ from kshare_cli.errors import ExitCode
 from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from tests.cli.conftest import (
     KSHARE,
@@ -41,6 +40,7 @@ from tests.cli.conftest import (
     write_properties,
 )
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import SecureSandbox, TlsMaterial
 from tests.wire.conftest import Handler, replaced_handler
 

@@ -27,7 +27,6 @@ from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.kafka.api_keys import SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.services.exporter_server import build_refresher
 from kshare_cli.services.health import Status, Thresholds
@@ -42,6 +41,7 @@ from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
 from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
 from tests.support.golden import wait_for
 from tests.support.sandbox import StartCluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.wire.conftest import Handler, replaced_handler
 
 INTERVAL_S = 0.5

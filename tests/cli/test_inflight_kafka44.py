@@ -29,10 +29,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from kshare_cli.sandbox.broker import Broker
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import Kshare, validate
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 
 def _earliest(cluster: Cluster, group: str, **extra: str) -> None:

@@ -32,13 +32,13 @@ from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
 from kshare_cli.admin.models import GroupDescription
 from kshare_cli.errors import ExitCode
 from kshare_cli.render.inflight import CSV_HEADER, render_inflight
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
 from tests.cli.test_cluster_faults import PARTITIONS, start_offsets_at_zero
 from tests.support.golden import wait_for
 from tests.support.sandbox import StartCluster
+from tests.support.sandbox_thread import SandboxThread
 
 NEVER_FENCED_MS = 600_000
 #: The node stopped: it leads one state partition of the victim group, nothing else used.

@@ -34,7 +34,6 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kshare_cli.errors import ExitCode
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import Kshare
 from tests.cli.test_cluster_faults import (
     PARTITIONS,
@@ -43,6 +42,7 @@ from tests.cli.test_cluster_faults import (
 )
 from tests.cli.test_inflight_state_faults import _share_key, _topic_id
 from tests.support.sandbox import StartCluster
+from tests.support.sandbox_thread import SandboxThread
 
 RUNS = 100
 ALL_GROUPS_RUNS = 200

@@ -19,7 +19,6 @@ import pytest
 import yaml
 from confluent_kafka import ShareConsumer
 
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import (
     Kshare,
     ShareGroups,
@@ -27,6 +26,7 @@ from tests.cli.conftest import (
     write_properties,
 )
 from tests.support.golden import wait_for
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import (
     TRUSTSTORE_PASSWORD,
     USERS,

@@ -31,7 +31,6 @@ from typer.testing import Result
 
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.cluster import SHARE_STATE_TOPIC
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
@@ -43,6 +42,7 @@ from tests.cli.test_cluster_faults import (
 )
 from tests.support.golden import wait_for
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 NEVER_FENCED_MS = 600_000
 PARTITIONS = 3

@@ -40,11 +40,11 @@ from typing import Any
 import pytest
 from confluent_kafka import ShareConsumer
 
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import Kshare
 from tests.sandbox.test_golden_scenario_d import GROUPS, TOPIC, _consume, _produce, _setup
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 TOOL_OUTPUT = (
     Path(__file__).resolve().parents[1]

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from kshare_cli.errors import ExitCode
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.security import ListenerSecurity, server_ssl_context
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
 from tests.support.sandbox import _read_properties, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial
 
 #: Every command that connects, each with what it needs to get as far as connecting.

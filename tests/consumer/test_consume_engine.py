@@ -19,7 +19,6 @@ import pytest
 
 from kshare_cli.consumer.share_consume import AckMode, RecordUnreadable
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from tests.support.consume_beds import (
     FIRST_RECORD_MS,
     Bed,
@@ -30,6 +29,7 @@ from tests.support.consume_beds import (
     sandbox_bed,
     values,
 )
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 
 
 @pytest.fixture(scope="module")

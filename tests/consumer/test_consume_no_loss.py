@@ -40,8 +40,8 @@ from pathlib import Path
 
 import pytest
 
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from tests.support.consume_beds import Bed, drain, mock_bed, sandbox_bed, values
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 
 KSHARE = Path(sys.executable).with_name("kshare")
 

@@ -29,7 +29,7 @@ from kshare_cli.consumer.produce import (
 )
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
 from kshare_cli.kafka.api_keys import PRODUCE
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import Cluster
 
 

@@ -16,8 +16,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from kshare_cli.dataplane.dead_letters import DeadLetterCounter
 from kshare_cli.kafka.dead_letters import DeadLetterReason
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 TOPIC = "dlq.counted"
 REJECT = b"Offset rejected by client."

@@ -42,7 +42,7 @@ from kshare_cli.errors import (
     UsageError,
 )
 from kshare_cli.kafka.api_keys import METADATA
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 
 
 def _closed_port() -> int:

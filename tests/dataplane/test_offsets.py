@@ -28,9 +28,9 @@ from kshare_cli.dataplane.clients import new_reader
 from kshare_cli.dataplane.errors import is_retriable
 from kshare_cli.dataplane.offsets import offsets_for_times, watermark_offsets
 from kshare_cli.kafka.api_keys import LIST_OFFSETS
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
-from kshare_cli.sandbox.runner import SandboxThread
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import StartCluster
+from tests.support.sandbox_thread import SandboxThread
 
 NOT_LEADER = KafkaError.NOT_LEADER_FOR_PARTITION  # Kafka's NOT_LEADER_OR_FOLLOWER, 6
 #: What a bounded read may overrun its deadline by: the attempt under way when it passes.

@@ -39,8 +39,8 @@ from kshare_cli.pipeline.dead_letters import (
     with_reasons,
 )
 from kshare_cli.pipeline.models import ArchivedRecord, DeadLetterCount
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from tests.support.golden import wait_for
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import Cluster
 
 TOPIC_ID = "mSCBXRSwQxKnp8cV0x1v2A"

@@ -20,9 +20,9 @@ from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.support.raw import call
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 
 
 def _metadata(bootstrap: str, name: str, *, allow: bool) -> Any:

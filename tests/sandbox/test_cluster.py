@@ -42,14 +42,14 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.produce.v11.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 
-from kshare_cli.sandbox import scenarios
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.record_batches import encode_batch
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, java_string_hash, kafka_uuid
 from kshare_cli.wire.framing import encode_request
+from tests.support import scenarios
 from tests.support.raw import call
 from tests.support.sandbox import StartCluster
+from tests.support.sandbox_thread import SandboxThread
 
 SESSION_TIMEOUT_MS = 1_500
 

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from kshare_cli.sandbox.runner import SandboxThread
+from tests.support.sandbox_thread import SandboxThread
 
 
 def test_delete_records_moves_the_log_start_offset() -> None:

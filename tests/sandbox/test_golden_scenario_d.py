@@ -34,7 +34,6 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from kshare_cli.kafka.share_states import DeliveryState
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.records import (
     DELIVERY_COMPLETE_COUNT_UNKNOWN,
     ShareSnapshotValue,
@@ -43,6 +42,7 @@ from kshare_cli.state.records import (
 )
 from tests.sandbox.test_golden_scenario_a import _read_state_topic
 from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 
 GOLDEN_44 = Path(__file__).resolve().parents[1] / "golden" / "kafka-4.4"
 TOPIC = "golden-d"

@@ -25,10 +25,10 @@ from kshare_cli.kafka.versions import KafkaVersion
 from kshare_cli.sandbox.group_configs import GroupConfigStore
 from kshare_cli.sandbox.group_coordinator import ShareGroupCoordinator
 from kshare_cli.sandbox.profile import KafkaProfile
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import Kshare
 from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
 
 VERSIONS: tuple[KafkaVersion, ...] = ("4.2", "4.3", "4.4")

@@ -15,14 +15,14 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from kshare_cli.kafka.api_keys import SHARE_FETCH
-from kshare_cli.sandbox import scenarios
-from kshare_cli.sandbox.rdkafka_mock import (
+from tests.support import scenarios
+from tests.support.rdkafka_mock import (
     MockClusterError,
     RdkafkaMockCluster,
     librdkafka_path,
     librdkafka_version,
 )
-from kshare_cli.sandbox.scenarios import Action, ScenarioResult
+from tests.support.scenarios import Action, ScenarioResult
 
 
 def names(cluster: RdkafkaMockCluster, partitions: int = 1) -> tuple[str, str]:

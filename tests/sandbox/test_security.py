@@ -55,7 +55,6 @@ from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.static.primitive import i8
 
 from kshare_cli.sandbox.broker import Broker
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.security import (
     InvalidToken,
     ListenerSecurity,
@@ -66,6 +65,7 @@ from kshare_cli.sandbox.security import (
 )
 from kshare_cli.wire.framing import FrameError, decode_response, encode_request
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
 
 SHARE_GROUP_APIS = {76, 77, 78, 79, 90, 91, 92}

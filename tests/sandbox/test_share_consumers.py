@@ -22,11 +22,11 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from kshare_cli.sandbox import scenarios
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
-from kshare_cli.sandbox.runner import SandboxThread
-from kshare_cli.sandbox.scenarios import Action, ScenarioResult
+from tests.support import scenarios
+from tests.support.rdkafka_mock import RdkafkaMockCluster
+from tests.support.sandbox_thread import SandboxThread
+from tests.support.scenarios import Action, ScenarioResult
 
 LOCK_MS = 1_500
 HEARTBEAT_MS = 100

@@ -36,7 +36,6 @@ from typer.testing import CliRunner
 
 from kshare_cli.cli.app import app
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.share_coordinator import SnapshotOffsets, cold_snapshots
 from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
 from kshare_cli.state.partitioning import DEFAULT_STATE_PARTITIONS, SHARE_STATE_TOPIC
@@ -50,6 +49,7 @@ from kshare_cli.state.records import (
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from tests.support.golden import wait_for
 from tests.support.raw import call
+from tests.support.sandbox_thread import SandboxThread
 
 PER_SNAPSHOT = "share.coordinator.snapshot.update.records.per.snapshot"
 PRUNE_MS = "share.coordinator.state.topic.prune.interval.ms"

@@ -16,8 +16,6 @@ from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.consumer.share_consume import consume as run_consumer
 from kshare_cli.errors import UsageError
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.services.consume import (
     ConsumeOptions,
     DeliveryLimit,
@@ -25,7 +23,9 @@ from kshare_cli.services.consume import (
     make_deserializer,
     make_formatter,
 )
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import StartCluster
+from tests.support.sandbox_thread import SandboxThread
 
 GROUP_LIMIT = "share.delivery.count.limit"
 BROKER_LIMIT = "group.share.delivery.count.limit"

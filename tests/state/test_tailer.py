@@ -34,8 +34,6 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.records import (
     ShareSnapshotValue,
@@ -51,7 +49,9 @@ from kshare_cli.state.replay import SharePartitionKey, ShareStateReplayer
 from kshare_cli.state.tailer import StateTailer, StateTopicUnavailable
 from kshare_cli.state.window import InFlightWindow, WindowState
 from tests.support.golden import kafka_uuid
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 
 RECORDS = 10
 REJECTED = frozenset({2, 3})

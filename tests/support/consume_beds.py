@@ -44,9 +44,9 @@ from kshare_cli.consumer.deserializers import make_deserializer
 from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.share_consume import ConsumeOptions, ConsumeResult, consume
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
-from kshare_cli.sandbox.runner import SandboxThread
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import KEEP_OLD_RECORDS, _read_properties
+from tests.support.sandbox_thread import SandboxThread
 
 FAST_HEARTBEAT_MS = 100
 SENTINEL = b"--sentinel--"

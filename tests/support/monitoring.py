@@ -44,9 +44,9 @@ from confluent_kafka.admin import (
 )
 
 from kshare_cli.sandbox.broker import Broker
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.cli.conftest import KSHARE, process_env
 from tests.cli.test_exporter_cmd import Exporter, _pump
+from tests.support.sandbox_thread import SandboxThread
 from tests.tui.scenario import ACCEPT, REJECT, RELEASE, RawShareMember
 
 CLUSTER_NAME: Final = "prod"

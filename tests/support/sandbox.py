@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kshare_cli.sandbox.runner import SandboxThread
+from tests.support.sandbox_thread import SandboxThread
 
 #: Topic configs for a test that produces records with fixed, old CreateTimes (the golden
 #: corpus's January 2026). A real broker's time-based retention (``log.retention.hours``

@@ -21,8 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.security import MECHANISMS, ListenerSecurity, server_ssl_context
+from tests.support.sandbox_thread import SandboxThread
 
 #: SASL users of ``secure_sandbox`` unless a test gives its own.
 USERS: Mapping[str, str] = {"alice": "alice-secret", "bob": "bob-secret"}

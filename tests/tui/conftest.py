@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.tui.scenario import LiveGroup, Stage, play_live_group, record_snapshot_scenario
 
 REAL_CLUSTER_SKIP = (

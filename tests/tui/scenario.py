@@ -51,16 +51,17 @@ from kio.schema.share_fetch.v1.request import FetchPartition, FetchTopic, ShareF
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, TailingStateSource
+from kshare_cli.admin.inflight import GroupInflight, GroupsOverview
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.sandbox.broker import Broker
-from kshare_cli.sandbox.runner import SandboxThread
+from kshare_cli.state.sources import TailingStateSource
 from kshare_cli.tui.source import LiveSource
 from tests.support import raw
 from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 
 ACCEPT: Final = AcknowledgeType.ACCEPT
 RELEASE: Final = AcknowledgeType.RELEASE

@@ -24,7 +24,6 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
 from kshare_cli.connect.settings import ConnectionSettings
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.services.dashboard import REFRESH_BOUND_S
 from kshare_cli.tui.app import DashboardApp
 from kshare_cli.tui.group_screen import GroupScreen
@@ -33,6 +32,7 @@ from kshare_cli.tui.live_screen import LiveScreen
 from kshare_cli.tui.source import LiveSource
 from tests.cli.test_cluster_faults import make_bed
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.tui.test_dashboard import SIZE, cells, run, status_of, until
 
 #: The stopped node: the lowest id, which the delivery-limit lookup asked first.

@@ -17,11 +17,11 @@ from kshare_cli.admin.cluster_facts import ClusterFacts
 from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, GroupSummary
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.consumer.records import ConsumedRecord
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.tui.app import DashboardApp
 from kshare_cli.tui.groups_screen import GroupsScreen, cluster_line
 from kshare_cli.tui.source import LiveSource
 from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.tui.scenario import FakeClock
 from tests.tui.test_dashboard import SIZE, run, until
 

@@ -21,9 +21,9 @@ from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.sandbox import broker as sandbox_broker
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 
 T = TypeVar("T")
 

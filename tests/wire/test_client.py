@@ -46,13 +46,13 @@ from kshare_cli.kafka.api_keys import (
 )
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import BOOTSTRAP_STAGGER_S, KafkaClient
 from kshare_cli.wire.cluster import BrokerNode, our_versions
 from kshare_cli.wire.errors import KafkaError
 from tests.support.raw import call
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
 
 #: The APIs kshare's admin commands send, whose negotiated version the client must pick.

@@ -21,11 +21,11 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.kafka.api_keys import FIND_COORDINATOR, SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.connection import BrokerConnection
 from kshare_cli.wire.errors import KafkaError
+from tests.support.sandbox_thread import SandboxThread
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
 
 GROUPS = 20

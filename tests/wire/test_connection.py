@@ -31,13 +31,13 @@ from kshare_cli.errors import (
 )
 from kshare_cli.kafka.api_keys import API_VERSIONS, FIND_COORDINATOR
 from kshare_cli.sandbox.framing import Request, decode_request, encode_response
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.wire.build import build
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.connection import BrokerConnection, looks_like_tls, not_kafka_detail
 from kshare_cli.wire.errors import ConnectionLost, NotKafka
 from kshare_cli.wire.framing import read_frame
 from kshare_cli.wire.framing import request_schema as request_type
+from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import SecureSandbox, TlsMaterial
 from tests.wire.conftest import run
 

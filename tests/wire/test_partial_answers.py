@@ -31,9 +31,9 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.admin.models import TopicPartition
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.kafka.api_keys import FIND_COORDINATOR, LIST_OFFSETS, METADATA, api_key
-from kshare_cli.sandbox.rdkafka_mock import RdkafkaMockCluster
 from kshare_cli.wire.client import BOOTSTRAP_STAGGER_S, KafkaClient
 from kshare_cli.wire.errors import KafkaError
+from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.wire.conftest import plaintext_settings, run
 
 #: Not a key kshare speaks, so kafka/api_keys binds no name for it: kio's index has it.

@@ -20,10 +20,10 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.kafka.api_keys import FIND_COORDINATOR, SHARE_GROUP_DESCRIBE
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
-from kshare_cli.sandbox.runner import SandboxThread
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.errors import KafkaError, is_retriable, retriable_for_topic
+from tests.support.sandbox_thread import SandboxThread
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
 
 #: The error codes whose exception extends ``RetriableException`` in Apache Kafka 4.2
