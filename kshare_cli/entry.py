@@ -3,12 +3,11 @@
 Importing the command tree takes a noticeable part of a second. A Ctrl-C in that window
 (an operator changing their mind, a script's SIGINT, a test harness stopping a run that
 has just begun) raised KeyboardInterrupt inside an import, which Python printed as a
-traceback. This module imports nothing but ``sys`` before it can catch that.
+traceback. This module imports nothing before it can catch that; the line goes through
+the one stderr writer, :mod:`kshare_cli.diagnostics`.
 """
 
 from __future__ import annotations
-
-import sys
 
 
 def main() -> None:
@@ -18,5 +17,8 @@ def main() -> None:
 
         run()
     except KeyboardInterrupt:
-        sys.stderr.write("kshare: interrupted\n")
+        # Imported only now: the writer is small, but nothing may delay the first import.
+        from kshare_cli import diagnostics
+
+        diagnostics.progress("kshare: interrupted\n")
         raise SystemExit(130) from None

@@ -122,7 +122,7 @@ def main() -> None:
     option, a bad choice) is one ``kshare: error:`` line and exit 2, like every
     other failure, instead of click's four-line usage block.
     """
-    import sys
+    from kshare_cli import diagnostics
 
     try:
         code = app(standalone_mode=False)
@@ -131,11 +131,11 @@ def main() -> None:
         path = context.command_path if context is not None else "kshare"
         message = error.format_message()
         if type(error).__name__ == "NoArgsIsHelpError":  # bare `kshare`: the help, as click has it
-            sys.stderr.write(message.rstrip("\n") + "\n")
+            diagnostics.progress(message.rstrip("\n") + "\n")
             raise SystemExit(int(ExitCode.USAGE)) from None
-        sys.stderr.write(f"kshare: error: {message} (see '{path} --help')\n")
+        diagnostics.error(f"{message} (see '{path} --help')")
         raise SystemExit(getattr(error, "exit_code", 2)) from None
     except typer.Abort:
-        sys.stderr.write("kshare: interrupted\n")
+        diagnostics.progress("kshare: interrupted\n")
         raise SystemExit(130) from None
     raise SystemExit(code if isinstance(code, int) else 0)

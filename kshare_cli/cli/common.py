@@ -1,5 +1,10 @@
 """Options every cluster command shares, and the edge where errors become exit codes.
 
+A command is a function under :func:`command_edge`: it parses its options, calls
+one service and renders the answer; every failure it raises becomes one stderr
+line (through :mod:`kshare_cli.diagnostics`, which hides secrets) and the
+documented exit code, in one place.
+
 Options are declared once here (``Annotated`` aliases) so ``list``, ``describe``
 and later commands spell them the same way. This module is imported to build
 ``--help``, so it imports nothing heavy: the connection layer, asyncio and the
@@ -9,17 +14,19 @@ renderers load only when a command actually runs.
 from __future__ import annotations
 
 import enum
+import functools
+import inspect
 import os
-import re
 import sys
-import traceback
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar, overload
 
+import click
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli.durations import duration_help, timeout_seconds
 from kshare_cli.errors import ExitCode, KshareError, UsageError
 
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
     from kshare_cli.connect.settings import ConnectionSettings
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class OutputFormat(enum.StrEnum):
@@ -201,6 +209,7 @@ def resolve(
     settings = resolve_settings(
         bootstrap=bootstrap_server, command_config=command_config, profile=profile
     )
+    diagnostics.remember_secrets(secrets_of(settings))
     if not quiet:
         for warning in settings.warnings:
             warn(warning)
@@ -209,10 +218,30 @@ def resolve(
 
 @dataclass(frozen=True, slots=True)
 class Invocation:
-    """What a command's edge needs to report errors honestly."""
+    """What the older, per-call edge (``usage_guard``, ``edge``) needs to report errors:
+    commands under :func:`command_edge` have no use for it."""
 
     debug: bool = False
     secrets: tuple[str, ...] = ()
+
+
+@overload
+def connection(
+    bootstrap_server: str | None,
+    command_config: Path | None,
+    profile: str | None,
+    timeout: str,
+) -> tuple[ConnectionSettings, float]: ...
+
+
+@overload
+def connection(
+    bootstrap_server: str | None,
+    command_config: Path | None,
+    profile: str | None,
+    timeout: str,
+    invocation: Invocation,
+) -> tuple[ConnectionSettings, float, Invocation]: ...
 
 
 def connection(
@@ -220,121 +249,137 @@ def connection(
     command_config: Path | None,
     profile: str | None,
     timeout: str,
-    invocation: Invocation,
-) -> tuple[ConnectionSettings, float, Invocation]:
-    """The settings and ``--timeout`` in seconds, each refused before any I/O (exit 2),
-    and the invocation that knows the settings' secrets, to keep them out of errors."""
+    invocation: Invocation | None = None,
+) -> tuple[ConnectionSettings, float] | tuple[ConnectionSettings, float, Invocation]:
+    """The settings and ``--timeout`` in seconds, each refused before any I/O (exit 2).
+
+    ``--timeout`` is checked first, so a bad one is named even when the settings could
+    not be read. Resolving the settings hands their secrets to the stderr writer. Given
+    an ``invocation`` (a command not yet under :func:`command_edge`), refusals are
+    reported here and an invocation that knows the secrets is returned too.
+    """
+    if invocation is None:
+        timeout_s = parse_timeout(timeout)
+        return resolve(bootstrap_server, command_config, profile), timeout_s
+    diagnostics.set_debug(invocation.debug)
+    diagnostics.forget_secrets()
     timeout_s = usage_guard(lambda: parse_timeout(timeout), invocation)
     settings = usage_guard(lambda: resolve(bootstrap_server, command_config, profile), invocation)
-    return settings, timeout_s, Invocation(debug=invocation.debug, secrets=secrets_of(settings))
+    secrets = secrets_of(settings)
+    return settings, timeout_s, Invocation(debug=invocation.debug, secrets=secrets)
 
 
 def secrets_of(settings: object) -> tuple[str, ...]:
-    """Every secret value reachable from a settings object, to scrub from tracebacks."""
-    from kshare_cli.connect.secret import Secret
+    """Every secret value reachable from a settings object (see ``connect/secret.py``)."""
+    from kshare_cli.connect.secret import secrets_of as found_in
 
-    found: list[str] = []
-
-    def walk(value: object, depth: int) -> None:
-        if depth > 4 or value is None:
-            return
-        if isinstance(value, Secret):
-            revealed = value.reveal()
-            if revealed:
-                found.append(revealed)
-            return
-        slots: Iterable[str] = getattr(type(value), "__slots__", ())
-        for name in slots:
-            walk(getattr(value, name, None), depth + 1)
-
-    walk(settings, 0)
-    return tuple(found)
-
-
-#: Secrets shorter than this are replaced only where they stand alone: a one-letter test
-#: password replaced everywhere turned "bootstrap" into "***ootstrap" in error lines.
-_SHORT_SECRET = 8
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret replaced by ``***``.
-
-    A long secret is replaced wherever it occurs. A short one only where no letter or
-    digit touches it, so ordinary words survive while ``password='b'`` is still hidden.
-    """
-    for secret in sorted(secrets, key=len, reverse=True):
-        if not secret:
-            continue
-        if len(secret) >= _SHORT_SECRET:
-            text = text.replace(secret, "***")
-        else:
-            alone = rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])"
-            text = re.sub(alone, "***", text)
-    return text
+    return found_in(settings)
 
 
 def fail(message: str, code: ExitCode) -> NoReturn:
     """One line on stderr and the documented exit code: the only way a command fails."""
-    typer.echo(f"kshare: error: {message}", err=True)
+    diagnostics.error(message)
     raise typer.Exit(int(code))
 
 
 def warn(message: str) -> None:
-    typer.echo(f"kshare: warning: {message}", err=True)
+    """One ``kshare: warning:`` line on stderr; the command goes on."""
+    diagnostics.warning(message)
 
 
 def report_failure(message: str) -> None:
     """One stderr line for a group or partition that failed while the rest succeeded."""
-    typer.echo(f"kshare: error: {message}", err=True)
+    diagnostics.error(message)
+
+
+def command_edge(command: Callable[P, None]) -> Callable[P, None]:
+    """A Typer command whose every failure becomes one stderr line and its exit code.
+
+    The command's body runs once, with nothing of its own to catch: a ``KshareError``
+    (a usage error from a parser, a connection refused, a group not found) is its
+    message and its documented exit code; a Ctrl-C is "kshare: interrupted", exit 130;
+    any other exception is an internal error, exit 1, with its traceback only under
+    ``--debug``. Click's own exits and aborts pass through untouched. Every line goes
+    through :mod:`kshare_cli.diagnostics`, which hides the settings' secrets. The
+    command's ``debug`` parameter, if it has one, turns tracebacks on.
+    ``functools.wraps`` keeps the signature, so Typer builds the same options.
+    """
+    signature = inspect.signature(command)
+
+    @functools.wraps(command)
+    def edged(*args: P.args, **kwargs: P.kwargs) -> None:
+        arguments = signature.bind_partial(*args, **kwargs).arguments
+        diagnostics.forget_secrets()
+        diagnostics.set_debug(bool(arguments.get("debug", False)))
+        try:
+            command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            diagnostics.progress("kshare: interrupted\n")
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except KshareError as error:
+            diagnostics.debug_traceback(error)
+            fail(str(error), error.exit_code)
+        except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
+            diagnostics.debug_traceback(error)
+            hint = "" if diagnostics.is_debug() else " (run with --debug for the traceback)"
+            fail(f"internal error: {type(error).__name__}: {error}{hint}", ExitCode.PARTIAL)
+
+    return edged
 
 
 def run(
     work: Callable[[], Coroutine[Any, Any, T]],
-    invocation: Invocation,
+    invocation: Invocation | None = None,
 ) -> T:
-    """Run a command's coroutine at the edge (see ``edge``)."""
+    """Run a command's coroutine to its end; failures are the edge's (:func:`command_edge`).
+
+    Given an ``invocation`` (a command not yet under :func:`command_edge`), it runs
+    inside the older per-call ``edge`` instead.
+    """
     import asyncio
 
-    return edge(lambda: asyncio.run(work()), invocation)
+    if invocation is not None:
+        return edge(lambda: asyncio.run(work()), invocation)
+    return asyncio.run(work())
 
 
 def edge(work: Callable[[], T], invocation: Invocation) -> T:
     """Run a command's work, turning every failure into one stderr line and an exit code.
 
-    KeyboardInterrupt exits 130 without a traceback; an unexpected exception is
-    reported as an internal error (its traceback only with ``--debug``, with
-    every secret of the settings replaced by ``***``). Synchronous commands
-    (consume, produce) call this directly; ``run`` wraps a coroutine in it.
+    For commands not yet under :func:`command_edge`, which does the same once for a
+    whole command.
     """
+    diagnostics.set_debug(invocation.debug)
+    diagnostics.remember_secrets(invocation.secrets)
     try:
         return work()
     except KeyboardInterrupt:
-        typer.echo("kshare: interrupted", err=True)
+        diagnostics.progress("kshare: interrupted\n")
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
     except KshareError as error:
-        _debug_traceback(error, invocation)
-        fail(redact(str(error), invocation.secrets), error.exit_code)
+        diagnostics.debug_traceback(error)
+        fail(str(error), error.exit_code)
     except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
-        _debug_traceback(error, invocation)
-        detail = redact(f"{type(error).__name__}: {error}", invocation.secrets)
+        diagnostics.debug_traceback(error)
         hint = "" if invocation.debug else " (run with --debug for the traceback)"
-        fail(f"internal error: {detail}{hint}", ExitCode.PARTIAL)
-
-
-def _debug_traceback(error: BaseException, invocation: Invocation) -> None:
-    if not invocation.debug:
-        return
-    text = "".join(traceback.format_exception(error))
-    sys.stderr.write(redact(text, invocation.secrets))
+        fail(f"internal error: {type(error).__name__}: {error}{hint}", ExitCode.PARTIAL)
 
 
 def usage_guard(function: Callable[[], T], invocation: Invocation) -> T:
-    """Run validation that happens before any I/O; a KshareError becomes its exit code."""
+    """Run validation that happens before any I/O; a KshareError becomes its exit code.
+
+    For commands not yet under :func:`command_edge`, where a parser's error simply
+    reaches the edge.
+    """
+    diagnostics.set_debug(invocation.debug)
+    diagnostics.remember_secrets(invocation.secrets)
     try:
         return function()
     except KshareError as error:
-        _debug_traceback(error, invocation)
-        fail(redact(str(error), invocation.secrets), error.exit_code)
+        diagnostics.debug_traceback(error)
+        fail(str(error), error.exit_code)
 
 
 def stdout_write(text: str) -> None:

@@ -5,15 +5,18 @@ A password or token travels as :class:`Secret`, whose ``repr`` and ``str`` are
 ``--debug`` without leaking it. Only :meth:`Secret.reveal` gives the text, and only
 the code that hands it to a socket or to librdkafka calls it. Properties printed by
 ``kshare profile show`` and ``--debug`` go through :func:`redact_property`, which
-decides by a property's (or JAAS option's) name.
+decides by a property's (or JAAS option's) name. :func:`secrets_of` finds every
+secret a settings object holds, for the stderr writer to hide wherever the text
+of one turns up (a broker's error message, a traceback).
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterable
 
-__all__ = ["REDACTED", "Secret", "is_secret_name", "redact_property"]
+__all__ = ["REDACTED", "Secret", "is_secret_name", "redact_property", "secrets_of"]
 
 REDACTED = "***"
 
@@ -71,3 +74,24 @@ def redact_property(key: str, value: str) -> str:
 
         return redact_jaas(value)
     return REDACTED if is_secret_name(key) else value
+
+
+def secrets_of(settings: object) -> tuple[str, ...]:
+    """Every secret value reachable from a settings object (through slotted fields, a few
+    levels deep), for the stderr writer to replace wherever it appears."""
+    found: list[str] = []
+
+    def walk(value: object, depth: int) -> None:
+        if depth > 4 or value is None:
+            return
+        if isinstance(value, Secret):
+            revealed = value.reveal()
+            if revealed:
+                found.append(revealed)
+            return
+        slots: Iterable[str] = getattr(type(value), "__slots__", ())
+        for name in slots:
+            walk(getattr(value, name, None), depth + 1)
+
+    walk(settings, 0)
+    return tuple(found)

@@ -9,9 +9,10 @@ logger unless its caller passes another (``--debug`` passes :func:`debug_logger`
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Mapping
 from typing import Final
+
+from kshare_cli import diagnostics
 
 __all__ = [
     "DEBUG_LOGGER",
@@ -34,11 +35,24 @@ def quiet_logger() -> logging.Logger:
     return logger
 
 
+class _StderrHandler(logging.Handler):
+    """Log lines through kshare's one stderr writer, which hides every secret it knows."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:  # noqa: BLE001 -- logging's contract: a bad record is reported, not raised
+            self.handleError(record)
+            return
+        diagnostics.progress(f"{line}\n")
+
+
 def debug_logger() -> logging.Logger:
-    """With --debug, librdkafka's log lines go to stderr (they name brokers, never secrets)."""
+    """With --debug, librdkafka's log lines go to stderr, through the writer that redacts
+    (they name brokers and should never hold a secret; the writer makes sure)."""
     logger = logging.getLogger(DEBUG_LOGGER)
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("librdkafka: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kshare_cli.cli.common import redact
+from kshare_cli.diagnostics import redact
 
 KSHARE = Path(sys.executable).with_name("kshare")
 
