@@ -9,7 +9,8 @@ credentials to another cluster.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from kshare_cli.connect.bootstrap import parse_bootstrap
@@ -64,48 +65,21 @@ def resolve_settings(
     env_bootstrap = (environ.get(BOOTSTRAP_ENV) or "").strip() or None
     env_config_text = (environ.get(COMMAND_CONFIG_ENV) or "").strip()
     env_config = Path(env_config_text).expanduser() if env_config_text else None
-
-    def store() -> ProfileStore:
-        return ProfileStore(profiles_path or default_profiles_path(environ))
-
-    chosen: Profile | None = None
-    chosen_label = ""
-    if profile is not None:
-        chosen = store().get(profile)
-        chosen_label = f"profile '{profile}'"
-    elif bootstrap is None and env_bootstrap is None:
-        chosen = store().get_current()
-        chosen_label = f"current profile '{chosen.name}'" if chosen else ""
-
-    sources = PropertySources()
-    quiet: set[str] = set()  # the origins of a saved profile's properties
-
-    def merge_profile(chosen: Profile) -> None:
-        if chosen.command_config is not None:
-            sources.add_file(chosen.command_config, label=f"{chosen_label} command_config")
-            quiet.add(str(chosen.command_config))
-        sources.add(chosen.property_map(), chosen_label)
-        quiet.add(chosen_label)
-
-    if command_config is not None:
-        sources.add_file(command_config)
-    elif profile is not None and chosen is not None:
-        merge_profile(chosen)
-    elif env_config is not None:
-        sources.add_file(env_config, label=COMMAND_CONFIG_ENV)
-    elif chosen is not None:
-        merge_profile(chosen)
-    sources.add(overrides or {}, "--property")
+    chosen = _chosen_profile(
+        profile,
+        consult_current=bootstrap is None and env_bootstrap is None,
+        store=lambda: ProfileStore(profiles_path or default_profiles_path(environ)),
+    )
+    sources, quiet = _property_sources(command_config, profile, env_config, chosen, overrides)
     properties, origins = sources.properties, sources.origins
-
     if bootstrap is not None:
         servers = parse_bootstrap(bootstrap)
     elif profile is not None and chosen is not None:
-        servers = _parse_bootstrap_from(",".join(chosen.bootstrap_servers), chosen_label)
+        servers = _parse_bootstrap_from(",".join(chosen.profile.bootstrap_servers), chosen.label)
     elif env_bootstrap is not None:
         servers = _parse_bootstrap_from(env_bootstrap, BOOTSTRAP_ENV)
     elif chosen is not None:
-        servers = _parse_bootstrap_from(",".join(chosen.bootstrap_servers), chosen_label)
+        servers = _parse_bootstrap_from(",".join(chosen.profile.bootstrap_servers), chosen.label)
     elif properties.get("bootstrap.servers", "").strip():
         servers = _parse_bootstrap_from(
             properties["bootstrap.servers"], origins.get("bootstrap.servers", "")
@@ -119,6 +93,54 @@ def resolve_settings(
         notes=sources.notes,
         quiet_origins=() if profile_warnings else quiet,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _ChosenProfile:
+    """The profile a command uses, and how its properties' origins are named."""
+
+    profile: Profile
+    label: str
+
+
+def _chosen_profile(
+    profile: str | None, *, consult_current: bool, store: Callable[[], ProfileStore]
+) -> _ChosenProfile | None:
+    """``--profile NAME``'s profile; else, when nothing names a bootstrap server
+    (``consult_current``), the current profile, if any."""
+    if profile is not None:
+        return _ChosenProfile(store().get(profile), f"profile '{profile}'")
+    if consult_current:
+        current = store().get_current()
+        if current is not None:
+            return _ChosenProfile(current, f"current profile '{current.name}'")
+    return None
+
+
+def _property_sources(
+    command_config: Path | None,
+    profile: str | None,
+    env_config: Path | None,
+    chosen: _ChosenProfile | None,
+    overrides: Mapping[str, str] | None,
+) -> tuple[PropertySources, set[str]]:
+    """The client properties, in precedence order, and the origins of a saved
+    profile's properties (whose warnings were given when it was saved)."""
+    sources = PropertySources()
+    quiet: set[str] = set()
+    if command_config is not None:
+        sources.add_file(command_config)
+    elif chosen is not None and (profile is not None or env_config is None):
+        saved = chosen.profile
+        if saved.command_config is not None:
+            sources.add_file(saved.command_config, label=f"{chosen.label} command_config")
+            quiet.add(str(saved.command_config))
+        sources.add(saved.property_map(), chosen.label)
+        quiet.add(chosen.label)
+    elif env_config is not None:
+        sources.add_file(env_config, label=COMMAND_CONFIG_ENV)
+    sources.add(overrides or {}, "--property")
+    return sources, quiet
 
 
 def _parse_bootstrap_from(value: str, origin: str) -> tuple[str, ...]:
