@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode
 
@@ -31,18 +32,22 @@ def normalise_states(states: list[str]) -> tuple[bool, tuple[str, ...]]:
     return True, parse_state_filter(named)
 
 
+States = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--state",
+        "-s",
+        metavar="STATE",
+        help="Only groups in this state (Stable, Empty, Dead; repeatable, or comma-separated). "
+        "'all' lists every group with its state.",
+        autocompletion=_complete_states,
+    ),
+]
+
+
+@common.command_edge
 def list_groups(
-    state: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--state",
-            "-s",
-            metavar="STATE",
-            help="Only groups in this state (Stable, Empty, Dead; repeatable, or comma-separated). "
-            "'all' lists every group with its state.",
-            autocompletion=_complete_states,
-        ),
-    ] = None,
+    state: States = None,
     output: common.Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
@@ -56,20 +61,17 @@ def list_groups(
     answered). Exit 1 when a broker could not be asked: the list may then be
     incomplete, and the missing broker is named on stderr.
     """
-    invocation = common.Invocation(debug=debug)
-    show_state, states = common.usage_guard(lambda: normalise_states(state or []), invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    show_state, states = normalise_states(state or [])
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import groups as group_service
 
-    listing = common.run(lambda: group_service.list_groups(settings, states, timeout_s), invocation)
+    listing = common.run(lambda: group_service.list_groups(settings, states, timeout_s))
     from kshare_cli.render import notices, render
 
     common.stdout_write(render(listing, output.value, with_state=show_state))
     for line in notices(listing):
-        typer.echo(line, err=True)
+        diagnostics.progress(f"{line}\n")
     for problem in listing.errors():
         common.report_failure(str(problem))
     if listing.errors():
