@@ -13,7 +13,7 @@ without the share key type (v6) -- the "broker too old for share groups" case.
 
 A broker of ``nodes`` > 1 listens once per node (node ids 1..N, consecutive
 ports from the first). Logs, groups and share-partition state stay one
-in-process model; what each node answers follows ``cluster.ClusterState``:
+in-process model; what each node answers follows ``cluster.ControllerState``:
 Metadata lists the registered nodes and each partition's leader, FindCoordinator
 names the coordinator's node, and a request that needs a leader or a
 coordinator, sent to another node, gets Kafka's error for it. ``stop_node``,
@@ -55,7 +55,7 @@ from kshare_cli.kafka.api_keys import (
 )
 from kshare_cli.sandbox.authorizer import Authorizer, DenyList
 from kshare_cli.sandbox.cluster import (
-    ClusterState,
+    ControllerState,
     NodeState,
 )
 from kshare_cli.sandbox.framing import Request, encode_response
@@ -155,7 +155,7 @@ class Broker:
         #: The Kafka release (and ``share.version``) the whole cluster behaves as.
         self.profile = profile or KafkaProfile()
         #: Which node leads what and which nodes are registered (``--brokers``).
-        self.cluster = ClusterState(nodes, coordinator_load_s=coordinator_load_ms / 1000)
+        self.cluster = ControllerState(nodes, coordinator_load_s=coordinator_load_ms / 1000)
         #: Kafka's ``broker.session.timeout.ms``: how long a silent node stays registered.
         self.session_timeout_ms = session_timeout_ms
         #: Kafka's ``default.replication.factor``, for topics created without one.

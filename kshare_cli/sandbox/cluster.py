@@ -49,7 +49,7 @@ from kshare_cli.state.partitioning import (
 __all__ = [
     "GROUP_METADATA_PARTITIONS",
     "GROUP_METADATA_TOPIC",
-    "ClusterState",
+    "ControllerState",
     "Leadership",
     "NodeState",
     "coordinator_partition",
@@ -88,8 +88,9 @@ def coordinator_partition(key: str, partitions: int) -> int:
     return 0 if hashed == _INT_MIN else abs(hashed) % partitions
 
 
-class ClusterState:
-    """Nodes, leaderships and coordinator loading of a sandbox cluster of ``node_count`` nodes."""
+class ControllerState:
+    """The controller's view of a sandbox cluster of ``node_count`` nodes: who is registered
+    or fenced, who leads each partition, which coordinator partitions are still loading."""
 
     def __init__(
         self,

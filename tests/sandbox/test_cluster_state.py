@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.sandbox.broker_config import BrokerConfigError, broker_config
 from kshare_cli.sandbox.cluster import (
     GROUP_METADATA_TOPIC,
-    ClusterState,
+    ControllerState,
     NodeState,
     coordinator_partition,
 )
@@ -32,7 +32,7 @@ def test_coordinator_partition_is_java_s_hash_code_modulo_the_partitions() -> No
 
 
 def test_a_fresh_cluster_spreads_leaders_round_robin_from_a_rotating_start() -> None:
-    cluster = ClusterState(3)
+    cluster = ControllerState(3)
     offsets = [cluster.leader(GROUP_METADATA_TOPIC, p) for p in range(6)]
     assert offsets == [1, 2, 3, 1, 2, 3]
     cluster.assign("orders", 3, 2)
@@ -49,7 +49,7 @@ def test_a_fresh_cluster_spreads_leaders_round_robin_from_a_rotating_start() -> 
 
 def test_fencing_moves_leaderships_to_the_next_unfenced_replica_with_a_higher_epoch() -> None:
     clock = Clock()
-    cluster = ClusterState(3, coordinator_load_s=0.5, clock=clock)
+    cluster = ControllerState(3, coordinator_load_s=0.5, clock=clock)
     cluster.assign("orders", 3, 3)
     led_by_2 = cluster.partitions_led_by(2)
     cluster.node_down(2, NodeState.STOPPED)
@@ -80,7 +80,7 @@ def test_fencing_moves_leaderships_to_the_next_unfenced_replica_with_a_higher_ep
 
 
 def test_a_partition_without_an_unfenced_replica_has_no_leader_until_one_returns() -> None:
-    cluster = ClusterState(2)
+    cluster = ControllerState(2)
     cluster.assign("single", 2, 1)
     (on_2,) = [p for p in range(2) if cluster.leader("single", p) == 2]
     cluster.fence(2)
@@ -92,7 +92,7 @@ def test_a_partition_without_an_unfenced_replica_has_no_leader_until_one_returns
 
 
 def test_a_node_answers_epoch_errors_before_leadership_errors() -> None:
-    cluster = ClusterState(2)
+    cluster = ControllerState(2)
     cluster.assign("orders", 1, 2)
     leader = cluster.leader("orders", 0)
     other = 3 - leader
@@ -118,7 +118,7 @@ def test_a_node_answers_epoch_errors_before_leadership_errors() -> None:
 
 
 def test_a_fenced_node_cannot_be_elected_and_an_unknown_node_is_refused() -> None:
-    cluster = ClusterState(3)
+    cluster = ControllerState(3)
     cluster.assign("orders", 1, 3)
     cluster.fence(3)
     with pytest.raises(ValueError, match="fenced"):
@@ -147,7 +147,7 @@ def test_broker_session_timeout_and_default_replication_factor_configs() -> None
 
 def test_a_node_loading_a_group_coordinator_partition_it_leads_is_loading_for_list_groups() -> None:
     clock = Clock()
-    cluster = ClusterState(3, coordinator_load_s=0.5, clock=clock)
+    cluster = ControllerState(3, coordinator_load_s=0.5, clock=clock)
     assert not any(cluster.group_coordinator_loading(node) for node in (1, 2, 3))
     partition = next(p for p in range(50) if cluster.leader(GROUP_METADATA_TOPIC, p) == 1)
     cluster.move_leader(GROUP_METADATA_TOPIC, partition, 2)
