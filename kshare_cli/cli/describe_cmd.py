@@ -15,12 +15,19 @@ tells the two apart, so the message claims no missing groups.
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.connect.settings import ConnectionSettings
+    from kshare_cli.services.groups import GroupDescriptions, ShareGroupOffsets
+
+    DescribeReport = GroupDescriptions | ShareGroupOffsets
 
 
 class View(enum.StrEnum):
@@ -42,49 +49,59 @@ def choose_view(offsets: bool, members: bool, state: bool) -> View:
     return chosen[0] if chosen else View.offsets
 
 
-def _time_lag_needs_offsets() -> None:
-    raise UsageError("--time-lag needs the offsets view, not --members or --state")
+def check_time_lag(time_lag: bool, view: View) -> None:
+    """``--time-lag`` ages the offsets view's share-partitions: no other view has them."""
+    if time_lag and view is not View.offsets:
+        raise UsageError("--time-lag needs the offsets view, not --members or --state")
 
 
+Groups = Annotated[
+    list[str] | None,
+    common.group_argument("Share groups to describe.", metavar="[GROUP]..."),
+]
+AllGroups = Annotated[bool, typer.Option("--all-groups", help="Describe every share group.")]
+Offsets = Annotated[
+    bool,
+    typer.Option(
+        "--offsets", help="Start offset, end offset and lag per share-partition (default)."
+    ),
+]
+Members = Annotated[
+    bool, typer.Option("--members", help="Members, their hosts, racks and assignments.")
+]
+State = Annotated[
+    bool, typer.Option("--state", help="Coordinator, state, epochs, assignor, member count.")
+]
+TimeLag = Annotated[
+    bool,
+    typer.Option(
+        "--time-lag",
+        help=(
+            "Add the age of each share-partition's oldest unacknowledged record "
+            "(LAG-AGE; lag_seconds in json/yaml), read without acquiring it: "
+            "one fetch per share-partition with lag. Offsets view only."
+        ),
+    ),
+]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Kafka's extra columns (leader epoch, member epoch, group epochs).",
+    ),
+]
+
+
+@common.command_edge
 def describe(
-    groups: Annotated[
-        list[str] | None,
-        common.group_argument("Share groups to describe.", metavar="[GROUP]..."),
-    ] = None,
-    all_groups: Annotated[
-        bool, typer.Option("--all-groups", help="Describe every share group.")
-    ] = False,
-    offsets: Annotated[
-        bool,
-        typer.Option(
-            "--offsets", help="Start offset, end offset and lag per share-partition (default)."
-        ),
-    ] = False,
-    members: Annotated[
-        bool, typer.Option("--members", help="Members, their hosts, racks and assignments.")
-    ] = False,
-    state: Annotated[
-        bool, typer.Option("--state", help="Coordinator, state, epochs, assignor, member count.")
-    ] = False,
-    time_lag: Annotated[
-        bool,
-        typer.Option(
-            "--time-lag",
-            help=(
-                "Add the age of each share-partition's oldest unacknowledged record "
-                "(LAG-AGE; lag_seconds in json/yaml), read without acquiring it: "
-                "one fetch per share-partition with lag. Offsets view only."
-            ),
-        ),
-    ] = False,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            "-v",
-            help="Kafka's extra columns (leader epoch, member epoch, group epochs).",
-        ),
-    ] = False,
+    groups: Groups = None,
+    all_groups: AllGroups = False,
+    offsets: Offsets = False,
+    members: Members = False,
+    state: State = False,
+    time_lag: TimeLag = False,
+    verbose: Verbose = False,
     output: common.Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
@@ -97,39 +114,46 @@ def describe(
     Columns match kafka-share-groups.sh --describe (-o plain reproduces its
     layout, sorted), plus END-OFFSET, total lag, rack, subscriptions and assignor.
     """
-    invocation = common.Invocation(debug=debug)
     group_ids = groups or []
-    common.usage_guard(lambda: common.check_groups(group_ids, all_groups), invocation)
-    view = common.usage_guard(lambda: choose_view(offsets, members, state), invocation)
-    if time_lag and view is not View.offsets:
-        common.usage_guard(_time_lag_needs_offsets, invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    common.check_groups(group_ids, all_groups)
+    view = choose_view(offsets, members, state)
+    check_time_lag(time_lag, view)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import groups as group_service
 
     report = common.run(
-        lambda: group_service.describe(settings, group_ids, all_groups, view.value, timeout_s),
-        invocation,
+        lambda: group_service.describe(settings, group_ids, all_groups, view.value, timeout_s)
     )
-    from kshare_cli.render import notices, render
-    from kshare_cli.services.groups import ShareGroupOffsets
+    lag_ages = _lag_ages(report, settings, timeout_s) if time_lag else None
+    from kshare_cli.render import render
 
-    lag_ages = None
-    if time_lag and isinstance(report, ShareGroupOffsets):
-        from kshare_cli.services.time_lag import time_lags
-
-        offsets_report = report
-        lag_ages = common.edge(
-            lambda: time_lags(offsets_report, settings.confluent_config(), timeout_s),
-            invocation,
-        )
     common.stdout_write(
         render(report, output.value, view=view.value, verbose=verbose, lag_ages=lag_ages)
     )
+    finish(report, output)
+
+
+def _lag_ages(
+    report: DescribeReport, settings: ConnectionSettings, timeout_s: float
+) -> dict[tuple[str, str, int], float | None] | None:
+    """``--time-lag``'s ages of the offsets view's share-partitions (None for another view)."""
+    from kshare_cli.services.groups import ShareGroupOffsets
+
+    if not isinstance(report, ShareGroupOffsets):
+        return None
+    from kshare_cli.services.time_lag import time_lags
+
+    return time_lags(report, settings.confluent_config(), timeout_s)
+
+
+def finish(report: DescribeReport, output: common.OutputFormat) -> None:
+    """The notices and every failure on stderr, and the documented exit code."""
+    from kshare_cli.render import notices
+    from kshare_cli.services.groups import ShareGroupOffsets
+
     for line in notices(report, output.value):
-        typer.echo(line, err=True)
+        diagnostics.progress(f"{line}\n")
     for unlisted in report.broker_failures:
         common.report_failure(
             f"broker {unlisted.node_id} ({unlisted.host}:{unlisted.port}) did not list its "
@@ -145,11 +169,13 @@ def describe(
     )
     for partition_failure in partition_failures:
         common.report_failure(str(partition_failure))
-    missing = all(failure.not_found and not failure.not_share_group for failure in failures)
-    if failures and not partition_failures and not report.broker_failures and missing:
+    if not failures and not partition_failures and not report.broker_failures:
+        return
+    whole_groups_failed = not partition_failures and not report.broker_failures
+    if whole_groups_failed and all(
+        failure.not_found and not failure.not_share_group for failure in failures
+    ):
         raise typer.Exit(int(ExitCode.NOT_FOUND))
-    refused = all(failure.not_authorized for failure in failures)
-    if failures and not partition_failures and not report.broker_failures and refused:
+    if whole_groups_failed and all(failure.not_authorized for failure in failures):
         raise typer.Exit(int(ExitCode.NOT_AUTHORIZED))
-    if failures or partition_failures or report.broker_failures:
-        raise typer.Exit(int(ExitCode.PARTIAL))
+    raise typer.Exit(int(ExitCode.PARTIAL))
