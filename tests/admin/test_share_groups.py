@@ -44,8 +44,8 @@ from kshare_cli.render.descriptions import render_members, render_states
 from kshare_cli.render.offsets import render_offsets
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.wire.client import KafkaClient
-from tests.support.golden import wait_for
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 T = TypeVar("T")
 

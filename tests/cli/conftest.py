@@ -38,8 +38,8 @@ from confluent_kafka.admin import (
 from typer.testing import CliRunner, Result
 
 from kshare_cli.cli.app import app
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 
 #: The installed console script, beside the interpreter running the tests.
 KSHARE = Path(sys.executable).with_name("kshare")

@@ -69,11 +69,11 @@ from tests.cli.conftest import (
     process_env,
     write_properties,
 )
-from tests.support.golden import wait_for
 from tests.support.report import ReportParser
 from tests.support.sandbox import Cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK_MS = 1_500

@@ -35,10 +35,10 @@ from tests.cli.test_audit_cmd import (
     _set_group_configs,
     _share_consumer,
 )
-from tests.support.golden import wait_for
 from tests.support.report import ReportParser
 from tests.support.sandbox import Cluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 COLD_MS = "share.coordinator.cold.partition.snapshot.interval.ms"
 PRUNE_MS = "share.coordinator.state.topic.prune.interval.ms"

@@ -34,10 +34,10 @@ from kshare_cli.errors import ExitCode
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
-from tests.support.golden import wait_for
 from tests.support.raw import call
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 #: Long enough that a stopped node stays listed (as Kafka's does for about 9 s) for
 #: the whole module; the fencing test fences one explicitly, or uses its own cluster.

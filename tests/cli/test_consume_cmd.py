@@ -45,11 +45,12 @@ from tests.support.consume_beds import (
     sandbox_bed,
     values,
 )
-from tests.support.golden import GOLDEN, read_jsonl, wait_for
+from tests.support.golden import GOLDEN, read_jsonl
 from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial, librdkafka_config
+from tests.support.waiting import wait_for
 
 CONSOLE = GOLDEN / "tool-output" / "console-share-consumer"
 NOWHERE = "127.0.0.1:1"  # nothing listens: a command that connected would exit 3

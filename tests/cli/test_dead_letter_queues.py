@@ -36,10 +36,10 @@ from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import KSHARE, Kshare, process_env, validate
 from tests.cli.test_exporter_cmd import Exporter, _pump
 from tests.sandbox.test_golden_scenario_d import _consume, _produce, _setup
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
+from tests.support.waiting import wait_for
 
 GROUP = "golden-dg"
 DLQ = "dlq.golden-dg"

@@ -36,8 +36,8 @@ from tests.cli.conftest import (
     validate,
     write_properties,
 )
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 
 
 def table_rows(stdout: str, group_id: str) -> list[list[str]]:

@@ -39,9 +39,9 @@ from typer.testing import CliRunner
 
 from kshare_cli.cli.app import app
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, _read_properties
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 RECORDS = 120
 REDRIVE = (

@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli.conftest import KSHARE, Kshare, ShareGroups, process_env
-from tests.support.golden import wait_for
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,9 +29,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from tests.cli.conftest import KSHARE, process_env
 from tests.cli.test_dead_letter_queues import _samples
 from tests.cli.test_exporter_cmd import Exporter, _pump
-from tests.support.golden import wait_for
 from tests.support.sandbox import skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 GROUP = "flooded"
 SOURCE = "flood-src"

@@ -39,9 +39,9 @@ from tests.cli.test_cluster_faults import (
 )
 from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
 from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
-from tests.support.golden import wait_for
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 from tests.wire.conftest import Handler, replaced_handler
 
 INTERVAL_S = 0.5

@@ -85,7 +85,7 @@ def test_the_command_line_option_turns_it_on(
     import urllib.request
 
     from tests.cli.conftest import KSHARE, process_env
-    from tests.support.golden import wait_for
+    from tests.support.waiting import wait_for
 
     topic, produced_at = aged_topic
     group = make_group(kshare, tmp_path, topic, {0: 1})

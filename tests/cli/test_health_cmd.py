@@ -26,8 +26,8 @@ from confluent_kafka.admin import (
 )
 
 from tests.cli.conftest import Kshare, ShareGroups
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

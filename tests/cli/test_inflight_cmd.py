@@ -49,8 +49,8 @@ from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, validate
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 from tests.wire.conftest import Handler, replaced_handler
 
 ROOT = Path(__file__).resolve().parents[2]

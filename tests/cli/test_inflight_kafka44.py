@@ -30,9 +30,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from kshare_cli.sandbox.broker import Broker
 from tests.cli.conftest import Kshare, validate
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 
 def _earliest(cluster: Cluster, group: str, **extra: str) -> None:

@@ -36,9 +36,9 @@ from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_p
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
 from tests.cli.test_cluster_faults import PARTITIONS, start_offsets_at_zero
-from tests.support.golden import wait_for
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 NEVER_FENCED_MS = 600_000
 #: The node stopped: it leads one state partition of the victim group, nothing else used.

@@ -25,7 +25,6 @@ from tests.cli.conftest import (
     validate,
     write_properties,
 )
-from tests.support.golden import wait_for
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import (
     TRUSTSTORE_PASSWORD,
@@ -34,6 +33,7 @@ from tests.support.tls import (
     TlsMaterial,
     librdkafka_config,
 )
+from tests.support.waiting import wait_for
 
 
 def rows(stdout: str) -> dict[str, list[str]]:

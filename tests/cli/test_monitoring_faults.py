@@ -40,9 +40,9 @@ from tests.cli.test_cluster_faults import (
     start_offsets_at,
     state_leaders,
 )
-from tests.support.golden import wait_for
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 NEVER_FENCED_MS = 600_000
 PARTITIONS = 3

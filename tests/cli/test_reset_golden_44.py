@@ -42,9 +42,9 @@ from confluent_kafka import ShareConsumer
 
 from tests.cli.conftest import Kshare
 from tests.sandbox.test_golden_scenario_d import GROUPS, TOPIC, _consume, _produce, _setup
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 TOOL_OUTPUT = (
     Path(__file__).resolve().parents[1]

@@ -40,8 +40,8 @@ from confluent_kafka.admin import (
 )
 
 from tests.cli.conftest import Kshare, validate
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 
 ACCEPTED = frozenset({0, 1, 2, 3, 5, 6, 8})
 REJECTED = frozenset({7})

@@ -28,8 +28,8 @@ from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.consumer.peek import peek_records
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
 from kshare_cli.services.session import Session
-from tests.support.golden import wait_for
 from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
+from tests.support.waiting import wait_for
 
 TIMESTAMP_MS = 1_767_225_600_000
 

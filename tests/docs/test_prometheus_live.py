@@ -25,7 +25,6 @@ import yaml
 
 from tests.cli.conftest import Kshare
 from tests.support import monitoring
-from tests.support.golden import wait_for
 from tests.support.monitoring import (
     ARRIVING_PER_STEP,
     CLUSTER_NAME,
@@ -44,6 +43,7 @@ from tests.support.prometheus import (
     running_prometheus,
     scrape_config,
 )
+from tests.support.waiting import wait_for
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 DASHBOARD = DOCS / "grafana" / "kshare-share-groups.json"

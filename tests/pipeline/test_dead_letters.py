@@ -39,9 +39,9 @@ from kshare_cli.pipeline.dead_letters import (
     with_reasons,
 )
 from kshare_cli.pipeline.models import ArchivedRecord, DeadLetterCount
-from tests.support.golden import wait_for
 from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 
 TOPIC_ID = "mSCBXRSwQxKnp8cV0x1v2A"
 GOLDEN_44 = Path(__file__).resolve().parents[1] / "golden" / "kafka-4.4"

@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec, TopicMetadata
 
-from tests.support.golden import wait_for
 from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
+from tests.support.waiting import wait_for
 
 BASE_TS = 1767225600000
 

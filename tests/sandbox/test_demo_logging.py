@@ -8,7 +8,7 @@ import socket
 from confluent_kafka import ShareConsumer
 
 from kshare_cli.sandbox.demo import librdkafka_logger
-from tests.support.golden import wait_for
+from tests.support.waiting import wait_for
 
 
 class _Kept(logging.Handler):

@@ -47,9 +47,9 @@ from kshare_cli.state.records import (
     decode_record,
 )
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
-from tests.support.golden import wait_for
 from tests.support.raw import call
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 PER_SNAPSHOT = "share.coordinator.snapshot.update.records.per.snapshot"
 PRUNE_MS = "share.coordinator.state.topic.prune.interval.ms"

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.golden import wait_for
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRAPE = ROOT / "docs" / "prometheus" / "scrape.yml"

@@ -59,9 +59,9 @@ from kshare_cli.sandbox.broker import Broker
 from kshare_cli.state.sources import TailingStateSource
 from kshare_cli.tui.source import LiveSource
 from tests.support import raw
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 ACCEPT: Final = AcknowledgeType.ACCEPT
 RELEASE: Final = AcknowledgeType.RELEASE
