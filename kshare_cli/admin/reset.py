@@ -62,8 +62,8 @@ from kio.schema.errors import ErrorCode
 from kshare_cli.admin.inflight import (
     GroupNotAuthorized,
     GroupNotFound,
+    GroupReader,
     GroupUnavailable,
-    InflightService,
 )
 from kshare_cli.admin.models import (
     GroupDescription,
@@ -84,7 +84,6 @@ from kshare_cli.state.window import InFlightWindow, WindowState
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
-    from kshare_cli.admin.inflight import StateSource
     from kshare_cli.admin.share_groups import ShareGroupAdmin
 
 __all__ = [
@@ -585,21 +584,17 @@ def alter_results_from(
 class ShareGroupResetter:
     """Plans and applies start-offset resets over a ``ShareGroupAdmin``.
 
-    ``state`` reads the in-flight windows from ``__share_group_state`` (the reader
-    ``kshare inflight`` uses); None, or a state topic that cannot be read, leaves
-    the plan's counts as lower bounds, with ``ResetPlan.window_note`` saying why.
+    ``inflight`` reads the group's share-partitions and their in-flight windows from
+    ``__share_group_state`` (``kshare inflight``'s service, holding offsets it reads
+    from the state topic when the coordinator holds them); a plan needs it, applying
+    one does not. A reader without a state source, or a state topic that cannot be
+    read, leaves the plan's counts as lower bounds, with ``ResetPlan.window_note``
+    saying why.
     """
 
-    def __init__(
-        self,
-        admin: ShareGroupAdmin,
-        state: StateSource | None = None,
-        *,
-        state_timeout_s: float | None = None,
-    ) -> None:
+    def __init__(self, admin: ShareGroupAdmin, inflight: GroupReader | None = None) -> None:
         self._admin = admin
-        self._state = state
-        self._state_timeout_s = state_timeout_s
+        self._inflight = inflight
 
     async def plan(
         self,
@@ -619,7 +614,7 @@ class ShareGroupResetter:
         note: str | None = None
         if description is not None:
             listed, windows, note = await self._share_partitions(group_id)
-        elif self._state is not None:
+        elif self._inflight is not None and self._inflight.reads_state:
             windows = {}  # a group that does not exist has no state, hence exact counts
         current = {tp: offset for tp, offset in listed.items() if offset is not None}
         if scenario.kind == "file":
@@ -729,9 +724,9 @@ class ShareGroupResetter:
         # A coordinator holding DescribeShareGroupOffsets (a share coordinator it reads from
         # is silent) still describes the group; the state topic then names the silent broker.
         # A plan needs every share-partition, so the state topic's answer is not enough.
-        service = InflightService(
-            self._admin, self._state, state_timeout_s=self._state_timeout_s, offsets_when_held=True
-        )
+        service = self._inflight
+        if service is None:
+            raise TypeError("ShareGroupResetter: a plan needs an in-flight reader")
         try:
             inflight = await service.group(group_id)
         except GroupNotFound:
@@ -755,7 +750,7 @@ class ShareGroupResetter:
             TopicPartition(partition.topic, partition.partition): partition.start_offset
             for partition in inflight.partitions
         }
-        if self._state is None or inflight.window_note is not None:
+        if not service.reads_state or inflight.window_note is not None:
             return listed, None, inflight.window_note
         # A window missing because its state partition's leader was silent is not "nothing
         # persisted": the counts become lower bounds, and the note names the broker.

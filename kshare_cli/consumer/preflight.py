@@ -7,8 +7,8 @@ confluent-kafka AdminClient on the same configuration settles the questions an
 operator needs answered with an exit code: can the cluster be reached (3), do
 the credentials work (3), does every topic exist (5), may we describe it (6).
 
-The delivery limit that ``--interactive`` shows is not asked here: the admin
-layer reads it (``admin.inflight.stated_delivery_count_limit``, the control
+The delivery limit that ``--interactive`` shows is not asked here: the
+services read it (``services.delivery_limits.stated_delivery_count_limit``, the control
 plane), and ``services.consume`` hands it to the run. librdkafka's errors are
 read as the data plane reads them everywhere (:mod:`kshare_cli.dataplane.errors`).
 """

@@ -128,7 +128,7 @@ class DeliveryLimit:
     """How many deliveries a record gets before the broker archives it, and whence we know.
 
     What ``--interactive`` shows beside each record's delivery count. The limit is
-    the admin layer's answer (``admin.inflight.stated_delivery_count_limit``);
+    the control plane's answer (``services.delivery_limits.stated_delivery_count_limit``);
     ``assumed`` when the cluster would not say and Kafka's default stands in.
     """
 

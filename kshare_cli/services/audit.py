@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypedDict
 
-from kshare_cli.admin.inflight import delivery_count_limit
 from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode, KshareError, NotFound, Refused, UsageError
@@ -51,6 +50,7 @@ from kshare_cli.pipeline.models import (
     DeadLetterCount,
     SharePartitionHistory,
 )
+from kshare_cli.services.delivery_limits import delivery_count_limit
 from kshare_cli.services.session import Session
 from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey

@@ -3,8 +3,8 @@
 The command parses its options and renders the result; everything between is
 here, so that ``cli/`` never reaches into the consumer layer or the wire: the
 preflight and the run are the consumer layer's (``consumer.share_consume``),
-the delivery limit that ``--interactive`` shows is the admin layer's one lookup
-over the control plane (``admin.inflight.stated_delivery_count_limit``), and
+the delivery limit that ``--interactive`` shows is one lookup
+over the control plane (``services.delivery_limits.stated_delivery_count_limit``), and
 the words for a TLS or SASL failure are the control plane's (``wire.diagnose``).
 
 The types the command needs are re-exported here (``__all__``): this module is
@@ -108,7 +108,8 @@ def delivery_limit(settings: ConnectionSettings, group_id: str, timeout_s: float
     """
     import asyncio
 
-    from kshare_cli.admin.inflight import DEFAULT_DELIVERY_COUNT_LIMIT, stated_delivery_count_limit
+    from kshare_cli.admin.inflight import DEFAULT_DELIVERY_COUNT_LIMIT
+    from kshare_cli.services.delivery_limits import stated_delivery_count_limit
     from kshare_cli.services.session import Session
 
     session = Session(settings, max(LIMIT_LOOKUP_MIN_S, min(LIMIT_LOOKUP_MAX_S, timeout_s)))

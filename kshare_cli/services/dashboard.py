@@ -34,19 +34,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from kshare_cli.admin.cluster_facts import ClusterFacts
 from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
-from kshare_cli.admin.inflight import (
-    GroupInflight,
-    GroupsOverview,
-    GroupSummary,
-    InflightService,
-    PartitionInflight,
-    StateSource,
-    TailingStateSource,
-)
+from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, GroupSummary, PartitionInflight
 from kshare_cli.admin.models import BrokerFailure, GroupFailure
 from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.errors import TimedOut
+from kshare_cli.services.inflight import InflightService
 from kshare_cli.services.session import BACKSTOP_S, Session
+from kshare_cli.state.sources import StateSource, TailingStateSource
 
 if TYPE_CHECKING:
     from kshare_cli.services.dead_letters import KeptDeadLetterQueues

@@ -55,7 +55,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeVar
 
-from kshare_cli.admin.inflight import InflightService, StateTopicUnavailable, TailingStateSource
 from kshare_cli.admin.models import BrokerFailure, GroupListing
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.errors import KshareError
@@ -69,9 +68,12 @@ from kshare_cli.services.health import (
     evaluate_samples,
     unreadable,
 )
+from kshare_cli.services.inflight import InflightService
 from kshare_cli.services.sampling import sample_groups
 from kshare_cli.services.time_lag import TimeLagKey
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
+from kshare_cli.state.sources import TailingStateSource
+from kshare_cli.state.tailer import StateTopicUnavailable
 
 __all__ = [
     "BACKSTOP_S",

@@ -31,7 +31,6 @@ from typing import Final, ParamSpec, Protocol, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from kshare_cli.admin.inflight import InflightService, TailingStateSource
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ConnectionFailed
 from kshare_cli.services.dead_letters import KeptDeadLetterQueues
@@ -44,8 +43,10 @@ from kshare_cli.services.exporter import (
     TimeLagLookup,
 )
 from kshare_cli.services.health import Thresholds
+from kshare_cli.services.inflight import InflightService
 from kshare_cli.services.session import Session
 from kshare_cli.services.time_lag import health_time_lags
+from kshare_cli.state.sources import TailingStateSource
 
 __all__ = ["MetricsBody", "build_refresher", "make_server", "serve"]
 

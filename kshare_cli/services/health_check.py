@@ -13,7 +13,6 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from kshare_cli.admin.inflight import StateTopicUnavailable, TailingStateSource
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.services.health import (
@@ -26,6 +25,8 @@ from kshare_cli.services.health import (
 )
 from kshare_cli.services.sampling import sample_groups, unlisted_groups
 from kshare_cli.services.session import Session
+from kshare_cli.state.sources import TailingStateSource
+from kshare_cli.state.tailer import StateTopicUnavailable
 
 if TYPE_CHECKING:
     from kshare_cli.services.dead_letters import DeadLetterQueues

@@ -26,6 +26,7 @@ from kshare_cli.admin.plans import (
 from kshare_cli.admin.reset import ResetPlan, Scenario, Selection, ShareGroupResetter
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
+from kshare_cli.services.inflight import InflightService
 from kshare_cli.services.session import Session
 
 __all__ = [
@@ -60,9 +61,10 @@ async def plan_reset(
 
         async def work() -> ResetPlan:
             async with session.admin() as admin:
-                resetter = ShareGroupResetter(
-                    admin, source, state_timeout_s=session.state_timeout_s
+                reader = InflightService(
+                    admin, source, state_timeout_s=session.state_timeout_s, offsets_when_held=True
                 )
+                resetter = ShareGroupResetter(admin, reader)
                 return await resetter.plan(
                     group_id, selection, scenario, allow_new_group=allow_new_group
                 )

@@ -18,15 +18,11 @@ import asyncio
 import time
 from collections.abc import Callable, Collection, Sequence
 
-from kshare_cli.admin.inflight import (
-    GroupInflight,
-    GroupNotFound,
-    GroupUnavailable,
-    InflightService,
-)
+from kshare_cli.admin.inflight import GroupInflight, GroupNotFound, GroupUnavailable
 from kshare_cli.admin.models import GroupListing, KafkaError, TopicPartition
 from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP, ShareGroupAdmin
 from kshare_cli.services.health import GroupHealth, Sample, UnlistedBroker, unreadable
+from kshare_cli.services.inflight import InflightService
 
 __all__ = ["sample_group", "sample_groups", "unlisted_groups"]
 

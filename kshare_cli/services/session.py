@@ -38,12 +38,8 @@ if TYPE_CHECKING:
 
     # Loaded by the methods that need them: a command that reads no state topic
     # (``kshare list``) does not pay for the state layer.
-    from kshare_cli.admin.inflight import (
-        InflightService,
-        PlacedStateSource,
-        StateSource,
-        TailingStateSource,
-    )
+    from kshare_cli.services.inflight import InflightService
+    from kshare_cli.state.sources import PlacedStateSource, StateSource, TailingStateSource
 
 __all__ = ["BACKSTOP_S", "STATE_SHARE_OF_TIMEOUT", "Session"]
 
@@ -189,7 +185,7 @@ class Session:
 
     def placed_state(self, group_ids: Collection[str]) -> PlacedStateSource:
         """A reader of only the state partitions these groups' share-partitions live in."""
-        from kshare_cli.admin.inflight import PlacedStateSource
+        from kshare_cli.state.sources import PlacedStateSource
 
         reader = PlacedStateSource(self._settings.confluent_config(), group_ids=group_ids)
         self._readers.append(reader)
@@ -197,7 +193,7 @@ class Session:
 
     def tailing_state(self, group_ids: Collection[str] | None = None) -> TailingStateSource:
         """A reader that follows the whole state topic (``group_ids`` None: every group)."""
-        from kshare_cli.admin.inflight import TailingStateSource
+        from kshare_cli.state.sources import TailingStateSource
 
         reader = TailingStateSource(self._settings.confluent_config(), group_ids=group_ids)
         self._readers.append(reader)
@@ -205,7 +201,7 @@ class Session:
 
     def inflight(self, admin: ShareGroupAdmin, state: StateSource | None) -> InflightService:
         """Admin RPCs and the state topic joined, the state read given its share of the timeout."""
-        from kshare_cli.admin.inflight import InflightService
+        from kshare_cli.services.inflight import InflightService
 
         return InflightService(admin, state, state_timeout_s=self.state_timeout_s)
 

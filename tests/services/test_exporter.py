@@ -18,14 +18,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from kshare_cli.admin.inflight import (
-    GroupInflight,
-    GroupUnavailable,
-    InflightService,
-    PartitionInflight,
-    StateTopicUnavailable,
-    TailingStateSource,
-)
+from kshare_cli.admin.inflight import GroupInflight, GroupUnavailable, PartitionInflight
 from kshare_cli.admin.models import (
     BrokerFailure,
     GroupDescription,
@@ -43,8 +36,11 @@ from kshare_cli.services.exporter import (
     StateReads,
 )
 from kshare_cli.services.health import Status, Thresholds
+from kshare_cli.services.inflight import InflightService
 from kshare_cli.state.replay import SharePartitionKey
-from tests.support.golden import wait_for
+from kshare_cli.state.sources import TailingStateSource
+from kshare_cli.state.tailer import StateTopicUnavailable
+from tests.support.waiting import wait_for
 
 
 @asynccontextmanager

@@ -17,12 +17,12 @@ from kshare_cli.admin.inflight import (
     GroupInflight,
     GroupNotFound,
     GroupUnavailable,
-    InflightService,
     PartitionInflight,
 )
 from kshare_cli.admin.models import GroupFailure, KafkaError, TopicPartition
 from kshare_cli.admin.share_groups import EARLIEST_TIMESTAMP
 from kshare_cli.services.health import GroupHealth, Sample
+from kshare_cli.services.inflight import InflightService
 from kshare_cli.services.sampling import sample_group, sample_groups
 from kshare_cli.state.window import InFlightWindow, WindowRun, WindowState
 

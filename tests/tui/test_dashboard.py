@@ -19,10 +19,11 @@ from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, TailingStateSource
+from kshare_cli.admin.inflight import GroupInflight, GroupsOverview
 from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.state.records import DeliveryState, StateBatch
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
+from kshare_cli.state.sources import TailingStateSource
 from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
 from kshare_cli.tui import humanize as fmt

@@ -27,25 +27,20 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from kshare_cli.admin.inflight import (
-    GroupInflight,
-    GroupNotFound,
-    GroupSummary,
-    InflightService,
-    StateSource,
-    StateTopicUnavailable,
-    TailingStateSource,
-)
+from kshare_cli.admin.inflight import GroupInflight, GroupNotFound, GroupSummary
 from kshare_cli.admin.models import GroupFailure, GroupOffsets
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode
+from kshare_cli.services.inflight import InflightService
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
+from kshare_cli.state.sources import StateSource, TailingStateSource
+from kshare_cli.state.tailer import StateTopicUnavailable
 from kshare_cli.state.window import WindowState
 from kshare_cli.wire.client import KafkaClient
-from tests.support.golden import wait_for
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 
 T = TypeVar("T")
 
