@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
@@ -96,7 +97,6 @@ def _confirmed(
     *,
     is_dry_run: bool,
     yes: bool,
-    invocation: common.Invocation,
 ) -> Deletions:
     """The deletion ``deleting(dry_run)`` runs, asked about first when someone can answer.
 
@@ -106,11 +106,11 @@ def _confirmed(
     deleted.
     """
     if not is_dry_run and not yes and _stdin_is_terminal():
-        plan = common.run(lambda: deleting(True), invocation)
+        plan = common.run(lambda: deleting(True))
         ready = ready_of(plan)
         if ready:
             _confirm(question(ready))
-    return common.run(lambda: deleting(is_dry_run), invocation)
+    return common.run(lambda: deleting(is_dry_run))
 
 
 def _finish(deletions: Deletions, output: common.OutputFormat) -> None:
@@ -124,9 +124,9 @@ def _finish(deletions: Deletions, output: common.OutputFormat) -> None:
     for error in errors:
         common.report_failure(str(error))
     if not deletions.results and deletions.operation == "delete" and not deletions.broker_failures:
-        typer.echo("kshare: no empty share group to delete", err=True)
+        diagnostics.progress("kshare: no empty share group to delete\n")
     if deletions.dry_run:
-        typer.echo(DRY_RUN_NOTICE, err=True)
+        diagnostics.progress(f"{DRY_RUN_NOTICE}\n")
     if deletions.all_not_found():
         raise typer.Exit(int(ExitCode.NOT_FOUND))
     if deletions.all_not_authorized():
@@ -139,6 +139,7 @@ def _quoted(names: list[str]) -> str:
     return ", ".join(f"'{name}'" for name in names)
 
 
+@common.command_edge
 def delete(
     groups: Annotated[
         list[str] | None,
@@ -174,13 +175,10 @@ def delete(
     group that is not a share group, and names a missing one; -o plain reproduces
     kafka-share-groups.sh --delete.
     """
-    invocation = common.Invocation(debug=debug)
     group_ids = list(dict.fromkeys(groups or []))
-    common.usage_guard(lambda: check_delete_args(group_ids, all_groups, empty_only), invocation)
-    is_dry_run = common.usage_guard(lambda: choose_mode(dry_run, execute), invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    check_delete_args(group_ids, all_groups, empty_only)
+    is_dry_run = choose_mode(dry_run, execute)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import delete as delete_service
 
@@ -197,11 +195,11 @@ def delete(
         question,
         is_dry_run=is_dry_run,
         yes=yes,
-        invocation=invocation,
     )
     _finish(deletions, output)
 
 
+@common.command_edge
 def delete_offsets(
     group: Annotated[
         str,
@@ -233,13 +231,10 @@ def delete_offsets(
     offsets on, or that does not exist, is an error for that topic. -o plain
     reproduces kafka-share-groups.sh --delete-offsets.
     """
-    invocation = common.Invocation(debug=debug)
     topic_names = list(dict.fromkeys(topics or []))
-    common.usage_guard(lambda: check_delete_offsets_args(group, topic_names), invocation)
-    is_dry_run = common.usage_guard(lambda: choose_mode(dry_run, execute), invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    check_delete_offsets_args(group, topic_names)
+    is_dry_run = choose_mode(dry_run, execute)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import delete as delete_service
 
@@ -256,6 +251,5 @@ def delete_offsets(
         question,
         is_dry_run=is_dry_run,
         yes=yes,
-        invocation=invocation,
     )
     _finish(deletions, output)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
@@ -114,10 +115,9 @@ def finish(
                 "were deleted)"
             )
     if not topics and not result.partitions and result.offsets_note is None:
-        typer.echo(
+        diagnostics.progress(
             f"kshare: share group '{result.group_id}' has no share-partitions: none of its "
-            "consumers has fetched from a topic yet, or its offsets were deleted",
-            err=True,
+            "consumers has fetched from a topic yet, or its offsets were deleted\n"
         )
     if result.offsets_note is not None:
         # The coordinator held DescribeShareGroupOffsets: the offsets shown are the state
@@ -148,6 +148,7 @@ def finish(
         raise typer.Exit(int(ExitCode.NOT_FOUND))
 
 
+@common.command_edge
 def inflight(
     group: Annotated[
         str,
@@ -188,16 +189,11 @@ def inflight(
     stay blank and a warning says why). Acquired records are not persisted, so
     they show as unrecorded.
     """
-    invocation = common.Invocation(debug=debug)
     topics = topic or []
-    common.usage_guard(lambda: check_args(group, topics, width, output), invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    check_args(group, topics, width, output)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import inflight as inflight_service
 
-    result = common.run(
-        lambda: inflight_service.inflight(settings, group, topics, timeout_s), invocation
-    )
+    result = common.run(lambda: inflight_service.inflight(settings, group, topics, timeout_s))
     finish(result, topics, output, width, color=output is common.OutputFormat.table and _color())
