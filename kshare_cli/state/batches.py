@@ -207,25 +207,35 @@ def _resolve(batches: list[StateBatch]) -> list[StateBatch]:
                 next_index += 1
         if same_delivery:
             heappush(pieces, (first, max(last, later_last), count, state))
-            continue
-        # From here on the pair overlaps with different delivery information.
-        later_wins = (later_count, later_state) > (count, state)
-        if later_first == first:
-            if later_last == last or later_wins:
-                heappush(pieces, later)
-            else:
-                heappush(pieces, earlier)
-                heappush(pieces, (last + 1, later_last, later_count, later_state))
-        elif not later_wins:
-            heappush(pieces, earlier)
-            if later_last > last:
-                heappush(pieces, (last + 1, later_last, later_count, later_state))
         else:
-            heappush(pieces, (first, later_first - 1, count, state))
-            heappush(pieces, later)
-            if later_last < last:
-                heappush(pieces, (later_last + 1, last, count, state))
+            _queue_overlap(pieces, earlier, later)
     return settled
+
+
+def _queue_overlap(pieces: list[_Entry], earlier: _Entry, later: _Entry) -> None:
+    """Queue the pieces an overlapping pair with different delivery information leaves,
+    split as Kafka's combiner splits them (the higher delivery count and state keeps the
+    overlap); ``earlier`` sorts first. Apart from ``_resolve`` because only overlapping
+    pairs, not the sorted stream's every batch, come this way."""
+    heappush = heapq.heappush
+    first, last, count, state = earlier
+    later_first, later_last, later_count, later_state = later
+    later_wins = (later_count, later_state) > (count, state)
+    if later_first == first:
+        if later_last == last or later_wins:
+            heappush(pieces, later)
+        else:
+            heappush(pieces, earlier)
+            heappush(pieces, (last + 1, later_last, later_count, later_state))
+    elif not later_wins:
+        heappush(pieces, earlier)
+        if later_last > last:
+            heappush(pieces, (last + 1, later_last, later_count, later_state))
+    else:
+        heappush(pieces, (first, later_first - 1, count, state))
+        heappush(pieces, later)
+        if later_last < last:
+            heappush(pieces, (later_last + 1, last, count, state))
 
 
 def _entry(batch: StateBatch) -> _Entry:

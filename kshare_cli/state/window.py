@@ -35,6 +35,7 @@ __all__ = [
     "WindowRun",
     "WindowCounts",
     "WindowState",
+    "resume_offset",
     "window_counts",
 ]
 
@@ -324,6 +325,26 @@ class InFlightWindow:
                 return run.first_offset
         return self.end_offset
 
+    def resume_offset(self, start_offset: int) -> int:
+        """Where the group resumes on this share-partition, given the start offset the broker
+        reports (DescribeShareGroupOffsets, or the state the window was read from): the first
+        offset at or above it that is neither Acknowledged, Archiving nor Archived.
+
+        This is the one home of the rule that a reset's plan (its resume point and
+        ``--to-first-unacknowledged``), the time lag (describe, health, the exporter, the
+        dashboard) and ``kshare health`` apply. The stored start offset trails the
+        acknowledgements (Kafka moves it after the state write completes, and the
+        delivery-complete count covers the rest), so the window, when it knows more, says
+        where the oldest waiting record really is (``first_not_done``). A window that knows
+        nothing (uninitialised) leaves the start offset as it is, and one read before the
+        start offset last moved cannot point behind it: nothing below the start offset is
+        waiting. Kafka 4.4's ARCHIVING counts as finished (never delivered again), DELETED
+        offsets are passed over (nothing waits there any more).
+        """
+        if self.start_offset < 0:
+            return start_offset
+        return max(self.first_not_done(), start_offset)
+
     def queued(self, log_end_offset: int) -> int:
         """Offsets past the window and below the log end offset: produced, never delivered."""
         lower = max(self.end_offset, self.start_offset)
@@ -397,6 +418,13 @@ class InFlightWindow:
         if best < 0:  # only offsets past the window: queued
             best = rank[WindowState.UNRECORDED]
         return _cell(cell_first, cell_last, _BY_RANK[best], delivery_count)
+
+
+def resume_offset(window: InFlightWindow | None, start_offset: int) -> int:
+    """``window.resume_offset(start_offset)``, or the start offset when no window was read
+    (the state topic could not be read, or holds nothing for the share-partition): then
+    the stored start offset is all that is known, and it may trail acknowledged records."""
+    return start_offset if window is None else window.resume_offset(start_offset)
 
 
 def _ordered_batches(batches: tuple[StateBatch, ...], start_offset: int) -> tuple[StateBatch, ...]:
