@@ -53,6 +53,7 @@ from kshare_cli.wire.errors import KafkaError
 from tests.support.raw import call
 from tests.support.sandbox import Cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import PROMPTLY_S
 from tests.wire.conftest import Handler, plaintext_settings, replaced_handler, run
 
 #: The APIs kshare's admin commands send, whose negotiated version the client must pick.
@@ -189,8 +190,8 @@ def test_unreachable_bootstrap_servers_fail_fast_and_are_named() -> None:
     servers = f"127.0.0.1:{closed_port()},127.0.0.1:{closed_port()}"
     started = time.monotonic()
     with pytest.raises(ConnectionFailed) as raised:
-        run(KafkaClient.connect(plaintext_settings(servers), timeout_s=10))
-    assert time.monotonic() - started < 2
+        run(KafkaClient.connect(plaintext_settings(servers), timeout_s=30))
+    assert time.monotonic() - started < PROMPTLY_S  # refused at once, not after the 30 s
     message = str(raised.value)
     assert f"({servers.replace(',', ', ')})" in message
     assert "connection refused" in message
@@ -202,7 +203,7 @@ def test_a_listener_that_never_answers_times_out_within_the_timeout(silent_liste
     started = time.monotonic()
     with pytest.raises(TimedOut) as raised:
         run(KafkaClient.connect(plaintext_settings(silent_listener), timeout_s=0.5))
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < PROMPTLY_S  # the 0.5 s, not a default of its own
     assert silent_listener in str(raised.value)
     assert exit_code_for(raised.value) is ExitCode.TIMEOUT
 
@@ -232,7 +233,7 @@ def test_a_silent_bootstrap_server_costs_a_stagger_not_half_the_timeout(
             # The next server was tried BOOTSTRAP_STAGGER_S after the silent one,
             # and answered at once (it was 15 s, half of --timeout, before).
             elapsed = time.monotonic() - started
-            assert BOOTSTRAP_STAGGER_S <= elapsed < BOOTSTRAP_STAGGER_S + 1.5
+            assert BOOTSTRAP_STAGGER_S <= elapsed < BOOTSTRAP_STAGGER_S + PROMPTLY_S
             assert (await client.metadata([])).brokers
 
     run(scenario())
@@ -485,9 +486,12 @@ def test_a_loading_coordinator_is_asked_again_with_growing_backoff(
 def test_a_coordinator_that_keeps_moving_fails_its_group_naming_the_error(
     sandbox: SandboxThread, unique: str
 ) -> None:
+    asked: list[Request] = []
+
     def always_not_coordinator(original: Handler) -> Handler:
         async def handler(broker: Broker, request: Request, connection: Connection) -> Any:
             response = await original(broker, request, connection)
+            asked.append(request)
             groups = tuple(
                 dataclasses.replace(g, error_code=ErrorCode(ErrorCode.not_coordinator))
                 for g in response.groups
@@ -506,9 +510,11 @@ def test_a_coordinator_that_keeps_moving_fails_its_group_naming_the_error(
                     SHARE_GROUP_DESCRIBE, [f"g-{unique}"], describe_body, describe_split
                 )
             # Asked again for half of the time left, then the group's last error
-            # is its answer: the call itself ends, with whatever else it found.
-            assert 0.1 < time.monotonic() - started < 0.6
+            # is its answer: the call itself ends, with whatever else it found,
+            # rather than failing with the 0.6 s deadline.
+            assert len(asked) >= 2
             assert results[f"g-{unique}"].name == "NOT_COORDINATOR"
+            assert time.monotonic() - started < PROMPTLY_S
 
     run(scenario())
 
@@ -587,7 +593,7 @@ def test_a_broker_that_stops_answering_times_out_within_the_timeout(
                 pytest.raises(TimedOut, match=r"Metadata did not finish within 0.5 s"),
             ):
                 await client.metadata()
-            assert time.monotonic() - started < 1.0
+            assert time.monotonic() - started < PROMPTLY_S  # the 0.5 s, not another deadline
 
     run(scenario())
 
