@@ -20,25 +20,26 @@ order, and on stderr Kafka's WARN line for each offset clamped to the log.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 import typer.core
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common, durations
 from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
+    from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.services.reset import (
         GroupDescription,
         MemberDescription,
         ResetPlan,
-        RollbackHistory,
         Scenario,
         Selection,
     )
@@ -177,191 +178,19 @@ def choose_scenario(
     return Scenario("shift", shift_by, label=f"--shift-by {shift_by}")
 
 
-def read_plan_file(
-    path: Path, group_id: str
-) -> tuple[dict[tuple[str, int], int], int, dict[tuple[str, int], RollbackHistory]]:
-    """The plan file's offsets for ``group_id``, how many entries were for other groups,
-    and, for a rollback plan, what it recorded of the records ``group_id`` had finished
-    before the reset it undoes (empty for any other plan)."""
-    from kshare_cli.services.reset import read_plan, read_rollback_history
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or str(error)
-        raise UsageError(f"--from-file {path}: cannot read it: {reason}") from None
-    entries = read_plan(text, group=group_id, source=str(path))
-    ours = {(e.topic, e.partition): e.offset for e in entries if e.group == group_id}
-    others = sum(1 for e in entries if e.group != group_id)
-    if not ours:
-        raise UsageError(f"--from-file {path}: no entries for share group '{group_id}'")
-    history = read_rollback_history(text, group=group_id, source=str(path))
-    return ours, others, {key: value for key, value in history.items() if key in ours}
-
-
-def _rollback_stamp() -> str:
-    """The UTC time in a default rollback file's name, to the millisecond (tests pin it)."""
-    import pendulum
-
-    return pendulum.now("UTC").format("YYYYMMDD[T]HHmmssSSS[Z]")
-
-
-def default_rollback_path(group_id: str) -> Path:
-    """``$XDG_STATE_HOME/kshare/rollback/<group>-<UTC time>.csv``; XDG's default state
-    directory is ``~/.local/state``."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", group_id)[:100] or "group"
-    return Path(base) / "kshare" / "rollback" / f"{safe}-{_rollback_stamp()}.csv"
-
-
-def rollback_file_taken(path: Path) -> UsageError:
-    """The refusal of a ``--rollback-file`` that exists: it may hold the only record of
-    some group's earlier offsets, so kshare never replaces it."""
-    return UsageError(
-        f"--rollback-file {path}: the file exists, and a rollback plan is never "
-        "overwritten; choose another path; nothing changed"
-    )
-
-
-def check_rollback_file(path: Path) -> None:
-    """Refuse an existing ``--rollback-file`` before anything is asked of the cluster."""
-    if os.path.lexists(path):
-        raise rollback_file_taken(path)
-
-
-def _write_new_file(path: Path, text: str) -> None:
-    """Create ``path`` (FileExistsError if it exists: no run can overwrite another's
-    plan, however close together) and make its content durable."""
-    with open(path, "x", encoding="utf-8") as handle:
-        try:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        except BaseException:
-            handle.close()
-            path.unlink(missing_ok=True)  # ours, and incomplete
-            raise
-
-
-def _one_line(text: str) -> str:
-    """``text`` fit for a ``#`` line: a line break in a group id or a path would end it."""
-    return re.sub(r"[\r\n]", " ", text)
-
-
-def rollback_note(plan: ResetPlan) -> str:
-    """What applying the rollback plan does, in one sentence that stays true.
-
-    A reset replaces the stored record states with a bare start offset, so no plan
-    can give back per-record acknowledgements: it can only move the start offset
-    again, and every record at or above it comes back, acknowledged or not. The
-    rollback plan therefore saves each partition's resume point (the first record
-    neither acknowledged nor archived), not the stored start offset, which trails
-    the acknowledgements; the note counts the records that still come back, from what
-    the plan records as finished (``ResetPlan.rollback_redelivers``), the same record
-    from which applying the plan counts them.
-    """
-    redelivers = plan.rollback_redelivers
-    if redelivers is None:
-        again = (
-            "an unknown number of records acknowledged or archived at or above those "
-            f"offsets (the in-flight windows could not be read: {plan.window_note})"
-        )
-    else:
-        again = f"{redelivers} record(s) acknowledged or archived before this reset"
-    text = (
-        "a rollback restores start offsets (each partition's first record not yet "
-        "acknowledged or archived), not per-record acknowledgements, and delivers again "
-        f"{again}"
-    )
-    if plan.without_start_offset:
-        text += (
-            f"; {plan.without_start_offset} share-partition(s) had no start offset, "
-            "which it cannot restore"
-        )
-    return text
-
-
-def write_rollback(plan: ResetPlan, path: Path, *, numbered: bool = False) -> Path:
-    """Save the rollback plan, durably, before anything changes.
-
-    The offsets are each partition's resume point (``ResetPlan.rollback_offsets``),
-    preceded by ``#`` lines saying what applying them does (``rollback_note``) and
-    recording, per partition, the records the group had finished before this reset
-    (``PlannedOffset.rollback_history``): this reset clears their states, and Kafka
-    prunes the state-topic records that held them within minutes, so kshare's
-    ``--from-file`` reads them here to count what applying the plan delivers again
-    and skips, as the note does. The file is created, never replaced. A taken
-    ``--rollback-file`` is a usage error; with ``numbered`` (the default path, whose
-    name has the time to the millisecond) a name another run took in the same
-    millisecond becomes ``NAME-2.csv``, ``NAME-3.csv``... Returns where the plan was
-    saved.
-    """
-    from kshare_cli.services.reset import PlanEntry, write_plan, write_rollback_history
-
-    entries = [
-        PlanEntry(plan.group_id, tp.topic, tp.partition, offset)
-        for tp, offset in sorted(plan.rollback_offsets().items())
-    ]
-    histories = [
-        history
-        for offset in plan.partitions
-        if (history := offset.rollback_history(plan.group_id)) is not None
-    ]
-    note = rollback_note(plan)
-    header = (
-        f"# kshare rollback plan for share group '{_one_line(plan.group_id)}', saved before "
-        f"reset-offsets {_one_line(plan.scenario)}.\n# Applying it (--from-file): {note}.\n"
-    )
-    if histories:
-        header += (
-            "# What the group had finished (acknowledged or archived) before this reset: "
-            "every offset below finished_below, and the finished ranges (first and last "
-            "offset; null: unknown). kshare's --from-file counts from them.\n"
-            + write_rollback_history(histories)
-        )
-    text = header + write_plan(entries, with_group=True)
-    candidate, number = path, 1
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            try:
-                _write_new_file(candidate, text)
-            except FileExistsError:
-                if not numbered:
-                    raise rollback_file_taken(path) from None
-                number += 1
-                candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
-            else:
-                return candidate
-    except OSError as error:
-        raise UsageError(
-            f"cannot save the rollback plan to {candidate}: {error.strerror or error}; "
-            "nothing changed"
-        ) from None
-
-
 def write_export(plan: ResetPlan, destination: str, *, kafka: bool = False) -> None:
     """``--export``: the new offsets as a plan file (Kafka 4.4's ``topic,partition,offset``),
     sorted; ``kafka`` (``-o plain``) and stdout: exactly what Kafka's ``--export`` prints."""
-    from kshare_cli.services.reset import PlanEntry, write_plan
+    from kshare_cli.services import plan_files
 
-    if kafka and destination == EXPORT_TO_STDOUT:
+    if destination != EXPORT_TO_STDOUT:
+        plan_files.write_export_file(plan, Path(destination))
+    elif kafka:
         from kshare_cli.render.reset import kafka_export
 
         common.stdout_write(kafka_export(plan))
-        return
-    entries = [
-        PlanEntry(plan.group_id, offset.topic, offset.partition, offset.new_offset)
-        for offset in plan.partitions
-    ]
-    text = write_plan(entries, with_group=False)
-    if destination == EXPORT_TO_STDOUT:
-        common.stdout_write(text)
-        return
-    try:
-        Path(destination).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"--export {destination}: {error.strerror or error}") from None
+    else:
+        common.stdout_write(plan_files.export_text(plan))
 
 
 def members_text(members: tuple[MemberDescription, ...]) -> str:
@@ -382,128 +211,270 @@ def refuse_members(group_id: str, members: tuple[MemberDescription, ...], execut
     )
 
 
+# --------------------------------------------------------------------------- options
+
+Group = Annotated[str, common.group_argument("The share group whose start offsets to reset.")]
+Topics = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--topic",
+        "-t",
+        metavar="TOPIC[:P,P...]",
+        help="A topic (every partition) or some of its partitions; repeatable.",
+        rich_help_panel="Partitions",
+    ),
+]
+AllTopics = Annotated[
+    bool,
+    typer.Option(
+        "--all-topics",
+        help="Every share-partition the broker lists for the group, read or not.",
+        rich_help_panel="Partitions",
+    ),
+]
+FromFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-file",
+        metavar="PLAN.csv",
+        help="Offsets from a plan file (CSV: [group,]topic,partition,offset).",
+        rich_help_panel="Partitions",
+    ),
+]
+ToEarliest = Annotated[
+    bool,
+    typer.Option("--to-earliest", help="The log start offset.", rich_help_panel="Scenario"),
+]
+ToLatest = Annotated[
+    bool, typer.Option("--to-latest", help="The log end offset.", rich_help_panel="Scenario")
+]
+ToDatetime = Annotated[
+    str | None,
+    typer.Option(
+        "--to-datetime",
+        metavar="DT",
+        help="The first record at or after DT: ISO-8601 (UTC when no zone), "
+        "or relative: 2h, yesterday 09:00.",
+        rich_help_panel="Scenario",
+    ),
+]
+ByDuration = Annotated[
+    str | None,
+    typer.Option(
+        "--by-duration",
+        metavar="DURATION",
+        help=durations.duration_help("The first record at or after now minus DURATION"),
+        rich_help_panel="Scenario",
+    ),
+]
+ToOffset = Annotated[
+    int | None,
+    typer.Option("--to-offset", metavar="N", help="Offset N.", rich_help_panel="Scenario"),
+]
+ShiftBy = Annotated[
+    int | None,
+    typer.Option(
+        "--shift-by",
+        metavar="N",
+        help="The current start offset plus N (N < 0 moves back).",
+        rich_help_panel="Scenario",
+    ),
+]
+ToCurrent = Annotated[
+    bool,
+    typer.Option(
+        "--to-current",
+        help="The current start offset (the log end where there is none).",
+        rich_help_panel="Scenario",
+    ),
+]
+ToFirstUnacknowledged = Annotated[
+    bool,
+    typer.Option(
+        "--to-first-unacknowledged",
+        help="The first record neither acknowledged nor archived: resume without "
+        "delivering acknowledged records again (the log start where there is no "
+        "start offset).",
+        rich_help_panel="Scenario",
+    ),
+]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Show the plan; change nothing (the default).")
+]
+Execute = Annotated[bool, typer.Option("--execute", help="Reset the offsets.")]
+Export = Annotated[
+    str | None,
+    typer.Option(
+        "--export",
+        metavar="[PLAN.csv]",
+        help="The new offsets as a plan file (CSV: topic,partition,offset): alone or "
+        "'-', on stdout instead of the table (as Kafka's --export); else written to "
+        "PLAN.csv.",
+    ),
+]
+Yes = Annotated[
+    bool, typer.Option("--yes", "-y", help="Do not ask for confirmation on a terminal.")
+]
+RollbackFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--rollback-file",
+        metavar="FILE",
+        help="A new file where --execute saves the previous offsets; an existing "
+        "one is refused (default: $XDG_STATE_HOME/kshare/rollback/GROUP-TIME.csv).",
+    ),
+]
+AllowNewGroup = Annotated[
+    bool,
+    typer.Option(
+        "--allow-new-group",
+        help="Allow a group that does not exist yet (--execute creates it, as Kafka does).",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- the request
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioFlags:
+    """The scenario options as given, before ``choose_scenario`` checks them."""
+
+    to_earliest: bool = False
+    to_latest: bool = False
+    to_datetime: str | None = None
+    by_duration: str | None = None
+    to_offset: int | None = None
+    shift_by: int | None = None
+    to_current: bool = False
+    to_first_unacknowledged: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResetRequest:
+    """What the operator asked for, checked before anything connects.
+
+    ``ignored`` counts the ``--from-file`` entries for other groups, which the
+    command names once it knows the settings are good.
+    """
+
+    group: str
+    selection: Selection
+    scenario: Scenario
+    ignored: int
+    execute: bool
+    export: str | None
+    yes: bool
+    rollback_file: Path | None
+    allow_new_group: bool
+    output: common.OutputFormat
+
+
+def _chosen_partitions(topics: list[str], all_topics: bool, from_file: Path | None) -> None:
+    """Exactly one of ``--topic``, ``--all-topics`` and ``--from-file``."""
+    chosen = [
+        name
+        for name, on in (
+            ("--topic", bool(topics)),
+            ("--all-topics", all_topics),
+            ("--from-file", from_file is not None),
+        )
+        if on
+    ]
+    if not chosen:
+        raise UsageError("choose the partitions: --topic, --all-topics or --from-file")
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} are mutually exclusive; choose one")
+
+
+def parse_request(
+    group: str,
+    *,
+    topics: list[str],
+    all_topics: bool,
+    from_file: Path | None,
+    flags: ScenarioFlags,
+    dry_run: bool,
+    execute: bool,
+    export: str | None,
+    yes: bool,
+    rollback_file: Path | None,
+    allow_new_group: bool,
+    output: common.OutputFormat,
+) -> ResetRequest:
+    """The request, or the UsageError of its first mistake (in the order the options are
+    checked: group, mode, rollback file, partitions, scenario, topics, plan file)."""
+    from kshare_cli.services import plan_files
+    from kshare_cli.services.reset import Scenario, Selection, TopicPartition
+
+    if not group.strip():
+        raise UsageError("the group id cannot be empty")
+    if dry_run and execute:
+        raise UsageError("--dry-run and --execute are mutually exclusive")
+    if execute and rollback_file is not None:
+        plan_files.check_rollback_file(rollback_file)
+    _chosen_partitions(topics, all_topics, from_file)
+    scenario = choose_scenario(
+        to_earliest=flags.to_earliest,
+        to_latest=flags.to_latest,
+        to_datetime=flags.to_datetime,
+        by_duration=flags.by_duration,
+        to_offset=flags.to_offset,
+        shift_by=flags.shift_by,
+        to_current=flags.to_current,
+        from_file=from_file is not None,
+        to_first_unacknowledged=flags.to_first_unacknowledged,
+    )
+    whole, named = parse_topic_specs(topics)
+    ignored = 0
+    if from_file is not None:
+        plan = plan_files.read_plan_file(from_file, group)
+        scenario = Scenario(
+            "file", offsets=plan.offsets, label=f"--from-file {from_file}", history=plan.history
+        )
+        ignored = plan.others
+    selection = Selection(
+        topics=whole,
+        partitions=tuple(TopicPartition(t, p) for t, p in named),
+        all_topics=all_topics,
+    )
+    return ResetRequest(
+        group,
+        selection,
+        scenario,
+        ignored,
+        execute,
+        export,
+        yes,
+        rollback_file,
+        allow_new_group,
+        output,
+    )
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@common.command_edge
 def reset_offsets(
-    group: Annotated[
-        str,
-        common.group_argument("The share group whose start offsets to reset."),
-    ],
-    topic: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--topic",
-            "-t",
-            metavar="TOPIC[:P,P...]",
-            help="A topic (every partition) or some of its partitions; repeatable.",
-            rich_help_panel="Partitions",
-        ),
-    ] = None,
-    all_topics: Annotated[
-        bool,
-        typer.Option(
-            "--all-topics",
-            help="Every share-partition the broker lists for the group, read or not.",
-            rich_help_panel="Partitions",
-        ),
-    ] = False,
-    from_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--from-file",
-            metavar="PLAN.csv",
-            help="Offsets from a plan file (CSV: [group,]topic,partition,offset).",
-            rich_help_panel="Partitions",
-        ),
-    ] = None,
-    to_earliest: Annotated[
-        bool,
-        typer.Option("--to-earliest", help="The log start offset.", rich_help_panel="Scenario"),
-    ] = False,
-    to_latest: Annotated[
-        bool, typer.Option("--to-latest", help="The log end offset.", rich_help_panel="Scenario")
-    ] = False,
-    to_datetime: Annotated[
-        str | None,
-        typer.Option(
-            "--to-datetime",
-            metavar="DT",
-            help="The first record at or after DT: ISO-8601 (UTC when no zone), "
-            "or relative: 2h, yesterday 09:00.",
-            rich_help_panel="Scenario",
-        ),
-    ] = None,
-    by_duration: Annotated[
-        str | None,
-        typer.Option(
-            "--by-duration",
-            metavar="DURATION",
-            help=durations.duration_help("The first record at or after now minus DURATION"),
-            rich_help_panel="Scenario",
-        ),
-    ] = None,
-    to_offset: Annotated[
-        int | None,
-        typer.Option("--to-offset", metavar="N", help="Offset N.", rich_help_panel="Scenario"),
-    ] = None,
-    shift_by: Annotated[
-        int | None,
-        typer.Option(
-            "--shift-by",
-            metavar="N",
-            help="The current start offset plus N (N < 0 moves back).",
-            rich_help_panel="Scenario",
-        ),
-    ] = None,
-    to_current: Annotated[
-        bool,
-        typer.Option(
-            "--to-current",
-            help="The current start offset (the log end where there is none).",
-            rich_help_panel="Scenario",
-        ),
-    ] = False,
-    to_first_unacknowledged: Annotated[
-        bool,
-        typer.Option(
-            "--to-first-unacknowledged",
-            help="The first record neither acknowledged nor archived: resume without "
-            "delivering acknowledged records again (the log start where there is no "
-            "start offset).",
-            rich_help_panel="Scenario",
-        ),
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the plan; change nothing (the default).")
-    ] = False,
-    execute: Annotated[bool, typer.Option("--execute", help="Reset the offsets.")] = False,
-    export: Annotated[
-        str | None,
-        typer.Option(
-            "--export",
-            metavar="[PLAN.csv]",
-            help="The new offsets as a plan file (CSV: topic,partition,offset): alone or "
-            "'-', on stdout instead of the table (as Kafka's --export); else written to "
-            "PLAN.csv.",
-        ),
-    ] = None,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Do not ask for confirmation on a terminal.")
-    ] = False,
-    rollback_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--rollback-file",
-            metavar="FILE",
-            help="A new file where --execute saves the previous offsets; an existing "
-            "one is refused (default: $XDG_STATE_HOME/kshare/rollback/GROUP-TIME.csv).",
-        ),
-    ] = None,
-    allow_new_group: Annotated[
-        bool,
-        typer.Option(
-            "--allow-new-group",
-            help="Allow a group that does not exist yet (--execute creates it, as Kafka does).",
-        ),
-    ] = False,
+    group: Group,
+    topic: Topics = None,
+    all_topics: AllTopics = False,
+    from_file: FromFile = None,
+    to_earliest: ToEarliest = False,
+    to_latest: ToLatest = False,
+    to_datetime: ToDatetime = None,
+    by_duration: ByDuration = None,
+    to_offset: ToOffset = None,
+    shift_by: ShiftBy = None,
+    to_current: ToCurrent = False,
+    to_first_unacknowledged: ToFirstUnacknowledged = False,
+    dry_run: DryRun = False,
+    execute: Execute = False,
+    export: Export = None,
+    yes: Yes = False,
+    rollback_file: RollbackFile = None,
+    allow_new_group: AllowNewGroup = False,
     output: common.Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
@@ -522,81 +493,61 @@ def reset_offsets(
     kafka-share-groups.sh --reset-offsets, byte for byte (its row order, --export's
     CSV, its WARN line on stderr for each clamped offset).
     """
-    invocation = common.Invocation(debug=debug)
-
-    def check() -> tuple[Selection, Scenario, dict[tuple[str, int], int] | None, int]:
-        from kshare_cli.services.reset import Scenario, Selection, TopicPartition
-
-        if not group.strip():
-            raise UsageError("the group id cannot be empty")
-        if dry_run and execute:
-            raise UsageError("--dry-run and --execute are mutually exclusive")
-        if execute and rollback_file is not None:
-            check_rollback_file(rollback_file)
-        chosen = [
-            name
-            for name, on in (
-                ("--topic", bool(topic)),
-                ("--all-topics", all_topics),
-                ("--from-file", from_file is not None),
-            )
-            if on
-        ]
-        if not chosen:
-            raise UsageError("choose the partitions: --topic, --all-topics or --from-file")
-        if len(chosen) > 1:
-            raise UsageError(f"{' and '.join(chosen)} are mutually exclusive; choose one")
-        scenario = choose_scenario(
-            to_earliest=to_earliest,
-            to_latest=to_latest,
-            to_datetime=to_datetime,
-            by_duration=by_duration,
-            to_offset=to_offset,
-            shift_by=shift_by,
-            to_current=to_current,
-            from_file=from_file is not None,
-            to_first_unacknowledged=to_first_unacknowledged,
-        )
-        whole, named = parse_topic_specs(topic or [])
-        others = 0
-        plan_offsets = None
-        if from_file is not None:
-            plan_offsets, others, history = read_plan_file(from_file, group)
-            scenario = Scenario(
-                "file",
-                offsets={TopicPartition(t, p): o for (t, p), o in plan_offsets.items()},
-                label=f"--from-file {from_file}",
-                history={TopicPartition(t, p): h for (t, p), h in history.items()},
-            )
-        selection = Selection(
-            topics=whole,
-            partitions=tuple(TopicPartition(t, p) for t, p in named),
-            all_topics=all_topics,
-        )
-        return selection, scenario, plan_offsets, others
-
-    selection, scenario, _, others = common.usage_guard(check, invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
+    flags = ScenarioFlags(
+        to_earliest,
+        to_latest,
+        to_datetime,
+        by_duration,
+        to_offset,
+        shift_by,
+        to_current,
+        to_first_unacknowledged,
     )
-    if others:
-        common.warn(
-            f"--from-file: ignoring {others} entr{'y' if others == 1 else 'ies'} for other groups"
-        )
-
+    request = parse_request(
+        group,
+        topics=topic or [],
+        all_topics=all_topics,
+        from_file=from_file,
+        flags=flags,
+        dry_run=dry_run,
+        execute=execute,
+        export=export,
+        yes=yes,
+        rollback_file=rollback_file,
+        allow_new_group=allow_new_group,
+        output=output,
+    )
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
+    if request.ignored:
+        many = "y" if request.ignored == 1 else "ies"
+        common.warn(f"--from-file: ignoring {request.ignored} entr{many} for other groups")
     from kshare_cli.services import reset as reset_service
 
     plan = common.run(
         lambda: reset_service.plan_reset(
             settings,
-            group,
-            selection,
-            scenario,
-            allow_new_group=allow_new_group,
+            request.group,
+            request.selection,
+            request.scenario,
+            allow_new_group=request.allow_new_group,
             timeout_s=timeout_s,
-        ),
-        invocation,
+        )
     )
+    _warn_about(plan, request.output)
+    if not request.execute or plan.members:
+        # A refused reset is a result like any other: on stdout as data, and its
+        # reason in one stderr line.
+        _show(plan, request)
+        if plan.members:
+            refuse_members(request.group, plan.members, executing=request.execute)
+        return
+    _execute(settings, timeout_s, plan, request)
+
+
+def _warn_about(plan: ResetPlan, output: common.OutputFormat) -> None:
+    """The plan's warnings on stderr; with ``-o plain`` Kafka's own lines instead of
+    those Kafka words itself: "Warn: ... Falling back" on stdout (in the plain table),
+    and the WARN log line of each clamped offset on stderr."""
     plain = output is common.OutputFormat.plain
     kafkas_lines = (
         {
@@ -608,8 +559,6 @@ def reset_offsets(
         else set()
     )
     for line in plan.warnings:
-        # -o plain prints Kafka's own lines instead: "Warn: ... Falling back" on stdout,
-        # and the WARN log line of each clamped offset on stderr, below.
         if not any(line.startswith(prefix) for prefix in kafkas_lines):
             common.warn(line)
     if plain:
@@ -618,73 +567,73 @@ def reset_offsets(
         from kshare_cli.render.reset import kafka_warnings
 
         for line in kafka_warnings(plan, datetime.now().astimezone()):
-            typer.echo(line, err=True)
-    if not plan.exact and output is not common.OutputFormat.plain:
+            diagnostics.progress(f"{line}\n")
+    if not plan.exact and not plain:
         common.warn(
             "the counts of records skipped and delivered again are lower bounds: "
             f"{plan.window_note}"
         )
     if plan.state is None:
-        common.warn(f"share group '{group}' does not exist yet; --execute creates it")
+        common.warn(f"share group '{plan.group_id}' does not exist yet; --execute creates it")
 
-    if not execute or plan.members:
-        # A refused reset is a result like any other: on stdout as data, and its
-        # reason in one stderr line.
-        _show(plan, output, export, invocation)
-        if plan.members:
-            refuse_members(group, plan.members, executing=execute)
-        return
 
+def _execute(
+    settings: ConnectionSettings, timeout_s: float, plan: ResetPlan, request: ResetRequest
+) -> None:
+    """Confirm, save the rollback plan, reset, and report each partition's result."""
     if not plan.partitions:
         common.fail("nothing to reset", ExitCode.PARTIAL)
-    if not yes and sys.stdin.isatty():
-        from kshare_cli.render.reset import render_reset
-
-        typer.echo(render_reset(plan, "table", confirming=True), err=True, nl=False)
-        if not typer.confirm(
-            f"Reset {len(plan.partitions)} share-partition(s) of '{group}'?", err=True
-        ):
-            common.fail("not confirmed; nothing changed", ExitCode.PARTIAL)
-    wanted = rollback_file or default_rollback_path(group)
-    path = common.usage_guard(
-        lambda: write_rollback(plan, wanted, numbered=rollback_file is None), invocation
-    )
-    typer.echo(
-        f"kshare: rollback plan saved to {path} "
-        f"(undo with: kshare reset-offsets {group} --from-file {path} --execute; "
-        f"{rollback_note(plan)})",
-        err=True,
-    )
+    if not request.yes and sys.stdin.isatty():
+        _confirm(plan)
+    path = _save_rollback(plan, request.rollback_file)
+    from kshare_cli.services import reset as reset_service
 
     done, described = common.run(
-        lambda: reset_service.execute_reset(settings, plan, timeout_s=timeout_s), invocation
+        lambda: reset_service.execute_reset(settings, plan, timeout_s=timeout_s)
     )
-    from dataclasses import replace
-
     done = replace(done, rollback_file=str(path))
     if done.group_error is not None:
         if described is not None and described.members:
             done = replace(done, members=described.members)
-        _show(done, output, export, invocation)
+        _show(done, request)
         _refused(done, described)
-    _show(done, output, export, invocation)
+    _show(done, request)
     for failure in done.errors():
         common.report_failure(str(failure))
     if done.errors():
         raise typer.Exit(int(ExitCode.PARTIAL))
 
 
-def _show(
-    plan: ResetPlan, output: common.OutputFormat, export: str | None, invocation: common.Invocation
-) -> None:
+def _confirm(plan: ResetPlan) -> None:
+    """On a terminal: the plan on stderr, and a yes/no question; no is exit 1."""
+    from kshare_cli.render.reset import render_reset
+
+    diagnostics.progress(render_reset(plan, "table", confirming=True))
+    question = f"Reset {len(plan.partitions)} share-partition(s) of '{plan.group_id}'?"
+    if not typer.confirm(question, err=True):
+        common.fail("not confirmed; nothing changed", ExitCode.PARTIAL)
+
+
+def _save_rollback(plan: ResetPlan, rollback_file: Path | None) -> Path:
+    """The rollback plan, saved before anything changes; says where and how to apply it."""
+    from kshare_cli.services import plan_files
+
+    wanted = rollback_file or plan_files.default_rollback_path(plan.group_id)
+    path = plan_files.write_rollback(plan, wanted, numbered=rollback_file is None)
+    diagnostics.progress(f"kshare: {plan_files.rollback_saved(plan, path)}\n")
+    return path
+
+
+def _show(plan: ResetPlan, request: ResetRequest) -> None:
+    """The plan or its result on stdout: ``--export``'s CSV, or the table."""
     from kshare_cli.render import render
 
-    if export is not None:
-        kafka = output is common.OutputFormat.plain
-        common.usage_guard(lambda: write_export(plan, export, kafka=kafka), invocation)
-        if export == EXPORT_TO_STDOUT:
+    if request.export is not None:
+        kafka = request.output is common.OutputFormat.plain
+        write_export(plan, request.export, kafka=kafka)
+        if request.export == EXPORT_TO_STDOUT:
             return
-    common.stdout_write(render(plan, output.value))
+    common.stdout_write(render(plan, request.output.value))
 
 
 def _refused(plan: ResetPlan, described: GroupDescription | None) -> None:

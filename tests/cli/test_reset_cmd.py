@@ -32,8 +32,9 @@ from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.build import build
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
-from tests.support.golden import GOLDEN, wait_for
+from tests.support.golden import GOLDEN
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 from tests.wire.conftest import Handler, replaced_handler
 
 BASE_TIMESTAMP = 1767225600000  # 2026-01-01T00:00:00Z, scenario A's first record
@@ -550,33 +551,13 @@ def test_an_existing_rollback_file_is_refused_before_anything_changes(
     assert start_offsets(kshare, group) == {0: 15, 1: 15}
 
 
-def test_the_rollback_write_never_replaces_a_file_that_appeared_meanwhile(tmp_path: Path) -> None:
-    # A file made between the check and the write (another run's plan) stays as it was.
-    from kshare_cli.admin.models import TopicPartition
-    from kshare_cli.admin.reset import PlannedOffset, ResetPlan
-    from kshare_cli.cli import reset_cmd
-    from kshare_cli.errors import UsageError
-
-    planned = PlannedOffset("t", 0, 4, 0, 0, 0, 15, resume_offset=4, resume_redelivers=0)
-    plan = ResetPlan("g", "--to-earliest", (planned,), "Empty")
-    assert plan.rollback_offsets() == {TopicPartition("t", 0): 4}
-    taken = tmp_path / "taken.csv"
-    taken.write_text("other,t,0,7\n")
-    with pytest.raises(UsageError, match="the file exists"):
-        reset_cmd.write_rollback(plan, taken)
-    assert taken.read_text() == "other,t,0,7\n"
-    assert reset_cmd.write_rollback(plan, taken, numbered=True) == tmp_path / "taken-2.csv"
-    assert (tmp_path / "taken-2.csv").read_text().endswith("\ng,t,0,4\n")
-    assert taken.read_text() == "other,t,0,7\n"
-
-
 def test_two_executes_in_the_same_millisecond_keep_both_default_rollback_files(
     kshare: Kshare, tmp_path: Path, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kshare_cli.cli import reset_cmd
+    from kshare_cli.services import plan_files
 
     stamp = "20261124T031500123Z"
-    monkeypatch.setattr(reset_cmd, "_rollback_stamp", lambda: stamp)
+    monkeypatch.setattr(plan_files, "_rollback_stamp", lambda: stamp)
     group = make_group(kshare, tmp_path, topic, {0: 4, 1: 9})
     state = tmp_path / "state"
     saved = []
