@@ -71,6 +71,7 @@ DryRun = Annotated[
 
 
 @app.command("get")
+@common.command_edge
 def get(
     group: Group,
     all_configs: Annotated[
@@ -93,16 +94,13 @@ def get(
     -o plain is kafka-configs.sh --entity-type groups --describe byte for byte:
     only the group's own values, or every config with --all.
     """
-    invocation = common.Invocation(debug=debug)
-    common.usage_guard(lambda: common.check_group_id(group), invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    common.check_group_id(group)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import configs as config_service
 
     configs = common.run(
-        lambda: config_service.get_configs(settings, group, all_configs, timeout_s), invocation
+        lambda: config_service.get_configs(settings, group, all_configs, timeout_s)
     )
     from kshare_cli.render.configs import render_group_configs
 
@@ -119,6 +117,7 @@ def get(
 
 
 @app.command("set")
+@common.command_edge
 def set_(
     group: Group,
     assignments: Annotated[
@@ -161,10 +160,11 @@ def set_(
 
         return set_configs(settings, group, assignments, dry_run, timeout_s)
 
-    _change(group, check, change, output, bootstrap_server, command_config, profile, timeout, debug)
+    _change(group, check, change, output, bootstrap_server, command_config, profile, timeout)
 
 
 @app.command("unset")
+@common.command_edge
 def unset(
     group: Group,
     names: Annotated[
@@ -200,7 +200,7 @@ def unset(
 
         return unset_configs(settings, group, names, dry_run, timeout_s)
 
-    _change(group, check, change, output, bootstrap_server, command_config, profile, timeout, debug)
+    _change(group, check, change, output, bootstrap_server, command_config, profile, timeout)
 
 
 def _change(
@@ -212,17 +212,13 @@ def _change(
     command_config: Path | None,
     profile: str | None,
     timeout: str,
-    debug: bool,
 ) -> None:
     """``set`` and ``unset``: the group and the change are checked before any I/O (exit 2),
     then the change is sent and its result reported, with its notes on stderr."""
-    invocation = common.Invocation(debug=debug)
-    common.usage_guard(lambda: common.check_group_id(group), invocation)
-    common.usage_guard(check, invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
-    update = common.run(lambda: change(settings, timeout_s), invocation)
+    common.check_group_id(group)
+    check()
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
+    update = common.run(lambda: change(settings, timeout_s))
     _report(update, output)
 
 

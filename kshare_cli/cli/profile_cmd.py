@@ -14,10 +14,11 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common
 from kshare_cli.errors import ExitCode, KshareError, UsageError
 
@@ -60,10 +61,6 @@ Output = Annotated[
 ]
 
 
-def _guard(error: KshareError) -> NoReturn:
-    common.fail(str(error), error.exit_code)
-
-
 def _parse_properties(items: list[str]) -> tuple[tuple[str, str], ...]:
     pairs: dict[str, str] = {}
     for item in items:
@@ -76,6 +73,7 @@ def _parse_properties(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 @app.command("add")
+@common.command_edge
 def add(
     name: Name,
     bootstrap_server: Annotated[
@@ -118,65 +116,59 @@ def add(
     from kshare_cli.connect.bootstrap import parse_bootstrap
     from kshare_cli.connect.profiles import Profile, check_profile_name
     from kshare_cli.connect.property_mapping import PropertySources, settings_from_properties
+    from kshare_cli.connect.secret import is_secret_name, secrets_of
 
-    try:
-        check_profile_name(name)
-        servers = parse_bootstrap(bootstrap_server)
-        inline = _parse_properties(properties or [])
-        # Merged exactly as a command using the profile merges them (connect/), so what is
-        # checked and warned about here is what later commands will run with.
-        sources = PropertySources()
-        if command_config is not None:
-            command_config = command_config.expanduser().resolve()
-            sources.add_file(command_config)
-        sources.add(dict(inline), "--property")
-        settings = settings_from_properties(
-            sources.properties,
-            bootstrap_servers=servers,
-            origins=sources.origins,
-            notes=sources.notes,
-        )
-        profile = Profile(name, servers, command_config, inline)
-        store = _store()
-        current = store.add(profile, use=use, replace=replace)
-    except KshareError as error:
-        _guard(error)
+    check_profile_name(name)
+    servers = parse_bootstrap(bootstrap_server)
+    inline = _parse_properties(properties or [])
+    diagnostics.remember_secrets(value for key, value in inline if is_secret_name(key))
+    # Merged exactly as a command using the profile merges them (connect/), so what is
+    # checked and warned about here is what later commands will run with.
+    sources = PropertySources()
+    if command_config is not None:
+        command_config = command_config.expanduser().resolve()
+        sources.add_file(command_config)
+    sources.add(dict(inline), "--property")
+    settings = settings_from_properties(
+        sources.properties,
+        bootstrap_servers=servers,
+        origins=sources.origins,
+        notes=sources.notes,
+    )
+    diagnostics.remember_secrets(secrets_of(settings))
+    profile = Profile(name, servers, command_config, inline)
+    store = _store()
+    current = store.add(profile, use=use, replace=replace)
     for warning in settings.warnings:
         common.warn(warning)
     suffix = " and made it current" if current else ""
-    typer.echo(f"kshare: added profile '{name}'{suffix} ({store.path})", err=True)
+    diagnostics.progress(f"kshare: added profile '{name}'{suffix} ({store.path})\n")
 
 
 @app.command("use")
+@common.command_edge
 def use(name: Name) -> None:
     """Make NAME the current profile (used when no connection flag or variable is given)."""
-    try:
-        _store().use(name)
-    except KshareError as error:
-        _guard(error)
-    typer.echo(f"kshare: current profile is now '{name}'", err=True)
+    _store().use(name)
+    diagnostics.progress(f"kshare: current profile is now '{name}'\n")
 
 
 @app.command("remove")
+@common.command_edge
 def remove(name: Name) -> None:
     """Remove a profile (its command-config file is left alone)."""
-    try:
-        was_current = _store().remove(name)
-    except KshareError as error:
-        _guard(error)
+    was_current = _store().remove(name)
     note = "; no profile is current now" if was_current else ""
-    typer.echo(f"kshare: removed profile '{name}'{note}", err=True)
+    diagnostics.progress(f"kshare: removed profile '{name}'{note}\n")
 
 
 @app.command("list")
+@common.command_edge
 def list_profiles(output: Output = ProfileOutput.table) -> None:
     """List profiles; the current one is marked with *."""
-    try:
-        store = _store()
-        profiles = store.list()
-        current = store.current()
-    except KshareError as error:
-        _guard(error)
+    store = _store()
+    profiles = store.list()
+    current = store.current()
     if output is ProfileOutput.json:
         rows = [
             {
@@ -190,7 +182,7 @@ def list_profiles(output: Output = ProfileOutput.table) -> None:
         common.stdout_write(json.dumps(rows, indent=2) + "\n")
         return
     if not profiles:
-        typer.echo("kshare: no profiles yet; add one with `kshare profile add`", err=True)
+        diagnostics.progress("kshare: no profiles yet; add one with `kshare profile add`\n")
         return
     table = [("CURRENT", "NAME", "BOOTSTRAP SERVERS", "COMMAND CONFIG")] + [
         (
@@ -210,6 +202,7 @@ def list_profiles(output: Output = ProfileOutput.table) -> None:
 
 
 @app.command("show")
+@common.command_edge
 def show(
     name: Annotated[
         str | None,
@@ -223,18 +216,15 @@ def show(
 ) -> None:
     """Show a profile and the connection settings it resolves to, secrets as ***."""
     from kshare_cli.connect.resolve import resolve_settings
-    from kshare_cli.connect.secret import redact_property
+    from kshare_cli.connect.secret import redact_property, secrets_of
 
-    try:
-        store = _store()
+    store = _store()
+    if name is None:
+        name = store.current()
         if name is None:
-            name = store.current()
-            if name is None:
-                raise UsageError("no current profile: name one, or `kshare profile use NAME`")
-        profile = store.get(name)
-        is_current = store.current() == name
-    except KshareError as error:
-        _guard(error)
+            raise UsageError("no current profile: name one, or `kshare profile use NAME`")
+    profile = store.get(name)
+    is_current = store.current() == name
     problem: KshareError | None = None
     resolved: dict[str, str] = {}
     warnings: tuple[str, ...] = ()
@@ -246,6 +236,7 @@ def show(
             profiles_path=store.path,
             profile_warnings=True,
         )
+        diagnostics.remember_secrets(secrets_of(settings))
         resolved, warnings = settings.redacted(), settings.warnings
     except KshareError as error:
         problem = error
