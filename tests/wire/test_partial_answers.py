@@ -34,14 +34,12 @@ from kshare_cli.kafka.api_keys import FIND_COORDINATOR, LIST_OFFSETS, METADATA, 
 from kshare_cli.wire.client import BOOTSTRAP_STAGGER_S, KafkaClient
 from kshare_cli.wire.errors import KafkaError
 from tests.support.rdkafka_mock import RdkafkaMockCluster
+from tests.support.waiting import PROMPTLY_S
 from tests.wire.conftest import plaintext_settings, run
 
 #: Not a key kshare speaks, so kafka/api_keys binds no name for it: kio's index has it.
 OFFSET_FETCH = api_key("offset_fetch")
 DEADLINE_S = 30.0
-#: "Within a few seconds": well under the deadline, above UNREACHABLE_AFTER_S and the
-#: metadata round trips of a loaded two-core machine.
-FEW_SECONDS = 5.0
 TOPIC = "orders"
 PARTITIONS = 6  # the mock spreads leaders round robin: partition p on broker p % 3 + 1
 
@@ -110,7 +108,7 @@ def test_a_fan_out_to_every_broker_answers_without_the_down_one_and_names_it(
             assert str(failure.message).startswith(
                 f"broker 2 ({address_of(mock3, 2)}): connection refused"
             )
-            assert elapsed < FEW_SECONDS
+            assert elapsed < PROMPTLY_S
 
     run(scenario())
 
@@ -124,7 +122,7 @@ def test_list_groups_names_the_down_broker_within_seconds(mock3: RdkafkaMockClus
             mock3.broker_set_down(3)
             started = time.monotonic()
             listing = await ShareGroupAdmin(client).list_groups()
-            assert time.monotonic() - started < FEW_SECONDS
+            assert time.monotonic() - started < PROMPTLY_S
             failures = {failure.node_id: failure for failure in listing.errors()}
             assert failures[3].error.name == "NETWORK_EXCEPTION"
             assert str(failures[3]).startswith(
@@ -159,7 +157,7 @@ def test_end_offsets_of_a_down_leaders_partitions_fail_and_the_rest_stand(
                 assert str(error.message).startswith(
                     f"broker 2 ({address_of(mock3, 2)}): connection refused"
                 )
-            assert elapsed < FEW_SECONDS
+            assert elapsed < PROMPTLY_S
 
     run(scenario())
 
@@ -195,7 +193,7 @@ def test_a_dead_coordinator_fails_its_group_and_the_others_are_answered(
             assert str(failure.message).startswith(
                 f"broker 2 ({address_of(mock3, 2)}): connection refused"
             )
-            assert elapsed < FEW_SECONDS
+            assert elapsed < PROMPTLY_S
 
     run(scenario())
 
@@ -295,6 +293,6 @@ def test_a_hung_first_bootstrap_server_costs_a_stagger_not_half_the_deadline(
         async with await connect(f"{hung_server},{address_of(mock3, 1)}") as client:
             elapsed = time.monotonic() - started
             assert len((await client.metadata([])).brokers) == 3
-        assert BOOTSTRAP_STAGGER_S <= elapsed < BOOTSTRAP_STAGGER_S + 1.5
+        assert BOOTSTRAP_STAGGER_S <= elapsed < BOOTSTRAP_STAGGER_S + PROMPTLY_S
 
     run(scenario())
