@@ -36,6 +36,7 @@ from kshare_cli.wire.client import KafkaClient
 from tests.admin.test_offsets_at_scale import PARTITIONS, START_OFFSET, _make_groups
 from tests.support.sandbox import skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import PROMPTLY_S
 from tests.wire.conftest import Handler, replaced_handler
 
 LOADING = ErrorCode(ErrorCode.coordinator_load_in_progress)
@@ -116,7 +117,8 @@ def test_a_broker_still_loading_when_its_share_runs_out_is_named_with_the_error(
     assert failure.error.name == "COORDINATOR_LOAD_IN_PROGRESS"
     assert listing.group_ids() == ()
     assert len(asked) >= 3  # asked again, with backoff, for half of the second
-    assert elapsed < 1.0
+    # The listing came back, the broker named, rather than a TimedOut for the whole call.
+    assert elapsed < PROMPTLY_S
 
 
 def test_a_share_partition_the_share_coordinator_does_not_know_yet_is_asked_again(
@@ -198,7 +200,7 @@ def test_a_topic_that_does_not_exist_fails_at_once(bed: Bed) -> None:
     """Retriable, yet for a whole topic a typo or a deleted topic: as Java, not asked again."""
     missing = TopicPartition(f"missing-{uuid.uuid4().hex[:8]}", 0)
     started = time.monotonic()
-    ends = _with_admin(bed, 10, lambda admin: admin.log_end_offsets([missing]))
+    ends = _with_admin(bed, 30, lambda admin: admin.log_end_offsets([missing]))
     elapsed = time.monotonic() - started
     assert ends.failures[missing].name == "UNKNOWN_TOPIC_OR_PARTITION"
-    assert elapsed < 2.0  # not half of the 10 s asking again
+    assert elapsed < PROMPTLY_S  # not half of the 30 s asking again
