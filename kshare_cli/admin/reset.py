@@ -80,7 +80,7 @@ from kshare_cli.admin.share_groups import (
 )
 from kshare_cli.errors import KshareError, NotAuthorized, NotFound, Refused, UsageError
 from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
-from kshare_cli.state.window import InFlightWindow, WindowState
+from kshare_cli.state.window import InFlightWindow, WindowState, resume_offset
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -212,13 +212,6 @@ class Finished:
         if not self.exact:
             return 0
         return max(0, new_offset - log_start) - self.count(log_start, new_offset)
-
-    def first_unfinished(self, offset: int) -> int:
-        """The first offset at or after ``offset`` not known to be finished."""
-        for low, high in self.ranges:
-            if low <= offset < high:
-                return high
-        return offset
 
     def since(self, offset: int) -> Finished:
         """Only the finished offsets at or above ``offset``."""
@@ -443,55 +436,22 @@ def compute_plan(
         history = scenario.history.get(tp) if scenario.kind == "file" else None
         in_state = _NOTHING_FINISHED if now is None else Finished.of_window(now, window)
         finished = in_state if history is None else _with_history(in_state, history)
-        clampable = True
-        fell_back = False
-        if scenario.kind == "earliest":
-            requested = start
-        elif scenario.kind == "latest":
-            requested = end
-        elif scenario.kind == "timestamp":
-            found = -1 if at_timestamp is None else at_timestamp.get(tp, -1)
-            if found < 0:
-                warnings.append(
-                    f"{tp}: no record at or after {scenario.label or 'the time'}; "
-                    f"using the log end offset {end}"
-                )
-                requested, fell_back = end, True
-            else:
-                requested = found
-        elif scenario.kind == "offset":
-            requested = _value(scenario)
-        elif scenario.kind == "shift":
-            if now is None:
-                raise UsageError(
-                    f"cannot shift {tp}: the group has no start offset there "
-                    "(use --to-earliest, --to-latest or --to-offset)"
-                )
-            requested = now + _value(scenario)
-        elif scenario.kind == "current":
-            requested = end if now is None else now
-            clampable = now is None
-        elif scenario.kind == "first-unacknowledged":
-            requested = _resume_offset(now, in_state, start)
-        else:  # file
-            requested = scenario.offsets[tp]
-        new = requested
-        clamped: Clamp | None = None
-        if clampable and requested > end:
-            new, clamped = end, "log-end"
-            warnings.append(
-                f"{tp}: new offset {requested} is above the log end offset; using {end}"
-            )
-        elif clampable and requested < start:
-            new, clamped = start, "log-start"
-            warnings.append(
-                f"{tp}: new offset {requested} is below the log start offset; using {start}"
-            )
         # Where the group resumes without this reset is the state topic's to say; what the
         # rollback then delivers again counts everything the group is known to have finished.
-        resume = None if now is None else _resume_offset(now, in_state, start)
+        resume = _resume_offset(now, window, start)
+        requested, clampable, fell_back = _requested(
+            scenario, tp, now, resume, (start, end), at_timestamp
+        )
+        if fell_back:
+            warnings.append(
+                f"{tp}: no record at or after {scenario.label or 'the time'}; "
+                f"using the log end offset {end}"
+            )
+        new, clamped = (
+            _clamp(tp, requested, start, end, warnings) if clampable else (requested, None)
+        )
         resume_redelivers = None
-        if resume is not None and finished.exact:
+        if now is not None and finished.exact:
             resume_redelivers = finished.delivered_again(resume, start, end)
         planned.append(
             PlannedOffset(
@@ -506,7 +466,7 @@ def compute_plan(
                 skipped=finished.skipped(new, start),
                 redelivered=finished.delivered_again(new, start, end),
                 exact=finished.exact,
-                resume_offset=resume,
+                resume_offset=None if now is None else resume,
                 resume_redelivers=resume_redelivers,
                 fell_back=fell_back,
                 finished=finished,
@@ -514,6 +474,55 @@ def compute_plan(
             )
         )
     return tuple(planned), tuple(warnings)
+
+
+def _requested(
+    scenario: Scenario,
+    tp: TopicPartition,
+    now: int | None,
+    resume: int,
+    log_bounds: tuple[int, int],
+    at_timestamp: Mapping[TopicPartition, int] | None,
+) -> tuple[int, bool, bool]:
+    """The offset the scenario asks for on ``tp`` before any clamp, whether it may be
+    clamped, and whether a timestamp found no record (then it is the log end offset)."""
+    kind = scenario.kind
+    start, end = log_bounds
+    if kind == "timestamp":
+        found = -1 if at_timestamp is None else at_timestamp.get(tp, -1)
+        return (end, True, True) if found < 0 else (found, True, False)
+    if kind == "shift":
+        if now is None:
+            raise UsageError(
+                f"cannot shift {tp}: the group has no start offset there "
+                "(use --to-earliest, --to-latest or --to-offset)"
+            )
+        return now + _value(scenario), True, False
+    if kind == "current":
+        return (end if now is None else now), now is None, False
+    if kind == "first-unacknowledged":
+        return resume, True, False
+    if kind == "offset":
+        return _value(scenario), True, False
+    if kind == "file":
+        return scenario.offsets[tp], True, False
+    return (start if kind == "earliest" else end), True, False
+
+
+def _clamp(
+    tp: TopicPartition, requested: int, start: int, end: int, warnings: list[str]
+) -> tuple[int, Clamp | None]:
+    """``requested`` within [log start, log end], and which bound it was moved to (with a
+    warning, as Kafka prints one)."""
+    if requested > end:
+        warnings.append(f"{tp}: new offset {requested} is above the log end offset; using {end}")
+        return end, "log-end"
+    if requested < start:
+        warnings.append(
+            f"{tp}: new offset {requested} is below the log start offset; using {start}"
+        )
+        return start, "log-start"
+    return requested, None
 
 
 def _window_of(
@@ -546,13 +555,12 @@ def _with_history(in_state: Finished, history: RollbackHistory) -> Finished:
     return Finished.before_reset(history).union(in_state.since(history.reset_to))
 
 
-def _resume_offset(now: int | None, finished: Finished, log_start: int) -> int:
-    """Where the group resumes: the first offset at or after the start offset not
-    finished as the state topic says (the start offset when no window says more); the
-    log start when the group has no start offset."""
+def _resume_offset(now: int | None, window: InFlightWindow | None, log_start: int) -> int:
+    """Where the group resumes (``InFlightWindow.resume_offset``; the start offset when no
+    window says more); the log start when the group has no start offset."""
     if now is None:
         return log_start
-    return finished.first_unfinished(now)
+    return resume_offset(window, now)
 
 
 def _value(scenario: Scenario) -> int:

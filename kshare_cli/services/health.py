@@ -40,7 +40,7 @@ from kshare_cli.admin.inflight import (
     PartitionInflight,
 )
 from kshare_cli.admin.models import BrokerFailure, TopicPartition
-from kshare_cli.state.window import InFlightWindow, WindowState
+from kshare_cli.state.window import InFlightWindow, WindowState, resume_offset
 
 if TYPE_CHECKING:
     from kshare_cli.admin.dead_letter_queues import GroupDeadLetterQueue
@@ -150,9 +150,11 @@ class PartitionHealth:
     log_start_offset: int | None = None
     archived: int | None = None
     near_limit: int | None = None
-    first_not_done: int | None = None
-    """The window's first offset neither acknowledged nor archived (None without a
-    window): where the oldest waiting record is, since the start offset trails."""
+    resume_offset: int | None = None
+    """Where the group resumes (``InFlightWindow.resume_offset``: the first offset at or
+    above the start offset neither acknowledged nor archived; the start offset without a
+    window; None without a start offset): where the oldest waiting record is, since the
+    start offset trails the acknowledgements."""
     archiving: int | None = None
     """Records persisted ARCHIVING (Kafka 4.4), neither delivered nor archived yet."""
     deleted: int | None = None
@@ -256,6 +258,9 @@ def evaluate(
     )
 
 
+_Findings = list[tuple[Status, str]]
+
+
 def _partition(
     current: PartitionInflight,
     earlier: PartitionInflight | None,
@@ -264,7 +269,42 @@ def _partition(
     delivery_limit: int,
     limits: Thresholds,
 ) -> PartitionHealth:
-    findings: list[tuple[Status, str]] = []
+    start = current.start_offset
+    findings = _read_and_moving(current, earlier, elapsed, limits)
+    window = current.window
+    near_limit = archived = archiving = None
+    if window is not None:
+        near_limit, archiving, archived = _window_findings(
+            window, earlier, elapsed, delivery_limit, limits, findings
+        )
+    if log_start_offset is None:
+        log_start_offset = current.log_start_offset
+    deleted = _retention_finding(current, log_start_offset, findings)
+    return PartitionHealth(
+        current.topic,
+        current.partition,
+        worst(status for status, _ in findings),
+        tuple(reason for _, reason in findings),
+        start,
+        current.end_offset,
+        current.lag,
+        log_start_offset,
+        archived,
+        near_limit,
+        None if start is None else resume_offset(window, start),
+        archiving,
+        deleted,
+    )
+
+
+def _read_and_moving(
+    current: PartitionInflight,
+    earlier: PartitionInflight | None,
+    elapsed: float | None,
+    limits: Thresholds,
+) -> _Findings:
+    """What the offsets say: unreadable (ERR), stalled between two samples, lag too high."""
+    findings: _Findings = []
     lag = current.lag
     start = current.start_offset
     if current.error is not None:
@@ -286,78 +326,81 @@ def _partition(
             )
     if limits.lag_above is not None and lag is not None and lag > limits.lag_above:
         findings.append((Status.WARN, f"lag {lag} is above {limits.lag_above}"))
-    window = current.window
-    near_limit = archived = archiving = None
-    if window is not None:
-        last_chance = max(1, delivery_limit - 1)
-        near_limit = sum(
-            run.count
-            for run in window.runs
-            if run.state is WindowState.AVAILABLE and run.delivery_count >= last_chance
-        )
-        if near_limit:
-            findings.append(
-                (
-                    Status.WARN,
-                    f"{near_limit} available records were delivered {last_chance}+ times "
-                    f"(limit {delivery_limit}): one more failed delivery archives them",
-                )
-            )
-        archiving = window.archiving
-        if archiving:
-            reason = _archiving_reason(window, earlier, elapsed)
-            if reason is not None:
-                findings.append((Status.WARN, reason))
-        archived = window.archived
-        if limits.archived_above is not None and archived > limits.archived_above:
-            rising = ""
-            if earlier is not None and earlier.window is not None:
-                grown = archived - earlier.window.archived
-                rising = f", +{grown} since the first sample" if grown > 0 else ""
-            findings.append(
-                (
-                    Status.WARN,
-                    f"{archived} archived records (rejected or over the delivery limit) "
-                    f"is above {limits.archived_above}{rising}",
-                )
-            )
-    if log_start_offset is None:
-        log_start_offset = current.log_start_offset
-    deleted = None
-    if log_start_offset is not None and start is not None and 0 <= start < log_start_offset:
-        # The window says which of those offsets were done (the start offset trails the
-        # acknowledgements); without it, none is known to be.
-        deleted = current.with_log_start_offset(log_start_offset).deleted
-        if deleted is None:
-            deleted = log_start_offset - start
-        lost = (
-            f"{deleted} records were deleted by retention before they were delivered"
-            if deleted
-            else "the records below it were all finished before retention deleted them"
-        )
+    return findings
+
+
+def _window_findings(
+    window: InFlightWindow,
+    earlier: PartitionInflight | None,
+    elapsed: float | None,
+    delivery_limit: int,
+    limits: Thresholds,
+    findings: _Findings,
+) -> tuple[int, int, int]:
+    """What the window says (records one delivery short of the limit, archiving, archived),
+    added to ``findings``; the three counts the row quotes."""
+    last_chance = max(1, delivery_limit - 1)
+    near_limit = sum(
+        run.count
+        for run in window.runs
+        if run.state is WindowState.AVAILABLE and run.delivery_count >= last_chance
+    )
+    if near_limit:
         findings.append(
             (
                 Status.WARN,
-                f"start offset {start} is below the log start offset {log_start_offset}: {lost}",
+                f"{near_limit} available records were delivered {last_chance}+ times "
+                f"(limit {delivery_limit}): one more failed delivery archives them",
             )
         )
-    elif log_start_offset is not None:
-        deleted = 0
-    return PartitionHealth(
-        current.topic,
-        current.partition,
-        worst(status for status, _ in findings),
-        tuple(reason for _, reason in findings),
-        start,
-        current.end_offset,
-        lag,
-        log_start_offset,
-        archived,
-        near_limit,
-        window.first_not_done() if window is not None and window.start_offset >= 0 else None,
-        archiving,
-        deleted,
+    archiving = window.archiving
+    if archiving:
+        reason = _archiving_reason(window, earlier, elapsed)
+        if reason is not None:
+            findings.append((Status.WARN, reason))
+    archived = window.archived
+    if limits.archived_above is not None and archived > limits.archived_above:
+        rising = ""
+        if earlier is not None and earlier.window is not None:
+            grown = archived - earlier.window.archived
+            rising = f", +{grown} since the first sample" if grown > 0 else ""
+        findings.append(
+            (
+                Status.WARN,
+                f"{archived} archived records (rejected or over the delivery limit) "
+                f"is above {limits.archived_above}{rising}",
+            )
+        )
+    return near_limit, archiving, archived
+
+
+def _retention_finding(
+    current: PartitionInflight, log_start_offset: int | None, findings: _Findings
+) -> int | None:
+    """A start offset below the log start offset (WARN, added to ``findings``); the records
+    retention deleted before the group finished them (None: the log start is unknown)."""
+    start = current.start_offset
+    if log_start_offset is None:
+        return None
+    if start is None or not 0 <= start < log_start_offset:
+        return 0
+    # The window says which of those offsets were done (the start offset trails the
+    # acknowledgements); without it, none is known to be.
+    deleted = current.with_log_start_offset(log_start_offset).deleted
+    if deleted is None:
+        deleted = log_start_offset - start
+    lost = (
+        f"{deleted} records were deleted by retention before they were delivered"
+        if deleted
+        else "the records below it were all finished before retention deleted them"
     )
+    findings.append(
+        (
+            Status.WARN,
+            f"start offset {start} is below the log start offset {log_start_offset}: {lost}",
+        )
+    )
+    return deleted
 
 
 def _archiving_reason(

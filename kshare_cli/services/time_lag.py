@@ -2,15 +2,21 @@
 
 A lag in records says how much is waiting, not for how long; an operator (and an
 alert) wants "the oldest unprocessed record is 4 minutes old". Kafka reports no
-such figure for share groups, so kshare reads it: the record at the first offset
-not yet acknowledged (the share-partition start offset, or the first offset an
-in-flight window says is not done, when the caller knows the window) is read
-with ``consumer.peek`` (a plain consumer, assign and seek, no group), so nothing
-is acquired and the group's delivery counts and lag stay as they were. Its age is
-now minus its timestamp (CreateTime or LogAppendTime, as the topic keeps it).
+such figure for share groups, so kshare reads it: the record where the group
+resumes (``InFlightWindow.resume_offset``: the first offset at or above the start
+offset that is neither acknowledged nor archived; the stored start offset alone
+when the window cannot be read, which trails acknowledgements and so may age a
+record already acknowledged) is read with ``consumer.peek`` (a plain consumer,
+assign and seek, no group), so nothing is acquired and the group's delivery counts
+and lag stay as they were. Its age is now minus its timestamp (CreateTime or
+LogAppendTime, as the topic keeps it).
 
 One fetch per share-partition with lag, so commands ask for it explicitly
-(``kshare describe --time-lag``). This is the one place that lookup lives.
+(``kshare describe --time-lag``, ``kshare health --time-lag``, the exporter's
+``--time-lag``). This is the one place that lookup lives, and every front end
+starts it where the window says the group resumes: describe reads the windows
+for it (``describe_time_lags``), health, the exporter and the dashboard have
+them already.
 
 The dashboard asks for the record's timestamp instead of its age
 (``oldest_unacknowledged_timestamps``): it ages it with its own clock once a
@@ -19,22 +25,29 @@ second, as it does every other age on screen, between lookups.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from kshare_cli import diagnostics
 from kshare_cli.admin.inflight import GroupInflight
 from kshare_cli.admin.models import ShareGroupOffsets, SharePartitionOffset
 from kshare_cli.consumer.peek import peek_records
 from kshare_cli.consumer.records import NO_TIMESTAMP, ConsumedRecord
 from kshare_cli.errors import KshareError
 from kshare_cli.services.health import HealthReport
+from kshare_cli.state.window import InFlightWindow, resume_offset
+
+if TYPE_CHECKING:
+    from kshare_cli.connect.settings import ConnectionSettings
 
 __all__ = [
     "TimeLagKey",
     "ages_at",
+    "describe_time_lags",
     "first_unacknowledged_offset",
     "group_first_unacknowledged",
     "health_time_lags",
@@ -68,10 +81,11 @@ def first_unacknowledged_offset(
 ) -> int | None:
     """Where the oldest record not yet acknowledged sits; None when nothing waits.
 
-    ``first_not_done`` is what an in-flight window says (the start offset can trail
-    records already acknowledged, so the window, when known, is nearer the truth).
-    Nothing waits when the lag is 0, when the share-partition is not initialised,
-    failed, or when that offset is at the log end.
+    ``first_not_done`` is where an in-flight window says the group resumes
+    (``InFlightWindow.resume_offset``: the start offset can trail records already
+    acknowledged, so the window, when known, is nearer the truth); the start offset
+    without it. Nothing waits when the lag is 0, when the share-partition is not
+    initialised, failed, or when that offset is at the log end.
     """
     if offset.error is not None:
         return None
@@ -132,45 +146,154 @@ def health_time_lags(
 ) -> dict[TimeLagKey, float | None]:
     """``time_lags`` for the share-partitions ``kshare health`` evaluated.
 
-    Health reads the in-flight windows, so the lookup starts at the first offset
-    neither acknowledged nor archived, not at the start offset that trails them.
+    Health reads the in-flight windows, so the lookup starts where each row says the
+    group resumes (``PartitionHealth.resume_offset``), not at the start offset that
+    trails the acknowledgements.
     """
     firsts: dict[TimeLagKey, int | None] = {}
     for group in report.groups:
         for row in group.partitions:
-            # A window read before the start offset last moved would point behind it.
-            first_not_done = (
-                None
-                if row.first_not_done is None or row.start_offset is None
-                else max(row.first_not_done, row.start_offset)
-            )
             firsts[(group.group_id, row.topic, row.partition)] = _first_waiting(
-                row.start_offset, row.end_offset, row.lag, first_not_done
+                row.start_offset, row.end_offset, row.lag, row.resume_offset
             )
     return ages_at(firsts, config, timeout_s, now_ms=now_ms, peek=peek)
 
 
 def group_first_unacknowledged(group: GroupInflight) -> dict[TimeLagKey, int | None]:
     """Where each share-partition of a dashboard's group answer has its oldest record
-    not yet acknowledged: the window's first offset neither acknowledged nor archived
-    when the window was read (never behind the start offset, as ``health_time_lags``),
-    else the start offset; None where nothing waits or the share-partition failed."""
+    not yet acknowledged: where its window says the group resumes (``resume_offset``),
+    the start offset without a window; None where nothing waits or the share-partition
+    failed."""
     firsts: dict[TimeLagKey, int | None] = {}
     for partition in group.partitions:
         key = (group.group_id, partition.topic, partition.partition)
-        window = partition.window
-        if partition.error is not None:
+        start = partition.start_offset
+        if partition.error is not None or start is None:
             firsts[key] = None
             continue
-        first_not_done = (
-            None
-            if window is None or window.start_offset < 0 or partition.start_offset is None
-            else max(window.first_not_done(), partition.start_offset)
-        )
         firsts[key] = _first_waiting(
-            partition.start_offset, partition.end_offset, partition.lag, first_not_done
+            start, partition.end_offset, partition.lag, resume_offset(partition.window, start)
         )
     return firsts
+
+
+def describe_time_lags(
+    offsets: ShareGroupOffsets,
+    settings: ConnectionSettings,
+    timeout_s: float,
+    *,
+    now_ms: Callable[[], int] = _now_ms,
+    peek: Peek = peek_records,
+) -> dict[TimeLagKey, float | None]:
+    """``time_lags`` for ``kshare describe --time-lag``, starting each lookup where the
+    share-partition's in-flight window says the group resumes, as health, the exporter
+    and the dashboard do, not at the stored start offset, which trails acknowledgements
+    (on Kafka 4.2 that said 152 s where the oldest unacknowledged record was 106 s old).
+
+    Only the windows of share-partitions with something waiting are read (the state
+    partitions that hold them), within ``timeout_s`` with the peeks. Where a window
+    cannot be read (no READ on the state topic, its leader silent, the cluster not
+    answering), that age is counted from the stored start offset and a warning on
+    stderr says so: it may be the age of a record already acknowledged, too high.
+    """
+    started = time.monotonic()
+    waiting = {
+        (group.group_id, offset.topic, offset.partition): offset
+        for group in offsets.succeeded()
+        for offset in group.partitions
+        if first_unacknowledged_offset(offset) is not None
+    }
+    resumes: dict[TimeLagKey, int] = {}
+    if waiting:
+        windows, unread = _read_windows(settings, sorted(waiting), timeout_s)
+        for key, offset in waiting.items():
+            if key not in unread and offset.start_offset is not None:
+                resumes[key] = resume_offset(windows.get(key), offset.start_offset)
+        for line in _counted_from_start(unread, len(waiting)):
+            diagnostics.warning(line)
+    left = max(0.0, timeout_s - (time.monotonic() - started))
+    config = settings.confluent_config()
+    return time_lags(offsets, config, left, first_not_done=resumes, now_ms=now_ms, peek=peek)
+
+
+def _read_windows(
+    settings: ConnectionSettings, keys: list[TimeLagKey], timeout_s: float
+) -> tuple[dict[TimeLagKey, InFlightWindow], dict[TimeLagKey, str]]:
+    """The windows of ``keys`` that the state topic holds, and for each key whose window
+    is unknown, why (a share-partition the state topic holds nothing for has no window and
+    is not unknown: nothing was persisted, so its start offset is where it resumes)."""
+    try:
+        return asyncio.run(_windows_of(settings, keys, timeout_s))
+    except KshareError as failure:
+        return {}, dict.fromkeys(keys, str(failure))
+
+
+async def _windows_of(
+    settings: ConnectionSettings, keys: list[TimeLagKey], timeout_s: float
+) -> tuple[dict[TimeLagKey, InFlightWindow], dict[TimeLagKey, str]]:
+    """``_read_windows`` in one session: a Metadata for the topics' ids (the state topic
+    names topics by id), then the state partitions that hold the keys (a placed read)."""
+    from kshare_cli.services.session import Session
+    from kshare_cli.state.replay import SharePartitionKey
+    from kshare_cli.state.tailer import StateTopicUnavailable
+
+    with Session(settings, timeout_s) as session:
+
+        async def read() -> tuple[dict[TimeLagKey, InFlightWindow], dict[TimeLagKey, str]]:
+            async with session.admin() as admin:
+                metadata = await admin.client.metadata(sorted({topic for _, topic, _ in keys}))
+            ids = {
+                name: topic.topic_id
+                for name, topic in metadata.topics.items()
+                if topic.error_code == 0 and topic.topic_id.int != 0
+            }
+            unread = {
+                key: f"topic '{key[1]}' has no id in the metadata"
+                for key in keys
+                if key[1] not in ids
+            }
+            placed = {
+                SharePartitionKey(group, ids[topic], number): (group, topic, number)
+                for group, topic, number in keys
+                if topic in ids
+            }
+            source = session.placed_state({group for group, _, _ in keys})
+            try:
+                states, silent = await asyncio.to_thread(
+                    source.read_placed,
+                    list(placed),
+                    min(session.state_timeout_s, session.time_left()),
+                )
+            except StateTopicUnavailable as unavailable:
+                return {}, dict.fromkeys(keys, unavailable.reason)
+            unread.update((placed[key], reason) for key, reason in silent.items())
+            windows = {
+                placed[key]: InFlightWindow.from_state(state) for key, state in states.items()
+            }
+            return windows, unread
+
+        return await session.bounded(read(), "reading the in-flight windows for --time-lag")
+
+
+def _counted_from_start(unread: Mapping[TimeLagKey, str], waiting: int) -> list[str]:
+    """One warning per reason a window is unknown, naming the share-partitions unless it
+    is every one the command looked up."""
+    by_reason: dict[str, list[TimeLagKey]] = {}
+    for key, reason in sorted(unread.items()):
+        by_reason.setdefault(reason, []).append(key)
+    lines = []
+    for reason, keys in by_reason.items():
+        which = (
+            "time lag (LAG-AGE, lag_seconds)"
+            if len(keys) == waiting
+            else "time lag of "
+            + ", ".join(f"{group}/{topic}:{number}" for group, topic, number in keys)
+        )
+        lines.append(
+            f"{which} counted from the stored start offset, which can trail acknowledged "
+            f"records, so an age may be too high: {reason}"
+        )
+    return lines
 
 
 def oldest_unacknowledged_timestamps(

@@ -157,7 +157,7 @@ def test_health_reads_where_the_window_says_the_group_resumes_not_the_trailing_s
     )
     stale_window = _partition(10, 15, _run(4, 6, WindowState.AVAILABLE), partition=1)
     report = HealthReport((evaluate(Sample(_group(acknowledged_head, stale_window), 0.0)),))
-    assert [row.first_not_done for row in report.groups[0].partitions] == [13, 4]
+    assert [row.resume_offset for row in report.groups[0].partitions] == [13, 10]
     fetched: list[tuple[int, int]] = []
 
     def peek(
