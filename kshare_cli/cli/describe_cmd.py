@@ -142,9 +142,9 @@ def _lag_ages(
 
     if not isinstance(report, ShareGroupOffsets):
         return None
-    from kshare_cli.services.time_lag import time_lags
+    from kshare_cli.services.time_lag import describe_time_lags
 
-    return time_lags(report, settings.confluent_config(), timeout_s)
+    return describe_time_lags(report, settings, timeout_s)
 
 
 def finish(report: DescribeReport, output: common.OutputFormat) -> None:
