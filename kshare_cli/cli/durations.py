@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Final, Literal
 
+from kshare_cli import diagnostics
 from kshare_cli.errors import UsageError
 from kshare_cli.timespec import DURATION_EXAMPLES, DURATION_FORMS, parse_exact_duration
 
@@ -118,11 +119,10 @@ def warn_if_bare(option: str, text: str | None) -> None:
     """
     if text is None or _bare_number(text) is None:
         return
-    # common imports this module for its help texts: imported here, not at the top.
-    from kshare_cli.cli.common import warn
-
     value = text.strip()
-    warn(f"{option} {value}: a bare number is read as seconds; write {option} {value}s")
+    diagnostics.warning(
+        f"{option} {value}: a bare number is read as seconds; write {option} {value}s"
+    )
 
 
 def _bare_number(text: str) -> float | None:

@@ -17,6 +17,7 @@ from typing import Annotated, Final
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common, durations, threshold_options
 from kshare_cli.errors import UsageError
 
@@ -57,71 +58,82 @@ def check_args(
     threshold_options.check_dlq_rate(dlq_rate_above)
 
 
+Listen = Annotated[
+    str,
+    typer.Option("--listen", metavar="HOST:PORT", help="Where to serve (port 0: any free)."),
+]
+Groups = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--group",
+        "-g",
+        metavar="GROUP",
+        help="Export this share group (repeatable); default: every share group.",
+        show_default=False,
+    ),
+]
+AllGroups = Annotated[
+    bool,
+    typer.Option("--all-groups", help="Every share group, listed again at each refresh."),
+]
+Interval = Annotated[
+    str,
+    typer.Option(
+        "--interval",
+        metavar="DURATION",
+        help=durations.duration_help("Time between refreshes", bare="s"),
+    ),
+]
+StallAfter = Annotated[
+    str,
+    threshold_options.stall_after(
+        "STALL: lag above 0 while the start offset has not moved this long"
+    ),
+]
+LagAbove = Annotated[int | None, threshold_options.lag_above("WARN above this lag (default: off).")]
+ArchivedAbove = Annotated[
+    int | None,
+    threshold_options.archived_above("WARN above this many archived records (default: off)."),
+]
+DlqRateAbove = Annotated[
+    float | None,
+    threshold_options.dlq_rate_above(
+        "kshare_share_group_status WARN for a group whose dead-letter queue (Kafka 4.4) "
+        "grew faster than N records/s, measured from the refresh --stall-after before "
+        "(default: off)."
+    ),
+]
+ClusterName = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster-name",
+        metavar="NAME",
+        help="The cluster_name label (default: the bootstrap servers).",
+        show_default=False,
+    ),
+]
+TimeLag = Annotated[
+    bool,
+    threshold_options.time_lag(
+        "Also export kshare_share_partition_lag_seconds: the age of each "
+        "share-partition's oldest record not yet acknowledged (one fetch per "
+        "share-partition with lag, each refresh)."
+    ),
+]
+
+
+@common.command_edge
 def exporter(
-    listen: Annotated[
-        str,
-        typer.Option("--listen", metavar="HOST:PORT", help="Where to serve (port 0: any free)."),
-    ] = DEFAULT_LISTEN,
-    group: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--group",
-            "-g",
-            metavar="GROUP",
-            help="Export this share group (repeatable); default: every share group.",
-            show_default=False,
-        ),
-    ] = None,
-    all_groups: Annotated[
-        bool,
-        typer.Option("--all-groups", help="Every share group, listed again at each refresh."),
-    ] = False,
-    interval: Annotated[
-        str,
-        typer.Option(
-            "--interval",
-            metavar="DURATION",
-            help=durations.duration_help("Time between refreshes", bare="s"),
-        ),
-    ] = f"{DEFAULT_INTERVAL_S:g}s",
-    stall_after: Annotated[
-        str,
-        threshold_options.stall_after(
-            "STALL: lag above 0 while the start offset has not moved this long"
-        ),
-    ] = threshold_options.DEFAULT_STALL_AFTER,
-    lag_above: Annotated[
-        int | None, threshold_options.lag_above("WARN above this lag (default: off).")
-    ] = None,
-    archived_above: Annotated[
-        int | None,
-        threshold_options.archived_above("WARN above this many archived records (default: off)."),
-    ] = None,
-    dlq_rate_above: Annotated[
-        float | None,
-        threshold_options.dlq_rate_above(
-            "kshare_share_group_status WARN for a group whose dead-letter queue (Kafka 4.4) "
-            "grew faster than N records/s, measured from the refresh --stall-after before "
-            "(default: off)."
-        ),
-    ] = None,
-    cluster_name: Annotated[
-        str | None,
-        typer.Option(
-            "--cluster-name",
-            metavar="NAME",
-            help="The cluster_name label (default: the bootstrap servers).",
-            show_default=False,
-        ),
-    ] = None,
-    time_lag: Annotated[
-        bool,
-        threshold_options.time_lag(
-            "Also export kshare_share_partition_lag_seconds: the age of each "
-            "share-partition's oldest record not yet acknowledged (one fetch per "
-            "share-partition with lag, each refresh)."
-        ),
-    ] = False,
+    listen: Listen = DEFAULT_LISTEN,
+    group: Groups = None,
+    all_groups: AllGroups = False,
+    interval: Interval = f"{DEFAULT_INTERVAL_S:g}s",
+    stall_after: StallAfter = threshold_options.DEFAULT_STALL_AFTER,
+    lag_above: LagAbove = None,
+    archived_above: ArchivedAbove = None,
+    dlq_rate_above: DlqRateAbove = None,
+    cluster_name: ClusterName = None,
+    time_lag: TimeLag = False,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -135,34 +147,17 @@ def exporter(
     status per group. Read every --interval in the background; scrapes get the
     last reading. SIGTERM or Ctrl-C stops it (exit 0).
     """
-    invocation = common.Invocation(debug=debug)
     group_ids = group or []
-    interval_s = common.usage_guard(
-        lambda: durations.seconds("--interval", interval, bare="s"), invocation
+    interval_s = durations.seconds("--interval", interval, bare="s")
+    stall_after_s = durations.seconds("--stall-after", stall_after, bare="s")
+    check_args(
+        group_ids, all_groups, interval_s, stall_after_s, lag_above, archived_above, dlq_rate_above
     )
-    stall_after_s = common.usage_guard(
-        lambda: durations.seconds("--stall-after", stall_after, bare="s"), invocation
-    )
-    common.usage_guard(
-        lambda: check_args(
-            group_ids,
-            all_groups,
-            interval_s,
-            stall_after_s,
-            lag_above,
-            archived_above,
-            dlq_rate_above,
-        ),
-        invocation,
-    )
-    address = common.usage_guard(lambda: parse_listen(listen), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    address = parse_listen(listen)
+    timeout_s = common.parse_timeout(timeout)
     durations.warn_if_bare("--interval", interval)
     durations.warn_if_bare("--stall-after", stall_after)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
-    )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+    settings = common.resolve(bootstrap_server, command_config, profile)
 
     from kshare_cli.render.metrics import MetricsPage, index_page
     from kshare_cli.services import exporter_server
@@ -170,18 +165,15 @@ def exporter(
 
     thresholds = Thresholds(lag_above, archived_above, stall_after_s, dlq_rate_above)
     name = cluster_name or ",".join(settings.bootstrap_servers)
-    common.edge(
-        lambda: exporter_server.serve(
-            settings,
-            group_ids or None,
-            thresholds,
-            interval_s,
-            timeout_s,
-            address,
-            lambda current: MetricsPage(current, name),
-            index_page(name),
-            lambda line: typer.echo(line, err=True),
-            time_lag=time_lag,
-        ),
-        invocation,
+    exporter_server.serve(
+        settings,
+        group_ids or None,
+        thresholds,
+        interval_s,
+        timeout_s,
+        address,
+        lambda current: MetricsPage(current, name),
+        index_page(name),
+        lambda line: diagnostics.progress(f"{line}\n"),
+        time_lag=time_lag,
     )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common, durations, threshold_options
 from kshare_cli.cli.inflight_cmd import Output
 from kshare_cli.errors import ExitCode, UsageError
@@ -60,7 +61,7 @@ def finish(
     common.stdout_write(render_health(report, output.value, lag_ages))
     notes = dict.fromkeys(note for group in report.groups for note in group.notes)
     for note in notes:
-        typer.echo(f"kshare: note: {note}", err=True)
+        diagnostics.progress(f"kshare: note: {note}\n")
     for broker in report.broker_failures:
         common.report_failure(str(broker))
     for group_id in report.not_found:
@@ -70,57 +71,63 @@ def finish(
     raise typer.Exit(monitoring_exit_code(report.status))
 
 
+Groups = Annotated[
+    list[str] | None,
+    common.group_argument("Share groups to evaluate.", metavar="[GROUP]..."),
+]
+AllGroups = Annotated[bool, typer.Option("--all-groups", help="Evaluate every share group.")]
+LagAbove = Annotated[
+    int | None,
+    threshold_options.lag_above("WARN for a share-partition whose lag is above N (default: off)."),
+]
+StallAfter = Annotated[
+    str | None,
+    typer.Option(
+        "--stall-after",
+        metavar="DURATION",
+        help=durations.duration_help(
+            "Take a second sample this long after the first: lag above 0 while the start "
+            "offset did not move is STALL (default: one sample, stalls not evaluated)",
+            bare="s",
+        ),
+        show_default=False,
+    ),
+]
+ArchivedAbove = Annotated[
+    int | None,
+    threshold_options.archived_above(
+        "WARN for a share-partition with more than N archived records in its "
+        "in-flight window (default: off)."
+    ),
+]
+TimeLag = Annotated[
+    bool,
+    threshold_options.time_lag(
+        "Add the age of each share-partition's oldest unacknowledged record "
+        "(LAG-AGE; lag_seconds in json/yaml/jsonl), read without acquiring it: one "
+        "fetch per share-partition with lag. It changes no status."
+    ),
+]
+DlqRateAbove = Annotated[
+    float | None,
+    threshold_options.dlq_rate_above(
+        "WARN for a group whose dead-letter queue (Kafka 4.4) grew faster than N "
+        "records/s between the two samples (--stall-after takes the second; the "
+        "reason says by how many records in how many seconds). Reads the group's "
+        "DLQ topic, by its __dlq.errors.group header (default: off)."
+    ),
+]
+
+
+@common.command_edge
 def health(
-    groups: Annotated[
-        list[str] | None,
-        common.group_argument("Share groups to evaluate.", metavar="[GROUP]..."),
-    ] = None,
-    all_groups: Annotated[
-        bool, typer.Option("--all-groups", help="Evaluate every share group.")
-    ] = False,
-    lag_above: Annotated[
-        int | None,
-        threshold_options.lag_above(
-            "WARN for a share-partition whose lag is above N (default: off)."
-        ),
-    ] = None,
-    stall_after: Annotated[
-        str | None,
-        typer.Option(
-            "--stall-after",
-            metavar="DURATION",
-            help=durations.duration_help(
-                "Take a second sample this long after the first: lag above 0 while the start "
-                "offset did not move is STALL (default: one sample, stalls not evaluated)",
-                bare="s",
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    archived_above: Annotated[
-        int | None,
-        threshold_options.archived_above(
-            "WARN for a share-partition with more than N archived records in its "
-            "in-flight window (default: off)."
-        ),
-    ] = None,
-    time_lag: Annotated[
-        bool,
-        threshold_options.time_lag(
-            "Add the age of each share-partition's oldest unacknowledged record "
-            "(LAG-AGE; lag_seconds in json/yaml/jsonl), read without acquiring it: one "
-            "fetch per share-partition with lag. It changes no status."
-        ),
-    ] = False,
-    dlq_rate_above: Annotated[
-        float | None,
-        threshold_options.dlq_rate_above(
-            "WARN for a group whose dead-letter queue (Kafka 4.4) grew faster than N "
-            "records/s between the two samples (--stall-after takes the second; the "
-            "reason says by how many records in how many seconds). Reads the group's "
-            "DLQ topic, by its __dlq.errors.group header (default: off)."
-        ),
-    ] = None,
+    groups: Groups = None,
+    all_groups: AllGroups = False,
+    lag_above: LagAbove = None,
+    stall_after: StallAfter = None,
+    archived_above: ArchivedAbove = None,
+    time_lag: TimeLag = False,
+    dlq_rate_above: DlqRateAbove = None,
     output: Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
@@ -134,23 +141,14 @@ def health(
     but prints nothing on stdout. 3 connection, 4 timeout, 5 a group that does
     not exist.
     """
-    invocation = common.Invocation(debug=debug)
     group_ids = groups or []
-    stall_after_s = common.usage_guard(
-        lambda: durations.optional_seconds("--stall-after", stall_after, bare="s"), invocation
+    stall_after_s = durations.optional_seconds("--stall-after", stall_after, bare="s")
+    check_args(
+        group_ids, all_groups, lag_above, archived_above, stall_after_s, output, dlq_rate_above
     )
-    common.usage_guard(
-        lambda: check_args(
-            group_ids, all_groups, lag_above, archived_above, stall_after_s, output, dlq_rate_above
-        ),
-        invocation,
-    )
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
+    timeout_s = common.parse_timeout(timeout)
     durations.warn_if_bare("--stall-after", stall_after)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
-    )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
+    settings = common.resolve(bootstrap_server, command_config, profile)
 
     from kshare_cli.services import health_check as health_service
     from kshare_cli.services.health import DEFAULT_STALL_AFTER_S, Thresholds
@@ -164,14 +162,11 @@ def health(
     report = common.run(
         lambda: health_service.health(
             settings, group_ids, all_groups, thresholds, stall_after is not None, timeout_s
-        ),
-        invocation,
+        )
     )
     lag_ages = None
     if time_lag:
         from kshare_cli.services.time_lag import health_time_lags
 
-        lag_ages = common.edge(
-            lambda: health_time_lags(report, settings.confluent_config(), timeout_s), invocation
-        )
+        lag_ages = health_time_lags(report, settings.confluent_config(), timeout_s)
     finish(report, output, lag_ages)
