@@ -40,16 +40,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common
+from kshare_cli.cli.client_config import CONNECTION_PREFIXES, client_config
 from kshare_cli.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from kshare_cli.services.produce import DeliveryFailure, MalformedLine, ProduceResult
-
-
-#: Properties that configure the connection: they go through the settings parser
-#: (Java names, JAAS, keystores) exactly as in a --command-config file.
-_CONNECTION_PREFIXES = ("security.protocol", "ssl.", "sasl.", "kshare.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +67,7 @@ def parse_command_properties(pairs: list[str]) -> CommandProperties:
             raise UsageError(f"--command-property expects KEY=VALUE, got {key or pair!r}")
         if key == "bootstrap.servers":
             raise UsageError("--command-property bootstrap.servers: use --bootstrap-server")
-        if key.startswith(_CONNECTION_PREFIXES):
+        if key.startswith(CONNECTION_PREFIXES):
             connection[key] = value
         else:
             producer[key] = value
@@ -152,61 +149,106 @@ def exit_code(result: ProduceResult) -> ExitCode:
     return ExitCode.OK
 
 
+Topic = Annotated[
+    str,
+    typer.Option("--topic", "-t", metavar="TOPIC", help="The topic to produce to (must exist)."),
+]
+KeySeparator = Annotated[
+    str | None,
+    typer.Option(
+        "--key-separator",
+        metavar="SEP",
+        help=(
+            "Split each line at the first SEP: key before, value after ('\\t' is a tab). "
+            "A line without SEP stops the run. Default: no key."
+        ),
+    ),
+]
+Headers = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        "-H",
+        metavar="KEY=VALUE",
+        help="A header on every record (repeatable, in order).",
+        show_default=False,
+    ),
+]
+Rate = Annotated[
+    str | None,
+    typer.Option(
+        "--rate", metavar="RECORDS/S", help="At most this many records per second (e.g. 50)."
+    ),
+]
+Partition = Annotated[
+    int | None,
+    typer.Option(
+        "--partition",
+        metavar="N",
+        help="Every record to this partition (default: by key, Java's murmur2; else sticky).",
+    ),
+]
+CommandProperty = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--command-property",
+        metavar="KEY=VALUE",
+        help=(
+            "Producer property, librdkafka's names (acks, linger.ms, compression.type, "
+            "allow.auto.create.topics...); security.protocol/ssl.*/sasl.* as in "
+            "--command-config. Repeatable; wins over --command-config."
+        ),
+        show_default=False,
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceRequest:
+    """The options, checked before anything connects."""
+
+    topic: str
+    key_separator: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    rate: float | None
+    partition: int | None
+    timeout_s: float
+    properties: CommandProperties
+
+
+def parse_request(
+    topic: str,
+    key_separator: str | None,
+    headers: list[str],
+    rate: str | None,
+    partition: int | None,
+    timeout: str,
+    command_properties: list[str],
+) -> ProduceRequest:
+    """The request, or the UsageError of the first option at fault, in that order."""
+    from kshare_cli.services.produce import parse_headers, parse_key_separator
+    from kshare_cli.topic_names import check_topic_name
+
+    check_topic_name(topic)
+    separator = parse_key_separator(key_separator) if key_separator is not None else None
+    parsed_headers = parse_headers(headers)
+    records_per_second = parse_rate(rate)
+    check_partition(partition)
+    timeout_s = common.parse_timeout(timeout)
+    properties = parse_command_properties(command_properties)
+    return ProduceRequest(
+        topic, separator, parsed_headers, records_per_second, partition, timeout_s, properties
+    )
+
+
+@common.command_edge
 def produce(
-    topic: Annotated[
-        str,
-        typer.Option(
-            "--topic", "-t", metavar="TOPIC", help="The topic to produce to (must exist)."
-        ),
-    ],
-    key_separator: Annotated[
-        str | None,
-        typer.Option(
-            "--key-separator",
-            metavar="SEP",
-            help=(
-                "Split each line at the first SEP: key before, value after ('\\t' is a tab). "
-                "A line without SEP stops the run. Default: no key."
-            ),
-        ),
-    ] = None,
-    header: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--header",
-            "-H",
-            metavar="KEY=VALUE",
-            help="A header on every record (repeatable, in order).",
-            show_default=False,
-        ),
-    ] = None,
-    rate: Annotated[
-        str | None,
-        typer.Option(
-            "--rate", metavar="RECORDS/S", help="At most this many records per second (e.g. 50)."
-        ),
-    ] = None,
-    partition: Annotated[
-        int | None,
-        typer.Option(
-            "--partition",
-            metavar="N",
-            help="Every record to this partition (default: by key, Java's murmur2; else sticky).",
-        ),
-    ] = None,
-    command_property: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--command-property",
-            metavar="KEY=VALUE",
-            help=(
-                "Producer property, librdkafka's names (acks, linger.ms, compression.type, "
-                "allow.auto.create.topics...); security.protocol/ssl.*/sasl.* as in "
-                "--command-config. Repeatable; wins over --command-config."
-            ),
-            show_default=False,
-        ),
-    ] = None,
+    topic: Topic,
+    key_separator: KeySeparator = None,
+    header: Headers = None,
+    rate: Rate = None,
+    partition: Partition = None,
+    command_property: CommandProperty = None,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -220,73 +262,45 @@ def produce(
     Ends with `Produced a total of N messages` on stderr; a line without the
     --key-separator stops the run with one line saying how many were produced.
     """
-    invocation = common.Invocation(debug=debug)
-    from kshare_cli.services.produce import parse_headers, parse_key_separator
-    from kshare_cli.topic_names import check_topic_name
-
-    common.usage_guard(lambda: check_topic_name(topic), invocation)
-    separator = (
-        common.usage_guard(lambda: parse_key_separator(key_separator), invocation)
-        if key_separator is not None
-        else None
+    request = parse_request(
+        topic, key_separator, header or [], rate, partition, timeout, command_property or []
     )
-    headers = common.usage_guard(lambda: parse_headers(header or []), invocation)
-    records_per_second = common.usage_guard(lambda: parse_rate(rate), invocation)
-    common.usage_guard(lambda: check_partition(partition), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    properties = common.usage_guard(
-        lambda: parse_command_properties(command_property or []), invocation
+    settings, config = client_config(
+        bootstrap_server,
+        command_config,
+        profile,
+        connection=request.properties.connection,
+        client=request.properties.producer,
     )
-
-    from kshare_cli.connect.resolve import resolve_settings
-    from kshare_cli.connect.secret import is_secret_name
-
-    settings = common.usage_guard(
-        lambda: resolve_settings(
-            bootstrap=bootstrap_server,
-            command_config=command_config,
-            profile=profile,
-            overrides=properties.connection,
-        ),
-        invocation,
-    )
-    property_secrets = tuple(
-        value for key, value in properties.producer.items() if value and is_secret_name(key)
-    )
-    invocation = common.Invocation(
-        debug=debug, secrets=(*common.secrets_of(settings), *property_secrets)
-    )
-    for warning in settings.warnings:
-        common.warn(warning)
-    config = common.usage_guard(settings.confluent_config, invocation)
-    config.update(properties.producer)
-
     from kshare_cli.services.produce import produce as produce_lines
 
-    def report(failure: DeliveryFailure) -> None:
-        common.report_failure(str(failure))
-
     with _sigterm_interrupts():
-        result = common.edge(
-            lambda: produce_lines(
-                settings,
-                config,
-                topic,
-                sys.stdin.buffer,
-                key_separator=separator,
-                headers=headers,
-                rate=records_per_second,
-                partition=partition,
-                timeout_s=timeout_s,
-                on_failure=report,
-                debug=debug,
-            ),
-            invocation,
+        result = produce_lines(
+            settings,
+            config,
+            request.topic,
+            sys.stdin.buffer,
+            key_separator=request.key_separator,
+            headers=request.headers,
+            rate=request.rate,
+            partition=request.partition,
+            timeout_s=request.timeout_s,
+            on_failure=_report_failure,
+            debug=debug,
         )
+    _report(result)
+
+
+def _report_failure(failure: DeliveryFailure) -> None:
+    common.report_failure(str(failure))
+
+
+def _report(result: ProduceResult) -> None:
+    """The run's last stderr line, then its exit code."""
     if result.malformed is not None:
         common.report_failure(malformed_report(result, result.malformed))
     else:
-        typer.echo(summary(result), err=True)
+        diagnostics.progress(f"{summary(result)}\n")
     code = exit_code(result)
     if code != ExitCode.OK:
         raise typer.Exit(int(code))

@@ -323,8 +323,6 @@ def produce_lines(
     waiting for the deliveries still in flight. ``diagnose`` words a TLS or SASL
     failure as the control plane does (``wire.diagnose``).
     """
-    from confluent_kafka import KafkaException
-
     deliveries = _Deliveries(on_failure)
     settings: dict[str, object] = dict(config)
     if "message.timeout.ms" not in settings and "delivery.timeout.ms" not in settings:
@@ -332,11 +330,56 @@ def produce_lines(
     producer = _new_producer(settings, deliveries)
     bootstrap = str(settings.get("bootstrap.servers", ""))
     _check_destination(producer, topic, partition, timeout_s, deliveries, bootstrap, diagnose)
+    sent = _send_lines(
+        producer,
+        topic,
+        source,
+        deliveries,
+        key_separator=key_separator,
+        headers=headers,
+        bucket=TokenBucket(rate) if rate is not None else None,
+        partition=partition,
+        sleep=sleep,
+    )
+    unconfirmed = _flush(producer)
+    return ProduceResult(
+        lines=sent.lines,
+        delivered=deliveries.delivered,
+        failed=deliveries.failed,
+        not_authorized=deliveries.not_authorized,
+        unconfirmed=unconfirmed,
+        stopped_by=sent.stopped_by,
+        malformed=sent.malformed,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """How the read loop ended: the lines handed to the producer, and why it stopped."""
+
+    lines: int
+    stopped_by: StopReason
+    malformed: MalformedLine | None = None
+
+
+def _send_lines(
+    producer: Producer,
+    topic: str,
+    source: Iterable[bytes],
+    deliveries: _Deliveries,
+    *,
+    key_separator: bytes | None,
+    headers: Sequence[tuple[str, bytes]],
+    bucket: TokenBucket | None,
+    partition: int | None,
+    sleep: Callable[[float], None],
+) -> _Sent:
+    """Hand each line to the producer until the input ends, a line has no key separator,
+    or a KeyboardInterrupt. One loop with its names bound locally: it is the command's
+    hot path (a function call per line costs a measurable share of the throughput)."""
+    from confluent_kafka import KafkaException
 
     line_number = sent = 0
-    stopped_by: StopReason = "eof"
-    malformed: MalformedLine | None = None
-    bucket = TokenBucket(rate) if rate is not None else None
     record_headers: list[tuple[str, str | bytes | None]] | None = list(headers) or None
     target = -1 if partition is None else partition  # -1: librdkafka's partitioner decides
     produce = producer.produce
@@ -355,8 +398,7 @@ def produce_lines(
                         malformed = MalformedLine(
                             line_number, key_separator, excerpt, len(line) > len(excerpt)
                         )
-                        stopped_by = "malformed"
-                        break
+                        return _Sent(sent, "malformed", malformed)
                     key, line = line[:index], line[index + len(key_separator) :]
                 if bucket is not None:
                     while (wait := bucket.take()) > 0:
@@ -387,17 +429,8 @@ def produce_lines(
                     producer.poll(0)
                     poller.activity += 1
     except KeyboardInterrupt:
-        stopped_by = "interrupted"
-    unconfirmed = _flush(producer)
-    return ProduceResult(
-        lines=sent,
-        delivered=deliveries.delivered,
-        failed=deliveries.failed,
-        not_authorized=deliveries.not_authorized,
-        unconfirmed=unconfirmed,
-        stopped_by=stopped_by,
-        malformed=malformed,
-    )
+        return _Sent(sent, "interrupted")
+    return _Sent(sent, "eof")
 
 
 def _send_slowly(
