@@ -31,6 +31,7 @@ from kshare_cli.kafka.api_keys import LIST_OFFSETS
 from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import PROMPTLY_S
 
 NOT_LEADER = KafkaError.NOT_LEADER_FOR_PARTITION  # Kafka's NOT_LEADER_OR_FOLLOWER, 6
 #: What a bounded read may overrun its deadline by: the attempt under way when it passes.
@@ -133,7 +134,8 @@ def test_a_refusal_that_does_not_pass_fails_within_the_deadline(
         watermark_offsets(reader, topic, 0, started + timeout_s, on_retry=met.append)
     elapsed = time.monotonic() - started
     assert raised.value.args[0].code() == NOT_LEADER  # the last answer, not "timed out"
-    assert timeout_s - MARGIN_S < elapsed < timeout_s + MARGIN_S
+    # Asked again until the deadline, and no longer than it (a loaded machine's pause aside).
+    assert timeout_s - MARGIN_S < elapsed < timeout_s + PROMPTLY_S
     assert len(met) > 2  # asked again, with a backoff (not a thousand times)
     assert len(met) < 50
     with pytest.raises(KafkaException) as raised:
@@ -149,7 +151,7 @@ def test_an_error_that_a_moment_does_not_cure_fails_at_once(
     met: list[KafkaError] = []
     started = time.monotonic()
     with pytest.raises(KafkaException) as raised:
-        watermark_offsets(reader, topic, 0, started + 10, on_retry=met.append)
+        watermark_offsets(reader, topic, 0, started + 30, on_retry=met.append)
     assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
-    assert met == []
-    assert time.monotonic() - started < 2
+    assert met == []  # never asked again
+    assert time.monotonic() - started < PROMPTLY_S  # not the 30 s deadline
