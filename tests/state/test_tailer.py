@@ -52,6 +52,7 @@ from tests.support.golden import kafka_uuid
 from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox import Cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import PROMPTLY_S
 
 RECORDS = 10
 REJECTED = frozenset({2, 3})
@@ -400,7 +401,7 @@ def test_poll_returns_promptly_while_state_records_keep_arriving(
                 tailer.poll(20)
                 took.append(time.monotonic() - started)
                 time.sleep(0.1)
-            assert max(took) < 2, took
+            assert max(took) < PROMPTLY_S, took  # what arrived, not the 20 s budget
             assert tailer.records_applied > 3
     finally:
         stop.set()
@@ -432,8 +433,9 @@ def test_a_cluster_where_no_share_group_was_ever_used(cluster: Cluster) -> None:
         with StateTailer({"bootstrap.servers": fresh.bootstrap}) as tailer:
             began = time.monotonic()
             assert tailer.catch_up(15) == 0
-            assert tailer.poll(2.0) == 0
-            assert time.monotonic() - began < 2.0  # nothing new: poll does not sit out its budget
+            assert tailer.poll(30.0) == 0
+            # Nothing new: poll does not sit out its 30 s budget.
+            assert time.monotonic() - began < PROMPTLY_S
             assert tailer.states() == {}
 
 
