@@ -59,6 +59,7 @@ def finish(listing: DeadLetterListing, output: common.OutputFormat) -> None:
         raise typer.Exit(int(ExitCode.PARTIAL))
 
 
+@common.command_edge
 def show(
     group: dlq_options.Group,
     topic: dlq_options.Topics = None,
@@ -81,19 +82,14 @@ def show(
     DeleteRecords removed it). A summary per source partition and reason follows
     the table. Needs READ on the DLQ topic and, without copies, on the source topics.
     """
-    invocation = common.Invocation(debug=debug)
     topics = topic or []
-    since_ms = common.usage_guard(
-        lambda: dlq_options.check_common(group, topics, since, dlq_topic), invocation
-    )
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    since_ms = dlq_options.check_common(group, topics, since, dlq_topic)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import dlq as dlq_service
 
     request = dlq_options.show_request(group, topics, reason, since_ms, dlq_topic)
-    listing = common.run(lambda: dlq_service.show(settings, request, timeout_s), invocation)
+    listing = common.run(lambda: dlq_service.show(settings, request, timeout_s))
     finish(listing, output)
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common, dlq_options
 from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
@@ -127,10 +128,9 @@ def _finish_dry_run(plan: RedrivePlan, output: common.OutputFormat) -> None:
 
     common.stdout_write(render_redrive(plan, None, output.value))
     _report_plan_failures(plan)
-    typer.echo(
+    diagnostics.progress(
         f"kshare: dry run: nothing was sent; {_records(len(plan.sends))} would be sent to "
-        f"{_where(plan)} ({_plan_line(plan)}); run again with --execute to send them",
-        err=True,
+        f"{_where(plan)} ({_plan_line(plan)}); run again with --execute to send them\n"
     )
     if plan.failures:
         raise typer.Exit(int(ExitCode.PARTIAL))
@@ -147,7 +147,7 @@ def _finish(outcome: RedriveOutcome, output: common.OutputFormat) -> None:
     if len(result.failures) > _SHOWN_FAILURES:
         common.report_failure(f"... and {len(result.failures) - _SHOWN_FAILURES} more not sent")
     if result.planned == 0:
-        typer.echo(f"kshare: nothing to send: {_plan_line(plan)}", err=True)
+        diagnostics.progress(f"kshare: nothing to send: {_plan_line(plan)}\n")
         if plan.failures:
             raise typer.Exit(int(ExitCode.PARTIAL))
         return
@@ -163,10 +163,9 @@ def _finish(outcome: RedriveOutcome, output: common.OutputFormat) -> None:
             "(they may be there: a rerun finds out)"
         )
     if result.stopped_by == "interrupted":
-        typer.echo(
+        diagnostics.progress(
             f"kshare: interrupted: {summary}; {_records(left)} not sent: run again to "
-            "send the rest",
-            err=True,
+            "send the rest\n"
         )
         raise typer.Exit(int(ExitCode.INTERRUPTED))
     if result.failures or result.fatal or left:
@@ -175,53 +174,61 @@ def _finish(outcome: RedriveOutcome, output: common.OutputFormat) -> None:
             f"{summary}; {_records(left)} not sent{why}: run again to send the rest"
         )
         raise typer.Exit(int(ExitCode.PARTIAL))
-    typer.echo(f"kshare: {summary}", err=True)
+    diagnostics.progress(f"kshare: {summary}\n")
     if plan.failures:
         raise typer.Exit(int(ExitCode.PARTIAL))
 
 
+ToTopic = Annotated[
+    str | None,
+    typer.Option(
+        "--to-topic",
+        metavar="TOPIC",
+        help="Send every record to this topic (it must exist) instead of its source "
+        "topic; the producer's partitioner picks the partition.",
+        show_default=False,
+    ),
+]
+Offsets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--offsets",
+        metavar="TOPIC:PARTITION:OFFSET,...",
+        help="Only these source records (as dlq show lists them); each must be a dead "
+        "letter of the group.",
+        show_default=False,
+    ),
+]
+Rate = Annotated[
+    str | None,
+    typer.Option(
+        "--rate",
+        metavar="N/s",
+        help="At most N records per second (also N/m, N/h); default: as fast as the "
+        "cluster takes them.",
+        show_default=False,
+    ),
+]
+Execute = Annotated[
+    bool, typer.Option("--execute", help="Send for real (else a dry run: the plan only).")
+]
+Yes = Annotated[
+    bool,
+    typer.Option("--yes", "-y", help="With --execute on a terminal: do not ask first."),
+]
+
+
+@common.command_edge
 def redrive(
     group: dlq_options.Group,
-    to_topic: Annotated[
-        str | None,
-        typer.Option(
-            "--to-topic",
-            metavar="TOPIC",
-            help="Send every record to this topic (it must exist) instead of its source "
-            "topic; the producer's partitioner picks the partition.",
-            show_default=False,
-        ),
-    ] = None,
+    to_topic: ToTopic = None,
     topic: dlq_options.Topics = None,
     reason: dlq_options.Reasons = None,
     since: dlq_options.Since = None,
-    offsets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--offsets",
-            metavar="TOPIC:PARTITION:OFFSET,...",
-            help="Only these source records (as dlq show lists them); each must be a dead "
-            "letter of the group.",
-            show_default=False,
-        ),
-    ] = None,
-    rate: Annotated[
-        str | None,
-        typer.Option(
-            "--rate",
-            metavar="N/s",
-            help="At most N records per second (also N/m, N/h); default: as fast as the "
-            "cluster takes them.",
-            show_default=False,
-        ),
-    ] = None,
-    execute: Annotated[
-        bool, typer.Option("--execute", help="Send for real (else a dry run: the plan only).")
-    ] = False,
-    yes: Annotated[
-        bool,
-        typer.Option("--yes", "-y", help="With --execute on a terminal: do not ask first."),
-    ] = False,
+    offsets: Offsets = None,
+    rate: Rate = None,
+    execute: Execute = False,
+    yes: Yes = False,
     dlq_topic: dlq_options.DlqTopic = None,
     output: Output = common.OutputFormat.table,
     bootstrap_server: common.BootstrapServer = None,
@@ -242,19 +249,12 @@ def redrive(
     the source log). An idempotent producer with acks=all; a record counts as
     sent once its delivery report came back. Ctrl-C stops between two records.
     """
-    invocation = common.Invocation(debug=debug)
     topics = topic or []
-
-    def check() -> tuple[int | None, tuple[tuple[str, int, int], ...], float | None]:
-        since_ms = dlq_options.check_common(group, topics, since, dlq_topic)
-        if to_topic is not None:
-            check_topic_name(to_topic, "--to-topic")
-        return since_ms, parse_offsets(offsets or []), parse_rate(rate)
-
-    since_ms, chosen, records_per_second = common.usage_guard(check, invocation)
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+    since_ms = dlq_options.check_common(group, topics, since, dlq_topic)
+    if to_topic is not None:
+        check_topic_name(to_topic, "--to-topic")
+    chosen, records_per_second = parse_offsets(offsets or []), parse_rate(rate)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
 
     from kshare_cli.services import dlq_redrive as service
 
@@ -263,19 +263,21 @@ def redrive(
         offsets=chosen,
         to_topic=to_topic,
     )
-    plan = common.run(lambda: service.plan(settings, request, timeout_s), invocation)
+    plan = common.run(lambda: service.plan(settings, request, timeout_s))
     if not execute:
         _finish_dry_run(plan, output)
         return
     if plan.sends and not yes and _stdin_is_terminal():
-        from kshare_cli.render.dlq_redrive import render_redrive
-
-        typer.echo(render_redrive(plan, None, "table"), err=True, nl=False)
-        question = f"Send {_records(len(plan.sends))} to {_where(plan)} ({_plan_line(plan)})?"
-        if not typer.confirm(question, default=False, err=True):
-            common.fail("not confirmed: nothing was sent", ExitCode.PARTIAL)
-    outcome = common.edge(
-        lambda: service.execute(settings, plan, rate=records_per_second, timeout_s=timeout_s),
-        invocation,
-    )
+        _confirm(plan)
+    outcome = service.execute(settings, plan, rate=records_per_second, timeout_s=timeout_s)
     _finish(outcome, output)
+
+
+def _confirm(plan: RedrivePlan) -> None:
+    """The plan on stderr and one question; anything but yes sends nothing (exit 1)."""
+    from kshare_cli.render.dlq_redrive import render_redrive
+
+    diagnostics.progress(render_redrive(plan, None, "table"))
+    question = f"Send {_records(len(plan.sends))} to {_where(plan)} ({_plan_line(plan)})?"
+    if not typer.confirm(question, default=False, err=True):
+        common.fail("not confirmed: nothing was sent", ExitCode.PARTIAL)
