@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import base64
 import binascii
+import datetime
 import json
 import logging
 import math
@@ -32,7 +33,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
@@ -44,6 +45,10 @@ from scramp import (  # type: ignore[import-untyped, unused-ignore]
 from kshare_cli.kafka.api_keys import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kshare_cli.sandbox.framing import Request, decode_request, encode_response, peek_request_prefix
 from kshare_cli.wire.build import build
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from cryptography.x509 import Certificate, GeneralName
 
 log = logging.getLogger("kshare.sandbox")
 
@@ -555,25 +560,50 @@ def server_certificate(directory: Path, hosts: Collection[str]) -> ServerCertifi
         if not (cert_file.exists() and key_file.exists()):
             raise ValueError(f"{directory} needs both server.pem and server.key, or neither")
         return ServerCertificate(cert_file, key_file, ca_file if ca_file.exists() else None)
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    # cryptography is imported only here: ``kshare sandbox`` without TLS never pays for it.
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = _sandbox_ca(ca_key)
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server_cert = _signed_server_certificate(ca_key, ca_cert, server_key, hosts)
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    cert_file.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    key_file.chmod(0o600)
+    return ServerCertificate(cert_file, key_file, ca_file)
+
+
+def _validity() -> tuple[datetime.datetime, datetime.datetime]:
+    """From five minutes ago (a client's clock a little behind) to 30 days from now."""
+    now = datetime.datetime.now(datetime.UTC)
+    return now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=30)
+
+
+def _sandbox_ca(ca_key: EllipticCurvePrivateKey) -> Certificate:
+    """A self-signed CA that may sign certificates and nothing else below it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import NameOID
+
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kshare sandbox CA")])
-    ca_cert = (
+    not_before, not_after = _validity()
+    return (
         x509.CertificateBuilder()
         .subject_name(ca_name)
         .issuer_name(ca_name)
         .public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=30))
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -588,7 +618,15 @@ def server_certificate(directory: Path, hosts: Collection[str]) -> ServerCertifi
         )
         .sign(ca_key, hashes.SHA256())
     )  # fmt: skip
-    names: list[x509.GeneralName] = []
+
+
+def _server_names(hosts: Collection[str]) -> list[GeneralName]:
+    """``hosts`` plus localhost and 127.0.0.1 as subject alternative names (wildcards out)."""
+    import ipaddress
+
+    from cryptography import x509
+
+    names: list[GeneralName] = []
     for host in dict.fromkeys([*hosts, "localhost", "127.0.0.1"]):
         if host in ("", "0.0.0.0", "::"):
             continue
@@ -596,17 +634,31 @@ def server_certificate(directory: Path, hosts: Collection[str]) -> ServerCertifi
             names.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             names.append(x509.DNSName(host))
-    server_key = ec.generate_private_key(ec.SECP256R1())
-    server_cert = (
+    return names
+
+
+def _signed_server_certificate(
+    ca_key: EllipticCurvePrivateKey,
+    ca_cert: Certificate,
+    server_key: EllipticCurvePrivateKey,
+    hosts: Collection[str],
+) -> Certificate:
+    """The server's certificate for ``hosts``, signed by the sandbox CA, for TLS servers only."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    not_before, not_after = _validity()
+    return (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kshare sandbox")]))
-        .issuer_name(ca_name)
+        .issuer_name(ca_cert.subject)
         .public_key(server_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=30))
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.SubjectAlternativeName(_server_names(hosts)), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
@@ -614,18 +666,6 @@ def server_certificate(directory: Path, hosts: Collection[str]) -> ServerCertifi
         )
         .sign(ca_key, hashes.SHA256())
     )
-    directory.mkdir(parents=True, exist_ok=True)
-    ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    cert_file.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        server_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    key_file.chmod(0o600)
-    return ServerCertificate(cert_file, key_file, ca_file)
 
 
 def parse_users(text: str) -> dict[str, str]:
