@@ -12,6 +12,8 @@ at its default; an alter of it is checked as Kafka's ConfigDef checks a BOOLEAN
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -46,6 +48,7 @@ from kshare_cli.sandbox.group_configs import (
 from kshare_cli.sandbox.log import Topic
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.sandbox.share_groups import (
+    ShareGroups,
     installed_share_groups,
 )
 from kshare_cli.wire.build import build
@@ -57,12 +60,15 @@ from kshare_cli.wire.build import build
 async def describe_configs(broker: Broker, request: Request, connection: Connection) -> Any:
     shares = installed_share_groups(broker)
     payload = request.payload
-    include_synonyms = bool(getattr(payload, "include_synonyms", False))
-    include_documentation = bool(getattr(payload, "include_documentation", False))
+    options = _DescribeOptions(
+        include_synonyms=bool(getattr(payload, "include_synonyms", False)),
+        include_documentation=bool(getattr(payload, "include_documentation", False)),
+    )
     results = []
     for resource in payload.resources:
         kind = int(resource.resource_type)
         name = resource.resource_name
+        keys = None if resource.configuration_keys is None else list(resource.configuration_keys)
         entry: dict[str, Any] = {
             "error_code": ErrorCode.none,
             # Kafka leaves the schema default, "", on a successful result (golden line 396).
@@ -71,90 +77,98 @@ async def describe_configs(broker: Broker, request: Request, connection: Connect
             "resource_name": name,
             "configs": [],
         }
-        if kind == GROUP_RESOURCE and shares is None:
-            entry.update(
-                error_code=ErrorCode.invalid_request, error_message="Unsupported resource type"
-            )
-        elif kind == GROUP_RESOURCE and shares is not None:
-            try:
-                configs = shares.configs.describe(
-                    name,
-                    None
-                    if resource.configuration_keys is None
-                    else list(resource.configuration_keys),
-                    include_documentation,
-                    include_synonyms=include_synonyms,
-                )
-            except GroupConfigError as error:
-                entry.update(error_code=error.error_code, error_message=error.message)
-            else:
-                entry["configs"] = [_config_entry(c) for c in configs]
+        if kind == GROUP_RESOURCE:
+            entry.update(_describe_group(shares, name, keys, options))
         elif kind == TOPIC_RESOURCE:
-            topic = broker.topic(name)
-            if topic is None:
-                entry.update(
-                    error_code=ErrorCode.unknown_topic_or_partition,
-                    error_message=f"Topic {name} does not exist.",
-                )
-            else:
-                entry["configs"] = [
-                    _config_entry(c)
-                    for c in _topic_configs(
-                        topic,
-                        None if shares is None else shares.configs,
-                        None
-                        if resource.configuration_keys is None
-                        else list(resource.configuration_keys),
-                        include_synonyms,
-                    )
-                ]
-        elif kind == BROKER_RESOURCE and not name and shares is not None:
-            entry["configs"] = [
-                _config_entry(c)
-                for c in shares.configs.describe_cluster_defaults(
-                    None
-                    if resource.configuration_keys is None
-                    else list(resource.configuration_keys),
-                    include_synonyms=include_synonyms,
-                )
-            ]
-        elif kind == BROKER_RESOURCE and name:
-            # ConfigHelper: this broker's own id gets its configs (the sandbox has its
-            # group.* settings), another id or a non-number is INVALID_REQUEST. The
-            # empty name (cluster-wide dynamic defaults) has none here: an empty list.
-            try:
-                broker_id: int | None = int(name)
-            except ValueError:
-                broker_id = None
-            if broker_id is None:
-                entry.update(
-                    error_code=ErrorCode.invalid_request,
-                    error_message=f"Broker id must be an integer, but it is: {name}",
-                )
-            elif broker_id != connection.node_id:
-                entry.update(
-                    error_code=ErrorCode.invalid_request,
-                    error_message=(
-                        f"Unexpected broker id, expected {connection.node_id} or empty string, "
-                        f"but received {name}"
-                    ),
-                )
-            elif shares is not None:
-                entry["configs"] = [
-                    _config_entry(c)
-                    for c in shares.configs.describe_broker(
-                        None
-                        if resource.configuration_keys is None
-                        else list(resource.configuration_keys),
-                        include_synonyms=include_synonyms,
-                    )
-                ]
-        elif kind != BROKER_RESOURCE:
-            entry.update(
-                error_code=ErrorCode.invalid_request, error_message="Unsupported resource type"
-            )
+            entry.update(_describe_topic(broker, shares, name, keys, options))
+        elif kind == BROKER_RESOURCE:
+            entry.update(_describe_broker(shares, name, keys, options, connection.node_id))
+        else:
+            entry.update(_refused(ErrorCode.invalid_request, "Unsupported resource type"))
         results.append(entry)
     return build(response_type(request), {"throttle_time": 0, "results": results})
+
+
+@dataclass(frozen=True, slots=True)
+class _DescribeOptions:
+    """What a DescribeConfigs request asks to be told besides each config's value."""
+
+    include_synonyms: bool
+    include_documentation: bool
+
+
+def _refused(error_code: int, message: str) -> dict[str, Any]:
+    """The fields of a result that failed: its error, and no configs."""
+    return {"error_code": error_code, "error_message": message}
+
+
+def _described(configs: Iterable[ConfigEntry]) -> dict[str, Any]:
+    return {"configs": [_config_entry(c) for c in configs]}
+
+
+def _describe_group(
+    shares: ShareGroups | None, name: str, keys: list[str] | None, options: _DescribeOptions
+) -> dict[str, Any]:
+    """A GROUP resource: unsupported on a broker without share groups, as Kafka 3.x says."""
+    if shares is None:
+        return _refused(ErrorCode.invalid_request, "Unsupported resource type")
+    try:
+        configs = shares.configs.describe(
+            name, keys, options.include_documentation, include_synonyms=options.include_synonyms
+        )
+    except GroupConfigError as error:
+        return _refused(error.error_code, error.message)
+    return _described(configs)
+
+
+def _describe_topic(
+    broker: Broker,
+    shares: ShareGroups | None,
+    name: str,
+    keys: list[str] | None,
+    options: _DescribeOptions,
+) -> dict[str, Any]:
+    topic = broker.topic(name)
+    if topic is None:
+        return _refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+    store = None if shares is None else shares.configs
+    return _described(_topic_configs(topic, store, keys, options.include_synonyms))
+
+
+def _describe_broker(
+    shares: ShareGroups | None,
+    name: str,
+    keys: list[str] | None,
+    options: _DescribeOptions,
+    node_id: int,
+) -> dict[str, Any]:
+    """A BROKER resource: ``""`` is the cluster-wide dynamic defaults; a broker id is that
+    broker's own configs (the sandbox has its group.* settings), as ConfigHelper answers:
+    another id or a non-number is INVALID_REQUEST."""
+    if not name:
+        if shares is None:
+            return {}
+        return _described(
+            shares.configs.describe_cluster_defaults(
+                keys, include_synonyms=options.include_synonyms
+            )
+        )
+    try:
+        broker_id = int(name)
+    except ValueError:
+        return _refused(
+            ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}"
+        )
+    if broker_id != node_id:
+        return _refused(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {node_id} or empty string, but received {name}",
+        )
+    if shares is None:
+        return {}
+    return _described(
+        shares.configs.describe_broker(keys, include_synonyms=options.include_synonyms)
+    )
 
 
 def _topic_configs(
