@@ -25,10 +25,6 @@ if TYPE_CHECKING:
 CONNECTION_PREFIXES = ("security.protocol", "ssl.", "sasl.", "kshare.")
 
 
-def _shown_as_given(warning: str) -> str:
-    return warning
-
-
 def client_config(
     bootstrap_server: str | None,
     command_config: Path | None,
@@ -36,11 +32,11 @@ def client_config(
     *,
     connection: Mapping[str, str],
     client: Mapping[str, str],
-    shown_warning: Callable[[str], str] = _shown_as_given,
+    shown_warning: Callable[[str], str] | None = None,
 ) -> tuple[ConnectionSettings, dict[str, Any]]:
     """The settings (``connection`` over every file) and their librdkafka configuration
     with ``client`` on top; the settings' warnings on stderr, each as ``shown_warning``
-    words it (an empty string: not shown)."""
+    words it if given (an empty string: not shown)."""
     from kshare_cli.connect.resolve import resolve_settings
     from kshare_cli.connect.secret import is_secret_name
 
@@ -55,7 +51,7 @@ def client_config(
         value for key, value in client.items() if value and is_secret_name(key)
     )
     for warning in settings.warnings:
-        if shown := shown_warning(warning):
+        if shown := (warning if shown_warning is None else shown_warning(warning)):
             common.warn(shown)
     config = settings.confluent_config()
     config.update(client)

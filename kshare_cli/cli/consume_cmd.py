@@ -52,15 +52,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common, durations
+from kshare_cli.cli.client_config import CONNECTION_PREFIXES, client_config
 from kshare_cli.errors import ExitCode, UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
+    from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.services.consume import (
         AckMode,
         ConsumedRecord,
@@ -71,9 +74,6 @@ if TYPE_CHECKING:
     )
 
 DEFAULT_GROUP: Final = "console-share-consumer"
-#: Properties that configure the connection: read by the settings parser (Java names,
-#: JAAS, keystores) exactly as in a --command-config file.
-_CONNECTION_PREFIXES: Final = ("security.protocol", "ssl.", "sasl.", "kshare.")
 #: Formatter properties that configure the schema registry, as Confluent's console
 #: consumers take them (``--property schema.registry.url=...``).
 _REGISTRY_PREFIXES: Final = ("schema.registry.", "basic.auth.")
@@ -128,7 +128,7 @@ def split_consumer_properties(properties: Mapping[str, str]) -> ConsumerProperti
                 "--command-property share.acknowledgement.mode: kshare acknowledges each "
                 "record explicitly, after printing it (use --ack or --interactive)"
             )
-        if key.startswith(_CONNECTION_PREFIXES):
+        if key.startswith(CONNECTION_PREFIXES):
             connection[key] = value
         else:
             consumer[key] = value
@@ -293,6 +293,8 @@ def _exit_if_stuck(grace_s: float) -> None:
     """
 
     def watchdog() -> None:
+        # Straight to stderr, not through diagnostics: this is the way out when the run is
+        # stuck, and it must not wait for a writer's lock a stuck thread may hold.
         sys.stderr.write(
             f"kshare: error: leaving the share group did not finish within {grace_s:g} s of "
             "the stop; exiting (records not yet acknowledged return to the group when their "
@@ -365,26 +367,24 @@ def make_prompt(request: StopRequest, default: Ack, *, show_line: bool) -> Decid
     def decide(record: ConsumedRecord, line: bytes, limit: DeliveryLimit) -> AckMode | None:
         if not announced:
             assumed = " (assumed)" if limit.assumed else ""
-            sys.stderr.write(f"Delivery limit {limit.limit}{assumed}: {limit.source}\n")
+            diagnostics.progress(f"Delivery limit {limit.limit}{assumed}: {limit.source}\n")
             announced.append(True)
-        sys.stderr.write(_describe(record, limit, paint))
+        diagnostics.progress(_describe(record, limit, paint))
         if show_line:
             shown = line.decode("utf-8", "backslashreplace").rstrip("\n")
             if len(shown) > _LINE_SHOWN:
                 shown = shown[:_LINE_SHOWN] + "..."
-            sys.stderr.write(f"  {shown}\n")
-        sys.stderr.write(f"[a]ccept [r]elease re[x]ect [q]uit (Enter: {default.value})? ")
-        sys.stderr.flush()
+            diagnostics.progress(f"  {shown}\n")
+        diagnostics.progress(f"[a]ccept [r]elease re[x]ect [q]uit (Enter: {default.value})? ")
         answer = _read_key(request.event)
         while answer is not None and answer not in _KEYS and answer not in ("\r", "\n", "q"):
-            sys.stderr.write("\a")
-            sys.stderr.flush()
+            diagnostics.progress("\a")
             answer = _read_key(request.event)
         if answer is None or answer == "q":
-            sys.stderr.write("quit\n")
+            diagnostics.progress("quit\n")
             return None
         chosen = _KEYS.get(answer, default.value)
-        sys.stderr.write(f"{chosen}\n")
+        diagnostics.progress(f"{chosen}\n")
         return AckMode(chosen)
 
     return decide
@@ -428,200 +428,320 @@ def _read_key(stop: threading.Event) -> str | None:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
+# --------------------------------------------------------------------------- options
+
+Topics = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--topic",
+        "-t",
+        metavar="TOPIC",
+        help="The topic to consume from (repeatable).",
+        show_default=False,
+    ),
+]
+Group = Annotated[
+    str | None,
+    typer.Option(
+        "--group",
+        "-g",
+        metavar="GROUP",
+        help=f"The share group to join (default: {DEFAULT_GROUP}, as Kafka's tool).",
+        show_default=False,
+    ),
+]
+AckOption = Annotated[
+    Ack | None,
+    typer.Option(
+        "--ack",
+        case_sensitive=False,
+        help="How each printed record is acknowledged (default: accept).",
+        show_default=False,
+    ),
+]
+Release = Annotated[
+    bool, typer.Option("--release", help="Release each record as it is consumed (Kafka's).")
+]
+Reject = Annotated[
+    bool, typer.Option("--reject", help="Reject each record as it is consumed (Kafka's).")
+]
+RejectOnError = Annotated[
+    bool,
+    typer.Option(
+        "--reject-on-error",
+        "--reject-message-on-error",
+        help=(
+            "Reject a record that cannot be deserialized (one stderr line each) instead "
+            "of stopping; without it such a record is released and the run ends (exit 1)."
+        ),
+    ),
+]
+MaxMessages = Annotated[
+    int | None,
+    typer.Option(
+        "--max-messages",
+        metavar="N",
+        help="Stop after N records; the surplus of the last batch is released.",
+        show_default=False,
+    ),
+]
+TimeoutMs = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout-ms",
+        metavar="DURATION",
+        help=durations.duration_help(
+            "Stop (exit 0) when no record arrived for this long; the first wait "
+            "includes joining the group, as in Kafka's tool",
+            bare="ms",
+        ),
+        show_default=False,
+    ),
+]
+OutputFormat = Annotated[
+    Format,
+    typer.Option(
+        # -o/--output as in every other command; --format/-f, its first spelling, stays.
+        "--output",
+        "-o",
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help=(
+            "text: Kafka's layout; jsonl: one JSON object a record; raw: value bytes only. "
+            "(--format/-f: the old spelling.)"
+        ),
+    ),
+]
+FormatterProperty = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--property",
+        "--formatter-property",
+        metavar="KEY=VALUE",
+        help=(
+            "Kafka's formatter properties: print.key, print.timestamp, print.offset, "
+            "print.partition, print.delivery, print.headers, print.value, print.epoch, "
+            "key.separator, line.separator, headers.separator, null.literal, "
+            "headers.deserializer; schema.registry.* for the registry. Repeatable."
+        ),
+        show_default=False,
+    ),
+]
+FormatterConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--formatter-config",
+        metavar="FILE",
+        help="Formatter properties from a file (--property wins).",
+        show_default=False,
+    ),
+]
+KeyDeserializer = Annotated[
+    str | None,
+    typer.Option(
+        "--key-deserializer",
+        metavar="NAME",
+        help=(
+            "string, bytes (default), base64, hex, json, int, long, double, avro, "
+            "jsonschema, protobuf, or Kafka's class name."
+        ),
+        show_default=False,
+    ),
+]
+ValueDeserializer = Annotated[
+    str | None,
+    typer.Option(
+        "--value-deserializer",
+        metavar="NAME",
+        help="As --key-deserializer, for values.",
+        show_default=False,
+    ),
+]
+SchemaRegistry = Annotated[
+    str | None,
+    typer.Option(
+        "--schema-registry",
+        metavar="URL",
+        help="Schema registry for the avro, jsonschema and protobuf deserializers.",
+        show_default=False,
+    ),
+]
+CommandProperty = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--command-property",
+        "--consumer-property",
+        metavar="KEY=VALUE",
+        help=(
+            "Consumer property, librdkafka's names (max.poll.records, client.id...); "
+            "security.protocol/ssl.*/sasl.* as in --command-config. Repeatable; wins "
+            "over --command-config."
+        ),
+        show_default=False,
+    ),
+]
+Interactive = Annotated[
+    bool,
+    typer.Option(
+        "--interactive",
+        "-i",
+        help=(
+            "Ask for each record: accept, release or reject (a/r/x), q to stop. Needs a terminal."
+        ),
+    ),
+]
+CommandConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        "--consumer-config",
+        metavar="FILE",
+        help=(
+            "Client properties, as Kafka's tools take them (security.protocol, sasl.*, "
+            "ssl.*; librdkafka names too) and group.id. Else $KSHARE_COMMAND_CONFIG."
+        ),
+        rich_help_panel="Connection",
+        show_default=False,
+    ),
+]
+Timeout = Annotated[
+    str,
+    typer.Option(
+        "--timeout",
+        metavar="DURATION",
+        help=durations.duration_help(
+            "Give up reaching the cluster after this long; bounds the last commit too",
+            bare="ms",
+        ),
+        rich_help_panel="Connection",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- the request
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How the run goes and ends, as given."""
+
+    ack: Ack | None = None
+    release: bool = False
+    reject: bool = False
+    reject_on_error: bool = False
+    max_messages: int | None = None
+    timeout_ms: str | None = None
+    timeout: str = common.DEFAULT_TIMEOUT
+    interactive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FormatOptions:
+    """How each record is printed, as given."""
+
+    kind: Format = Format.text
+    properties: tuple[str, ...] = ()
+    config: Path | None = None
+    key_deserializer: str | None = None
+    value_deserializer: str | None = None
+    schema_registry: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeRequest:
+    """What the operator asked for, checked before anything connects.
+
+    ``group_in_file`` says the group id came from the ``--command-config`` file, whose
+    ``group.id`` the settings parser would otherwise call unused.
+    """
+
+    topics: tuple[str, ...]
+    group_id: str
+    group_in_file: bool
+    ack: Ack
+    reject_on_error: bool
+    max_messages: int | None
+    idle_timeout_ms: int | None
+    timeout_s: float
+    interactive: bool
+    properties: ConsumerProperties
+    formatting: FormatterChoice
+
+
+def parse_request(
+    topics: list[str],
+    group: str | None,
+    run: RunOptions,
+    formats: FormatOptions,
+    command_properties: list[str],
+    command_config: Path | None,
+) -> ConsumeRequest:
+    """The request, or the UsageError of the first option at fault: the run's options,
+    then the consumer properties and the group, then the formatter."""
+    checked_topics = check_topics(topics)
+    ack = choose_ack(run.ack, run.release, run.reject)
+    idle_timeout_ms = durations.optional_milliseconds("--timeout-ms", run.timeout_ms)
+    check_counts(run.max_messages, idle_timeout_ms)
+    timeout_s = common.parse_timeout(run.timeout)
+    if run.interactive:
+        terminal_for_prompt()
+    properties = split_consumer_properties(parse_pairs(command_properties, "--command-property"))
+    file_group = _file_group_id(command_config)
+    group_id = choose_group(
+        group,
+        ("--command-property", properties.consumer.pop("group.id", None)),
+        ("--command-config", file_group),
+    )
+    refuse_offset_reset(properties.consumer, group_id)
+    formatter_properties = _formatter_properties(formats.config, list(formats.properties))
+    formatting = build_formatter(
+        formats.kind,
+        formatter_properties,
+        formats.key_deserializer,
+        formats.value_deserializer,
+        formats.schema_registry,
+    )
+    return ConsumeRequest(
+        topics=checked_topics,
+        group_id=group_id,
+        group_in_file=file_group is not None,
+        ack=ack,
+        reject_on_error=run.reject_on_error,
+        max_messages=run.max_messages,
+        idle_timeout_ms=idle_timeout_ms,
+        timeout_s=timeout_s,
+        interactive=run.interactive,
+        properties=properties,
+        formatting=formatting,
+    )
+
+
 # --------------------------------------------------------------------------- the command
 
 
+@common.command_edge
 def consume(
-    topic: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--topic",
-            "-t",
-            metavar="TOPIC",
-            help="The topic to consume from (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
-    group: Annotated[
-        str | None,
-        typer.Option(
-            "--group",
-            "-g",
-            metavar="GROUP",
-            help=f"The share group to join (default: {DEFAULT_GROUP}, as Kafka's tool).",
-            show_default=False,
-        ),
-    ] = None,
-    ack: Annotated[
-        Ack | None,
-        typer.Option(
-            "--ack",
-            case_sensitive=False,
-            help="How each printed record is acknowledged (default: accept).",
-            show_default=False,
-        ),
-    ] = None,
-    release: Annotated[
-        bool, typer.Option("--release", help="Release each record as it is consumed (Kafka's).")
-    ] = False,
-    reject: Annotated[
-        bool, typer.Option("--reject", help="Reject each record as it is consumed (Kafka's).")
-    ] = False,
-    reject_on_error: Annotated[
-        bool,
-        typer.Option(
-            "--reject-on-error",
-            "--reject-message-on-error",
-            help=(
-                "Reject a record that cannot be deserialized (one stderr line each) instead "
-                "of stopping; without it such a record is released and the run ends (exit 1)."
-            ),
-        ),
-    ] = False,
-    max_messages: Annotated[
-        int | None,
-        typer.Option(
-            "--max-messages",
-            metavar="N",
-            help="Stop after N records; the surplus of the last batch is released.",
-            show_default=False,
-        ),
-    ] = None,
-    timeout_ms: Annotated[
-        str | None,
-        typer.Option(
-            "--timeout-ms",
-            metavar="DURATION",
-            help=durations.duration_help(
-                "Stop (exit 0) when no record arrived for this long; the first wait "
-                "includes joining the group, as in Kafka's tool",
-                bare="ms",
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    output_format: Annotated[
-        Format,
-        typer.Option(
-            # -o/--output as in every other command; --format/-f, its first spelling, stays.
-            "--output",
-            "-o",
-            "--format",
-            "-f",
-            case_sensitive=False,
-            help=(
-                "text: Kafka's layout; jsonl: one JSON object a record; raw: value bytes only. "
-                "(--format/-f: the old spelling.)"
-            ),
-        ),
-    ] = Format.text,
-    formatter_property: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--property",
-            "--formatter-property",
-            metavar="KEY=VALUE",
-            help=(
-                "Kafka's formatter properties: print.key, print.timestamp, print.offset, "
-                "print.partition, print.delivery, print.headers, print.value, print.epoch, "
-                "key.separator, line.separator, headers.separator, null.literal, "
-                "headers.deserializer; schema.registry.* for the registry. Repeatable."
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    formatter_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--formatter-config",
-            metavar="FILE",
-            help="Formatter properties from a file (--property wins).",
-            show_default=False,
-        ),
-    ] = None,
-    key_deserializer: Annotated[
-        str | None,
-        typer.Option(
-            "--key-deserializer",
-            metavar="NAME",
-            help=(
-                "string, bytes (default), base64, hex, json, int, long, double, avro, "
-                "jsonschema, protobuf, or Kafka's class name."
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    value_deserializer: Annotated[
-        str | None,
-        typer.Option(
-            "--value-deserializer",
-            metavar="NAME",
-            help="As --key-deserializer, for values.",
-            show_default=False,
-        ),
-    ] = None,
-    schema_registry: Annotated[
-        str | None,
-        typer.Option(
-            "--schema-registry",
-            metavar="URL",
-            help="Schema registry for the avro, jsonschema and protobuf deserializers.",
-            show_default=False,
-        ),
-    ] = None,
-    command_property: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--command-property",
-            "--consumer-property",
-            metavar="KEY=VALUE",
-            help=(
-                "Consumer property, librdkafka's names (max.poll.records, client.id...); "
-                "security.protocol/ssl.*/sasl.* as in --command-config. Repeatable; wins "
-                "over --command-config."
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    interactive: Annotated[
-        bool,
-        typer.Option(
-            "--interactive",
-            "-i",
-            help=(
-                "Ask for each record: accept, release or reject (a/r/x), q to stop. "
-                "Needs a terminal."
-            ),
-        ),
-    ] = False,
+    topic: Topics = None,
+    group: Group = None,
+    ack: AckOption = None,
+    release: Release = False,
+    reject: Reject = False,
+    reject_on_error: RejectOnError = False,
+    max_messages: MaxMessages = None,
+    timeout_ms: TimeoutMs = None,
+    output_format: OutputFormat = Format.text,
+    formatter_property: FormatterProperty = None,
+    formatter_config: FormatterConfig = None,
+    key_deserializer: KeyDeserializer = None,
+    value_deserializer: ValueDeserializer = None,
+    schema_registry: SchemaRegistry = None,
+    command_property: CommandProperty = None,
+    interactive: Interactive = False,
     bootstrap_server: common.BootstrapServer = None,
-    command_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--command-config",
-            "--consumer-config",
-            metavar="FILE",
-            help=(
-                "Client properties, as Kafka's tools take them (security.protocol, sasl.*, "
-                "ssl.*; librdkafka names too) and group.id. Else $KSHARE_COMMAND_CONFIG."
-            ),
-            rich_help_panel="Connection",
-            show_default=False,
-        ),
-    ] = None,
+    command_config: CommandConfig = None,
     profile: common.Profile = None,
-    timeout: Annotated[
-        str,
-        typer.Option(
-            "--timeout",
-            metavar="DURATION",
-            help=durations.duration_help(
-                "Give up reaching the cluster after this long; bounds the last commit too",
-                bare="ms",
-            ),
-            rich_help_panel="Connection",
-        ),
-    ] = common.DEFAULT_TIMEOUT,
+    timeout: Timeout = common.DEFAULT_TIMEOUT,
     debug: common.Debug = False,
 ) -> None:
     """Consume records from a share group and print them, as kafka-console-share-consumer.sh.
@@ -630,113 +750,72 @@ def consume(
     was printed; Ctrl-C, SIGTERM or a closed pipe release what was not printed.
     Ends with `Processed a total of N messages` on stderr.
     """
-    invocation = common.Invocation(debug=debug)
-    topics = common.usage_guard(lambda: check_topics(topic or []), invocation)
-    chosen_ack = common.usage_guard(lambda: choose_ack(ack, release, reject), invocation)
-    idle_timeout_ms = common.usage_guard(
-        lambda: durations.optional_milliseconds("--timeout-ms", timeout_ms), invocation
+    run = RunOptions(
+        ack, release, reject, reject_on_error, max_messages, timeout_ms, timeout, interactive
     )
-    common.usage_guard(lambda: check_counts(max_messages, idle_timeout_ms), invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    if interactive:
-        common.usage_guard(terminal_for_prompt, invocation)
-    consumer_properties = common.usage_guard(
-        lambda: split_consumer_properties(
-            parse_pairs(command_property or [], "--command-property")
-        ),
-        invocation,
+    formats = FormatOptions(
+        output_format,
+        tuple(formatter_property or ()),
+        formatter_config,
+        key_deserializer,
+        value_deserializer,
+        schema_registry,
     )
-    file_group = common.usage_guard(lambda: _file_group_id(command_config), invocation)
-    group_id = common.usage_guard(
-        lambda: choose_group(
-            group,
-            ("--command-property", consumer_properties.consumer.pop("group.id", None)),
-            ("--command-config", file_group),
-        ),
-        invocation,
+    request = parse_request(
+        topic or [], group, run, formats, command_property or [], command_config
     )
-    common.usage_guard(
-        lambda: refuse_offset_reset(consumer_properties.consumer, group_id), invocation
+    diagnostics.remember_secrets(request.formatting.registry_secrets)
+    settings, config = client_config(
+        bootstrap_server,
+        command_config,
+        profile,
+        connection=request.properties.connection,
+        client=request.properties.consumer,
+        shown_warning=_without_group_id if request.group_in_file else None,
     )
-    properties = common.usage_guard(
-        lambda: _formatter_properties(formatter_config, formatter_property or []), invocation
-    )
-    formatting = common.usage_guard(
-        lambda: build_formatter(
-            output_format, properties, key_deserializer, value_deserializer, schema_registry
-        ),
-        invocation,
-    )
+    _report(_run(settings, config, request, debug=debug))
 
-    from kshare_cli.connect.resolve import resolve_settings
-    from kshare_cli.connect.secret import is_secret_name
 
-    settings = common.usage_guard(
-        lambda: resolve_settings(
-            bootstrap=bootstrap_server,
-            command_config=command_config,
-            profile=profile,
-            overrides=consumer_properties.connection,
-        ),
-        invocation,
-    )
-    property_secrets = tuple(
-        value
-        for key, value in consumer_properties.consumer.items()
-        if value and is_secret_name(key)
-    )
-    invocation = common.Invocation(
-        debug=debug,
-        secrets=(*common.secrets_of(settings), *property_secrets, *formatting.registry_secrets),
-    )
-    for warning in settings.warnings:
-        shown = _without_group_id(warning) if file_group is not None else warning
-        if shown:
-            common.warn(shown)
-    config = common.usage_guard(settings.confluent_config, invocation)
-    config.update(consumer_properties.consumer)
-
+def _run(
+    settings: ConnectionSettings, config: dict[str, Any], request: ConsumeRequest, *, debug: bool
+) -> ConsumeResult:
+    """Join, print and acknowledge until a stop; a signal asks the run to stop."""
     from kshare_cli.services.consume import AckMode, ConsumeOptions
     from kshare_cli.services.consume import consume as run_consumer
 
     options = ConsumeOptions(
-        topics=topics,
-        group_id=group_id,
-        ack=AckMode(chosen_ack.value),
-        reject_on_error=reject_on_error,
-        max_messages=max_messages,
-        idle_timeout_ms=idle_timeout_ms,
-        interactive=interactive,
-        timeout_s=timeout_s,
+        topics=request.topics,
+        group_id=request.group_id,
+        ack=AckMode(request.ack.value),
+        reject_on_error=request.reject_on_error,
+        max_messages=request.max_messages,
+        idle_timeout_ms=request.idle_timeout_ms,
+        interactive=request.interactive,
+        timeout_s=request.timeout_s,
     )
-    sink = sys.stdout.buffer
-    joining = JoiningLine(group_id) if _stderr_is_terminal() else None
-
-    with stop_on_signals(grace_s=timeout_s) as request:
+    joining = JoiningLine(request.group_id) if _stderr_is_terminal() else None
+    with stop_on_signals(grace_s=request.timeout_s) as stop:
         prompt = (
-            make_prompt(request, chosen_ack, show_line=not _same_terminal())
-            if interactive
+            make_prompt(stop, request.ack, show_line=not _same_terminal())
+            if request.interactive
             else None
         )
-        result = common.edge(
-            lambda: run_consumer(
-                settings,
-                config,
-                options,
-                formatting.formatter,
-                sink,
-                debug=debug,
-                stop=request.event,
-                decide=prompt,
-                on_warning=joining.warn if joining is not None else common.warn,
-                on_rejected=common.report_failure,
-                on_joining=joining,
-            ),
-            invocation,
+        result = run_consumer(
+            settings,
+            config,
+            options,
+            request.formatting.formatter,
+            sys.stdout.buffer,
+            debug=debug,
+            stop=stop.event,
+            decide=prompt,
+            on_warning=joining.warn if joining is not None else common.warn,
+            on_rejected=common.report_failure,
+            on_joining=joining,
         )
     if joining is not None:
         joining(False)
-    _report(result, invocation)
+    return result
 
 
 class JoiningLine:
@@ -754,17 +833,16 @@ class JoiningLine:
 
     def __call__(self, joining: bool) -> None:
         if joining and not self.shown:
-            sys.stderr.write(f"joining group {self.group_id}\u2026")
+            diagnostics.progress(f"joining group {self.group_id}\u2026")
             self.shown = True
         elif not joining and self.shown:
-            sys.stderr.write("\r\x1b[K")
+            diagnostics.progress("\r\x1b[K")
             self.shown = False
-        sys.stderr.flush()
 
     def warn(self, message: str) -> None:
         """A warning while the line shows starts on a line of its own."""
         if self.shown:
-            sys.stderr.write("\n")
+            diagnostics.progress("\n")
             self.shown = False
         common.warn(message)
 
@@ -820,15 +898,15 @@ def exit_code(result: ConsumeResult) -> ExitCode:
     return ExitCode.OK
 
 
-def _report(result: ConsumeResult, invocation: common.Invocation) -> None:
+def _report(result: ConsumeResult) -> None:
     """Errors first, then Kafka's closing line, as Kafka's tool orders them; then the exit."""
     if result.stopped_by == "output-closed":
         _quiet_stdout()
     for failure in result.acknowledgement_failures:
         common.report_failure(str(failure))
     if result.error is not None:
-        common.report_failure(common.redact(str(result.error), invocation.secrets))
-    typer.echo(f"Processed a total of {result.processed} messages", err=True)
+        common.report_failure(str(result.error))
+    diagnostics.progress(f"Processed a total of {result.processed} messages\n")
     code = exit_code(result)
     if code != ExitCode.OK:
         raise typer.Exit(int(code))

@@ -518,21 +518,7 @@ def reset_offsets(
         output=output,
     )
     settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
-    if request.ignored:
-        many = "y" if request.ignored == 1 else "ies"
-        common.warn(f"--from-file: ignoring {request.ignored} entr{many} for other groups")
-    from kshare_cli.services import reset as reset_service
-
-    plan = common.run(
-        lambda: reset_service.plan_reset(
-            settings,
-            request.group,
-            request.selection,
-            request.scenario,
-            allow_new_group=request.allow_new_group,
-            timeout_s=timeout_s,
-        )
-    )
+    plan = _plan(settings, timeout_s, request)
     _warn_about(plan, request.output)
     if not request.execute or plan.members:
         # A refused reset is a result like any other: on stdout as data, and its
@@ -542,6 +528,25 @@ def reset_offsets(
             refuse_members(request.group, plan.members, executing=request.execute)
         return
     _execute(settings, timeout_s, plan, request)
+
+
+def _plan(settings: ConnectionSettings, timeout_s: float, request: ResetRequest) -> ResetPlan:
+    """The plan, read from the cluster once the settings are good."""
+    if request.ignored:
+        many = "y" if request.ignored == 1 else "ies"
+        common.warn(f"--from-file: ignoring {request.ignored} entr{many} for other groups")
+    from kshare_cli.services import reset as reset_service
+
+    return common.run(
+        lambda: reset_service.plan_reset(
+            settings,
+            request.group,
+            request.selection,
+            request.scenario,
+            allow_new_group=request.allow_new_group,
+            timeout_s=timeout_s,
+        )
+    )
 
 
 def _warn_about(plan: ResetPlan, output: common.OutputFormat) -> None:
