@@ -255,6 +255,44 @@ class ShareGroupCoordinator:
             return self._leave(group_id, member_id)
 
         joining = member_epoch == 0
+        admitted = self._admit(group_id, member_id, member_epoch)
+        if isinstance(admitted, HeartbeatResult):
+            return admitted
+        group, member = admitted
+        self._groups.setdefault(group_id, group)
+        # Kafka adds a joining member (with no subscription yet) before deciding.
+        group.members[member_id] = member
+        old_assigned = _copy(member.assigned)
+        bump = self._update_member(
+            group, member, rack_id, client_id, client_host, subscribed_topic_names
+        )
+        subscribed_topics = group.subscribed_topics()
+        self._reconcile(group, member, subscribed_topics, bump)
+        member.session_deadline_ms = now_ms + self.configs.session_timeout_ms(group_id)
+
+        send_assignment = (
+            joining or subscribed_topic_names is not None or member.assigned != old_assigned
+        )
+        initialization = self._initialization_needed(group, subscribed_topics, now_ms)
+        if initialization is not None and self.auto_initialize:
+            self.mark_initialized(group_id, initialization.partitions)
+        return HeartbeatResult(
+            error_code=ErrorCode.none,
+            error_message=None,
+            member_id=member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.configs.heartbeat_interval_ms(group_id),
+            assignment=_freeze(member.assigned) if send_assignment else None,
+            initialization=initialization,
+        )
+
+    def _admit(
+        self, group_id: str, member_id: str, member_epoch: int
+    ) -> tuple[_Group, _Member] | HeartbeatResult:
+        """The group and member a heartbeat is for (new ones when joining), or the error
+        Kafka answers: an unknown group or member that is not joining, a full group, a
+        fenced epoch. Nothing is recorded yet."""
+        joining = member_epoch == 0
         group = self._groups.get(group_id)
         if group is None:
             if not joining:
@@ -273,16 +311,23 @@ class ShareGroupCoordinator:
                     ErrorCode.unknown_member_id,
                     f"Member {member_id} is not a member of group {group_id}.",
                 )
-            member = _Member(member_id)
-        else:
-            fenced = _epoch_error(member, member_epoch)
-            if fenced is not None:
-                return _error(ErrorCode.fenced_member_epoch, fenced)
+            return group, _Member(member_id)
+        fenced = _epoch_error(member, member_epoch)
+        if fenced is not None:
+            return _error(ErrorCode.fenced_member_epoch, fenced)
+        return group, member
 
-        self._groups.setdefault(group_id, group)
-        # Kafka adds a joining member (with no subscription yet) before deciding.
-        group.members[member_id] = member
-        old_assigned = _copy(member.assigned)
+    def _update_member(
+        self,
+        group: _Group,
+        member: _Member,
+        rack_id: str | None,
+        client_id: str,
+        client_host: str,
+        subscribed_topic_names: Sequence[str] | None,
+    ) -> bool:
+        """Record what the heartbeat says of its member; whether the group epoch must move
+        (a new subscription, or an initialized assignment still pending)."""
         new_subscribed = (
             frozenset(subscribed_topic_names)
             if subscribed_topic_names is not None
@@ -290,13 +335,17 @@ class ShareGroupCoordinator:
         )
         subscription_changed = new_subscribed != member.subscribed
         bump = subscription_changed or self._initialized_assignment_pending(group)
-
         member.rack_id = rack_id if rack_id is not None else member.rack_id
         member.client_id = client_id
         member.client_host = client_host
         member.subscribed = new_subscribed
+        return bump
 
-        subscribed_topics = group.subscribed_topics()
+    def _reconcile(
+        self, group: _Group, member: _Member, subscribed_topics: Iterable[str], bump: bool
+    ) -> None:
+        """Move the group epoch when the subscription or the topics' metadata changed, the
+        target assignment with it, and bring the member to the target's epoch."""
         metadata_hash = self._metadata_hash(subscribed_topics)
         if metadata_hash != group.metadata_hash:
             bump = True
@@ -307,7 +356,7 @@ class ShareGroupCoordinator:
         if group.group_epoch > group.assignment_epoch:
             group.target = self._compute_target(group)
             group.assignment_epoch = group.group_epoch
-        target = group.target.get(member_id, {})
+        target = group.target.get(member.member_id, {})
 
         if member.member_epoch != group.assignment_epoch:
             member.assigned = self._filter_subscribed(target, member.subscribed)
@@ -315,24 +364,6 @@ class ShareGroupCoordinator:
             member.member_epoch = group.assignment_epoch
         elif bump:
             member.assigned = self._filter_subscribed(target, member.subscribed)
-
-        member.session_deadline_ms = now_ms + self.configs.session_timeout_ms(group_id)
-
-        send_assignment = (
-            joining or subscribed_topic_names is not None or member.assigned != old_assigned
-        )
-        initialization = self._initialization_needed(group, subscribed_topics, now_ms)
-        if initialization is not None and self.auto_initialize:
-            self.mark_initialized(group_id, initialization.partitions)
-        return HeartbeatResult(
-            error_code=ErrorCode.none,
-            error_message=None,
-            member_id=member_id,
-            member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.configs.heartbeat_interval_ms(group_id),
-            assignment=_freeze(member.assigned) if send_assignment else None,
-            initialization=initialization,
-        )
 
     # -- sessions
 
