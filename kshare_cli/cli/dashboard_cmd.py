@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
 from kshare_cli.cli import common, durations, threshold_options
 from kshare_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from kshare_cli.connect.settings import ConnectionSettings
 
 MIN_REFRESH_S: Final = 0.5
 MAX_REFRESH_S: Final = 3600.0
@@ -38,32 +41,38 @@ def parse_seconds(option: str, text: str, minimum: float, maximum: float) -> flo
     return seconds
 
 
+Group = Annotated[
+    str | None,
+    common.group_argument(
+        "Open this share group's screen first (escape leads to every group).", metavar="[GROUP]"
+    ),
+]
+Refresh = Annotated[
+    str,
+    typer.Option(
+        "--refresh",
+        metavar="DURATION",
+        help=durations.duration_help(
+            f"Time between refreshes, {MIN_REFRESH_S:g}s to {MAX_REFRESH_S:g}s; + and - "
+            "change it while running",
+            bare="s",
+        ),
+    ),
+]
+StallAfter = Annotated[
+    str,
+    threshold_options.stall_after(
+        "Flag a share-partition as stalled when its lag is above 0 and its start "
+        "offset has not moved for this long"
+    ),
+]
+
+
+@common.command_edge
 def dashboard(
-    group: Annotated[
-        str | None,
-        common.group_argument(
-            "Open this share group's screen first (escape leads to every group).", metavar="[GROUP]"
-        ),
-    ] = None,
-    refresh: Annotated[
-        str,
-        typer.Option(
-            "--refresh",
-            metavar="DURATION",
-            help=durations.duration_help(
-                f"Time between refreshes, {MIN_REFRESH_S:g}s to {MAX_REFRESH_S:g}s; + and - "
-                "change it while running",
-                bare="s",
-            ),
-        ),
-    ] = DEFAULT_REFRESH,
-    stall_after: Annotated[
-        str,
-        threshold_options.stall_after(
-            "Flag a share-partition as stalled when its lag is above 0 and its start "
-            "offset has not moved for this long"
-        ),
-    ] = threshold_options.DEFAULT_STALL_AFTER,
+    group: Group = None,
+    refresh: Refresh = DEFAULT_REFRESH,
+    stall_after: StallAfter = threshold_options.DEFAULT_STALL_AFTER,
     bootstrap_server: common.BootstrapServer = None,
     command_config: common.CommandConfig = None,
     profile: common.Profile = None,
@@ -85,41 +94,41 @@ def dashboard(
     130, as an interrupted command. Windows come from __share_group_state
     (needs READ on it; without it the screen says why).
     """
-    invocation = common.Invocation(debug=debug)
     if group is not None:
-        common.usage_guard(lambda: common.check_group_id(group), invocation)
-    refresh_s = common.usage_guard(
-        lambda: parse_seconds("--refresh", refresh, MIN_REFRESH_S, MAX_REFRESH_S), invocation
-    )
-    stall_after_s = common.usage_guard(
-        lambda: parse_seconds("--stall-after", stall_after, 1.0, 7 * 24 * 3600.0), invocation
-    )
-    settings, timeout_s, invocation = common.connection(
-        bootstrap_server, command_config, profile, timeout, invocation
-    )
+        common.check_group_id(group)
+    refresh_s = parse_seconds("--refresh", refresh, MIN_REFRESH_S, MAX_REFRESH_S)
+    stall_after_s = parse_seconds("--stall-after", stall_after, 1.0, 7 * 24 * 3600.0)
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
     from kshare_cli.services.groups import check_group
 
-    common.run(lambda: check_group(settings, group, timeout_s), invocation)
-    common.usage_guard(_check_terminal, invocation)
+    common.run(lambda: check_group(settings, group, timeout_s))
+    _check_terminal()
+    _run_dashboard(settings, timeout_s, group, refresh_s, stall_after_s)
 
-    def run_dashboard() -> None:
-        from kshare_cli.tui.app import DashboardApp
-        from kshare_cli.tui.source import LiveSource
 
-        app = DashboardApp(
-            LiveSource(settings, timeout_s=timeout_s),
-            group=group,
-            refresh_s=refresh_s,
-            stall_after_s=stall_after_s,
-        )
-        app.run()
-        if app.crash is not None:
-            raise app.crash
-        if app.interrupted:
-            # ctrl+c or SIGINT ended the app: the edge reports it as every command does (130).
-            raise KeyboardInterrupt
+def _run_dashboard(
+    settings: ConnectionSettings,
+    timeout_s: float,
+    group: str | None,
+    refresh_s: float,
+    stall_after_s: float,
+) -> None:
+    """The Textual app until it quits; its crash or its Ctrl-C is the command's."""
+    from kshare_cli.tui.app import DashboardApp
+    from kshare_cli.tui.source import LiveSource
 
-    common.edge(run_dashboard, invocation)
+    app = DashboardApp(
+        LiveSource(settings, timeout_s=timeout_s),
+        group=group,
+        refresh_s=refresh_s,
+        stall_after_s=stall_after_s,
+    )
+    app.run()
+    if app.crash is not None:
+        raise app.crash
+    if app.interrupted:
+        # ctrl+c or SIGINT ended the app: the edge reports it as every command does (130).
+        raise KeyboardInterrupt
 
 
 def _check_terminal() -> None:
