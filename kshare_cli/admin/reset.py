@@ -80,7 +80,7 @@ from kshare_cli.admin.share_groups import (
 )
 from kshare_cli.errors import KshareError, NotAuthorized, NotFound, Refused, UsageError
 from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
-from kshare_cli.state.window import InFlightWindow, WindowState, resume_offset
+from kshare_cli.state.window import FINISHED_STATES, InFlightWindow, resume_offset
 from kshare_cli.wire.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -183,10 +183,13 @@ class Finished:
         Acknowledged, Archiving and Archived records (not exact without the window)."""
         if window is None:
             return cls.of([(0, start_offset)], exact=False)
-        done = (WindowState.ACKNOWLEDGED, WindowState.ARCHIVING, WindowState.ARCHIVED)
         return cls.of(
             [(0, start_offset)]
-            + [(run.first_offset, run.last_offset + 1) for run in window.runs if run.state in done]
+            + [
+                (run.first_offset, run.last_offset + 1)
+                for run in window.runs
+                if run.state in FINISHED_STATES
+            ]
         )
 
     @classmethod

@@ -30,6 +30,7 @@ from kshare_cli.state.replay import SharePartitionState, StartOffsetMove
 
 __all__ = [
     "ACQUIRED_NOT_PERSISTED",
+    "FINISHED_STATES",
     "InFlightWindow",
     "WindowCell",
     "WindowRun",
@@ -93,8 +94,13 @@ _RANK: Final[dict[WindowState, int]] = {
 }
 _BY_RANK: Final[tuple[WindowState, ...]] = tuple(reversed(_IMPORTANCE))
 
-#: States whose records are never delivered again (a reset aside).
-_DONE: Final = frozenset({WindowState.ACKNOWLEDGED, WindowState.ARCHIVING, WindowState.ARCHIVED})
+FINISHED_STATES: Final = frozenset(
+    {WindowState.ACKNOWLEDGED, WindowState.ARCHIVING, WindowState.ARCHIVED}
+)
+"""States whose records are never delivered again (a reset aside): where a group resumes
+(``resume_offset``) and what a reset delivers again (``admin.reset.Finished``) both
+count these, Kafka 4.4's ARCHIVING included (its DLQ write is the broker's to finish)."""
+_DONE: Final = FINISHED_STATES
 #: States without a delivery count that says anything: left out of the histogram.
 _NOT_PERSISTED: Final = frozenset({WindowState.UNRECORDED, WindowState.DELETED})
 
