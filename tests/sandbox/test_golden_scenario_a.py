@@ -57,10 +57,10 @@ from tests.support.golden import (
     plain,
     read_jsonl,
     substitute,
-    wait_for,
     wire_lines,
 )
 from tests.support.sandbox import Cluster, skip_on_real_cluster
+from tests.support.waiting import wait_for
 
 TOPIC = "golden-a"
 GROUP = "golden-g"
