@@ -13,7 +13,6 @@ renderers load only when a command actually runs.
 
 from __future__ import annotations
 
-import enum
 import functools
 import inspect
 import os
@@ -29,23 +28,13 @@ import typer
 from kshare_cli import diagnostics
 from kshare_cli.cli.durations import duration_help, timeout_seconds
 from kshare_cli.errors import ExitCode, KshareError, UsageError
+from kshare_cli.output_format import OutputFormat as OutputFormat
 
 if TYPE_CHECKING:
     from kshare_cli.connect.settings import ConnectionSettings
 
 T = TypeVar("T")
 P = ParamSpec("P")
-
-
-class OutputFormat(enum.StrEnum):
-    """``-o``: ``plain`` is Kafka's own text layout, for scripts written against it."""
-
-    table = "table"
-    plain = "plain"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
-    yaml = "yaml"
 
 
 def _complete_profiles(incomplete: str) -> list[str]:

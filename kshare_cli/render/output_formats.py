@@ -20,23 +20,14 @@ import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kshare_cli.output_format import OutputFormat as OutputFormat
+
 if TYPE_CHECKING:
     from rich.table import Table
 
 #: Used when a caller gives no terminal width (a pipe, a file, a test): in effect
 #: unbounded, so a table is as wide as its content and no id is ever folded.
 DEFAULT_TABLE_WIDTH = 4096
-
-
-class OutputFormat(enum.StrEnum):
-    """``-o``: ``plain`` is Kafka's own text layout; the rest are kshare's."""
-
-    table = "table"
-    plain = "plain"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
-    yaml = "yaml"
 
 
 def output_format(fmt: OutputFormat | str) -> OutputFormat:

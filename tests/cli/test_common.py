@@ -79,12 +79,20 @@ def test_connection_refuses_a_bad_timeout_before_reading_the_settings(
 
 
 def test_output_offers_exactly_the_formats_every_renderer_renders() -> None:
-    """``-o`` is declared in cli/common (help must not import render/) and in render/:
-    the two lists must not drift, or an option would be offered that no renderer knows."""
+    """``-o`` is declared with the very enum the renderers dispatch on: no option can be
+    offered that no renderer knows."""
     from kshare_cli.cli.common import OutputFormat as OptionFormats
     from kshare_cli.render.output_formats import OutputFormat as RenderedFormats
 
-    assert [each.value for each in OptionFormats] == [each.value for each in RenderedFormats]
+    assert OptionFormats is RenderedFormats
+    assert [each.value for each in OptionFormats] == [
+        "table",
+        "plain",
+        "json",
+        "jsonl",
+        "csv",
+        "yaml",
+    ]
 
 
 @pytest.mark.parametrize(
