@@ -31,6 +31,7 @@ from kshare_cli.sandbox.broker import (
 )
 from kshare_cli.sandbox.cluster import NodeState
 from kshare_cli.sandbox.framing import Request
+from kshare_cli.sandbox.log import Topic
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.sandbox.share_groups import (
     COORDINATOR_MESSAGES,
@@ -277,94 +278,113 @@ async def describe_share_group_offsets(
     for index, wanted in enumerate(request.payload.groups):
         if index and shares.summary_read_wait_s:
             await asyncio.sleep(shares.summary_read_wait_s)
-        group_id = wanted.group_id
-        if refused := broker.group_coordinator_error(connection, group_id):
-            groups.append(
-                {
-                    "group_id": group_id,
-                    "topics": [],
-                    "error_code": refused,
-                    "error_message": COORDINATOR_MESSAGES[refused],
-                }
-            )
-            continue
-        # Kafka answers for an unknown group as for one with no share-partitions:
-        # no error, no topics (or start offset -1 for named partitions); it is the
-        # tool that finds out the group is missing, from ShareGroupDescribe.
-        states = _group_states(broker, shares, group_id)
-        requested: list[tuple[str, list[int] | None]]
-        if wanted.topics is None:
-            names = sorted(
-                {t.name for k in states if (t := broker.logs.by_id.get(k.topic_id)) is not None}
-            )
-            requested = [(name, None) for name in names]
-        else:
-            requested = [(t.topic_name, [int(p) for p in t.partitions]) for t in wanted.topics]
-        topics = []
-        for name, partitions in requested:
-            topic = broker.topic(name)
-            if topic is None:
-                topics.append(
-                    {
-                        "topic_name": name,
-                        "topic_id": uuid.UUID(int=0),
-                        # Kafka: an unknown topic is absence of data (offset -1), not an error.
-                        "partitions": [
-                            _offset_entry(p, -1, -1, -1, ErrorCode.none) for p in partitions or []
-                        ],
-                    }
-                )
-                continue
-            if partitions is None:
-                partitions = sorted(
-                    k.partition for k in states if k.topic_id == topic.topic_id and states[k]
-                )
-            entries = []
-            for partition in partitions:
-                key = SharePartitionKey(group_id, topic.topic_id, partition)
-                persisted = states.get(key)
-                if not 0 <= partition < len(topic.partitions):
-                    entries.append(
-                        _offset_entry(partition, -1, -1, -1, ErrorCode.unknown_topic_or_partition)
-                    )
-                elif persisted is None:
-                    entries.append(_offset_entry(partition, -1, -1, -1, ErrorCode.none))
-                elif key in unread:
-                    # Kafka 4.2 computeShareGroupLagAndBuildResponse: a persister error is
-                    # "treated as absence of data, rather than an error": -1, 0, -1, NONE.
-                    entries.append(_offset_entry(partition, -1, 0, -1, ErrorCode.none))
-                elif broker.cluster.loading(
-                    SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)
-                ):
-                    # Its share coordinator moved a moment ago: Kafka 4.2 answered this
-                    # share-partition NOT_LEADER_OR_FOLLOWER until the move settled.
-                    entries.append(
-                        _offset_entry(partition, -1, -1, -1, ErrorCode.not_leader_or_follower)
-                    )
-                else:
-                    end = topic.partitions[partition].log_end_offset
-                    lag = share_partition_lag(
-                        end, persisted.start_offset, persisted.delivery_complete_count
-                    )
-                    entries.append(
-                        _offset_entry(
-                            partition,
-                            persisted.start_offset,
-                            persisted.leader_epoch,
-                            -1 if lag is None else lag,
-                            ErrorCode.none,
-                        )
-                    )
-            topics.append({"topic_name": name, "topic_id": topic.topic_id, "partitions": entries})
-        groups.append(
-            {
-                "group_id": group_id,
-                "topics": topics,
-                "error_code": ErrorCode.none,
-                "error_message": None,
-            }
-        )
+        groups.append(_group_offsets(broker, shares, connection, wanted, unread))
     return build(response_type(request), {"throttle_time": 0, "groups": groups})
+
+
+def _group_offsets(
+    broker: Broker,
+    shares: ShareGroups,
+    connection: Connection,
+    wanted: Any,
+    unread: frozenset[SharePartitionKey],
+) -> dict[str, Any]:
+    """One group's answer: its coordinator's refusal, or its topics' share-partitions.
+
+    Kafka answers for an unknown group as for one with no share-partitions: no error, no
+    topics (or start offset -1 for named partitions); it is the tool that finds out the
+    group is missing, from ShareGroupDescribe.
+    """
+    group_id = wanted.group_id
+    if refused := broker.group_coordinator_error(connection, group_id):
+        return {
+            "group_id": group_id,
+            "topics": [],
+            "error_code": refused,
+            "error_message": COORDINATOR_MESSAGES[refused],
+        }
+    states = _group_states(broker, shares, group_id)
+    topics = [
+        _topic_offsets(broker, group_id, name, partitions, states, unread)
+        for name, partitions in _requested_topics(broker, states, wanted)
+    ]
+    return {
+        "group_id": group_id,
+        "topics": topics,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+    }
+
+
+def _requested_topics(
+    broker: Broker, states: dict[SharePartitionKey, SharePartitionState], wanted: Any
+) -> list[tuple[str, list[int] | None]]:
+    """The topics (and partitions; None: all with state) asked for, or every topic the
+    group has state on when the request names none."""
+    if wanted.topics is None:
+        names = sorted(
+            {t.name for k in states if (t := broker.logs.by_id.get(k.topic_id)) is not None}
+        )
+        return [(name, None) for name in names]
+    return [(t.topic_name, [int(p) for p in t.partitions]) for t in wanted.topics]
+
+
+def _topic_offsets(
+    broker: Broker,
+    group_id: str,
+    name: str,
+    partitions: list[int] | None,
+    states: dict[SharePartitionKey, SharePartitionState],
+    unread: frozenset[SharePartitionKey],
+) -> dict[str, Any]:
+    topic = broker.topic(name)
+    if topic is None:
+        return {
+            "topic_name": name,
+            "topic_id": uuid.UUID(int=0),
+            # Kafka: an unknown topic is absence of data (offset -1), not an error.
+            "partitions": [_offset_entry(p, -1, -1, -1, ErrorCode.none) for p in partitions or []],
+        }
+    if partitions is None:
+        partitions = sorted(
+            k.partition for k in states if k.topic_id == topic.topic_id and states[k]
+        )
+    entries = []
+    for partition in partitions:
+        key = SharePartitionKey(group_id, topic.topic_id, partition)
+        entries.append(_partition_offset(broker, topic, key, states.get(key), unread))
+    return {"topic_name": name, "topic_id": topic.topic_id, "partitions": entries}
+
+
+def _partition_offset(
+    broker: Broker,
+    topic: Topic,
+    key: SharePartitionKey,
+    persisted: SharePartitionState | None,
+    unread: frozenset[SharePartitionKey],
+) -> dict[str, Any]:
+    partition = key.partition
+    if not 0 <= partition < len(topic.partitions):
+        return _offset_entry(partition, -1, -1, -1, ErrorCode.unknown_topic_or_partition)
+    if persisted is None:
+        return _offset_entry(partition, -1, -1, -1, ErrorCode.none)
+    if key in unread:
+        # Kafka 4.2 computeShareGroupLagAndBuildResponse: a persister error is
+        # "treated as absence of data, rather than an error": -1, 0, -1, NONE.
+        return _offset_entry(partition, -1, 0, -1, ErrorCode.none)
+    if broker.cluster.loading(SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)):
+        # Its share coordinator moved a moment ago: Kafka 4.2 answered this
+        # share-partition NOT_LEADER_OR_FOLLOWER until the move settled.
+        return _offset_entry(partition, -1, -1, -1, ErrorCode.not_leader_or_follower)
+    end = topic.partitions[partition].log_end_offset
+    lag = share_partition_lag(end, persisted.start_offset, persisted.delivery_complete_count)
+    return _offset_entry(
+        partition,
+        persisted.start_offset,
+        persisted.leader_epoch,
+        -1 if lag is None else lag,
+        ErrorCode.none,
+    )
 
 
 #: Kafka's persister (``PersisterStateManager``): each ReadShareGroupStateSummary attempt
