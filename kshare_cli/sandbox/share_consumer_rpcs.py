@@ -335,6 +335,48 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
     ack_results = _acknowledge(
         shares, connection, group_id, member_id, payload.topics, now, deferred
     )
+    errors = _update_session(broker, shares, connection, session, payload, epoch)
+    fetched: Fetched = {}
+    if epoch == -1:
+        # Closing the session releases whatever the member still holds on this node.
+        shares.sessions.pop((connection.node_id, group_id, member_id), None)
+        shares._member_gone(group_id, member_id, now, led_by=_session_node(broker, connection))
+        broker.notify_data_changed()
+    else:
+        fetched = await _fetch_until_due(broker, shares, session, payload, deferred, ack_results)
+    _commit(shares, deferred)
+    by_topic, leaders = _fetch_partitions(broker, fetched, errors, ack_results)
+    return build(
+        response_type(request),
+        {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "acquisition_lock_timeout": lock_ms,
+            "responses": [
+                {"topic_id": topic_id, "partitions": partitions}
+                for topic_id, partitions in by_topic.items()
+            ],
+            "node_endpoints": broker.node_endpoints(leaders),
+        },
+    )
+
+
+#: What a ShareFetch acquired, by (topic id, partition): the records' bytes and their
+#: AcquiredRecords ranges.
+Fetched = dict[tuple[uuid.UUID, int], tuple[bytes, list[dict[str, int]]]]
+
+
+def _update_session(
+    broker: Broker,
+    shares: ShareGroups,
+    connection: Connection,
+    session: ShareSession,
+    payload: Any,
+    epoch: int,
+) -> dict[tuple[uuid.UUID, int], int]:
+    """Forget what the request forgets, add what it names, and drop the partitions this
+    node no longer leads; the error for each partition that gets one."""
     for forgotten in payload.forgotten_topics_data:
         for partition in forgotten.partitions:
             session.partitions.discard((forgotten.topic_id, int(partition)))
@@ -346,7 +388,9 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
             session.partitions.discard((topic_id, index))
     for topic in payload.topics:
         for partition in topic.partitions:
-            key = SharePartitionKey(group_id, topic.topic_id, int(partition.partition_index))
+            key = SharePartitionKey(
+                session.group_id, topic.topic_id, int(partition.partition_index)
+            )
             if refused := _leader_error(broker, connection, topic.topic_id, key.partition):
                 errors[(topic.topic_id, key.partition)] = refused
             elif shares.share_partition(key) is None:
@@ -357,33 +401,47 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
                 )
             elif epoch != -1:
                 session.partitions.add((topic.topic_id, key.partition))
-    fetched: dict[tuple[uuid.UUID, int], tuple[bytes, list[dict[str, int]]]] = {}
-    if epoch == -1:
-        # Closing the session releases whatever the member still holds on this node.
-        shares.sessions.pop((connection.node_id, group_id, member_id), None)
-        shares._member_gone(group_id, member_id, now, led_by=_session_node(broker, connection))
-        broker.notify_data_changed()
-    else:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + payload.max_wait.total_seconds()
-        while True:
-            fetched = _acquire(
-                shares,
-                session,
-                int(payload.max_records) or 500,
-                int(payload.max_bytes),
-                int(getattr(payload, "batch_size", 0) or 0),
-                now_ms(),
-            )
-            if not fetched and deferred:
-                # Kafka parks such a fetch until the acknowledgement's write completes.
-                _commit(shares, deferred)
-                continue
-            remaining = deadline - loop.time()
-            if fetched or ack_results or remaining <= 0:
-                break
-            await broker.wait_data_changed(remaining)
-    _commit(shares, deferred)
+    return errors
+
+
+async def _fetch_until_due(
+    broker: Broker,
+    shares: ShareGroups,
+    session: ShareSession,
+    payload: Any,
+    deferred: list[SharePartition],
+    ack_results: dict[tuple[uuid.UUID, int], int],
+) -> Fetched:
+    """Acquire records for the session, waiting up to the request's MaxWait for some
+    (a fetch that acknowledged something answers at once)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + payload.max_wait.total_seconds()
+    while True:
+        fetched = _acquire(
+            shares,
+            session,
+            int(payload.max_records) or 500,
+            int(payload.max_bytes),
+            int(getattr(payload, "batch_size", 0) or 0),
+            now_ms(),
+        )
+        if not fetched and deferred:
+            # Kafka parks such a fetch until the acknowledgement's write completes.
+            _commit(shares, deferred)
+            continue
+        remaining = deadline - loop.time()
+        if fetched or ack_results or remaining <= 0:
+            return fetched
+        await broker.wait_data_changed(remaining)
+
+
+def _fetch_partitions(
+    broker: Broker,
+    fetched: Fetched,
+    errors: dict[tuple[uuid.UUID, int], int],
+    ack_results: dict[tuple[uuid.UUID, int], int],
+) -> tuple[dict[uuid.UUID, list[dict[str, Any]]], set[int]]:
+    """Each touched partition's answer, by topic id, and the leaders they name."""
     touched = set(ack_results) | set(fetched) | set(errors)
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     leaders: set[int] = set()
@@ -406,20 +464,7 @@ async def share_fetch(broker: Broker, request: Request, connection: Connection) 
                 "acquired_records": acquired,
             }
         )
-    return build(
-        response_type(request),
-        {
-            "throttle_time": 0,
-            "error_code": ErrorCode.none,
-            "error_message": None,
-            "acquisition_lock_timeout": lock_ms,
-            "responses": [
-                {"topic_id": topic_id, "partitions": partitions}
-                for topic_id, partitions in by_topic.items()
-            ],
-            "node_endpoints": broker.node_endpoints(leaders),
-        },
-    )
+    return by_topic, leaders
 
 
 @handles(SHARE_ACKNOWLEDGE)
