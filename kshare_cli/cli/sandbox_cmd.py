@@ -24,18 +24,23 @@ dead-letter queue), and ``--share-version`` its finalized ``share.version`` (4.4
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
 
-from kshare_cli.cli.common import fail
-from kshare_cli.errors import ExitCode
+from kshare_cli import diagnostics
+from kshare_cli.cli import common
+from kshare_cli.errors import ConnectionFailed, ExitCode, UsageError
 from kshare_cli.kafka.versions import KAFKA_VERSIONS
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from kshare_cli.kafka.versions import KafkaVersion
+    from kshare_cli.sandbox.broker import Broker
     from kshare_cli.sandbox.security import ListenerSecurity, ServerCertificate
 
 BANNER = (
@@ -44,111 +49,139 @@ BANNER = (
 )
 
 
+Host = Annotated[str, typer.Option("--host", metavar="HOST", help="Address to listen on.")]
+Port = Annotated[
+    int,
+    typer.Option(
+        "--port",
+        min=0,
+        max=65535,
+        metavar="PORT",
+        help="Port to listen on (0 picks a free one); with --brokers, node 1's, "
+        "the others' following it.",
+    ),
+]
+Brokers = Annotated[
+    int,
+    typer.Option(
+        "--brokers",
+        min=1,
+        max=64,
+        metavar="N",
+        help="Serve N nodes (ids 1..N) in this process, with partition leaders and "
+        "coordinators spread across them as Kafka places them.",
+    ),
+]
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        metavar="DIR",
+        file_okay=False,
+        help="Keep topic logs (and so share-group state) here across restarts.",
+    ),
+]
+Demo = Annotated[
+    bool,
+    typer.Option(
+        help="Also create a topic, produce a steady trickle and run share consumers that "
+        "accept, release and reject, so there is something live to look at."
+    ),
+]
+TlsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-dir",
+        metavar="DIR",
+        file_okay=False,
+        help="Serve TLS with DIR/server.pem and DIR/server.key; when both are missing, "
+        "make them, signed by a new CA in DIR/ca.pem for clients to trust.",
+    ),
+]
+SaslUsers = Annotated[
+    str | None,
+    typer.Option(
+        "--sasl-users",
+        metavar="USER:PASSWORD,...",
+        help="Require SASL authentication with these users (SASL_SSL with --tls-dir, "
+        "else SASL_PLAINTEXT).",
+    ),
+]
+SaslMechanisms = Annotated[
+    str,
+    typer.Option(
+        "--sasl-mechanisms",
+        metavar="MECHANISM,...",
+        help="Comma-separated mechanisms to enable with --sasl-users. OAUTHBEARER accepts "
+        "unsecured JWTs (alg none) with a sub and an unexpired exp.",
+    ),
+]
+Config = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--config",
+        metavar="KEY=VALUE",
+        help="A broker config by Kafka's name (repeatable): "
+        "share.coordinator.snapshot.update.records.per.snapshot (500), "
+        "share.coordinator.cold.partition.snapshot.interval.ms (300000), "
+        "share.coordinator.state.topic.prune.interval.ms (300000), "
+        "auto.create.topics.enable (true), num.partitions (1), "
+        "default.replication.factor (1), broker.session.timeout.ms (9000).",
+    ),
+]
+KafkaVersionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--kafka-version",
+        click_type=click.Choice(KAFKA_VERSIONS),
+        metavar="|".join(KAFKA_VERSIONS),
+        help="The Kafka release the sandbox behaves as: its group configs, feature "
+        "levels, snapshot fields and, on 4.4, ARCHIVING and the dead-letter queue "
+        "(default: the sandbox's, named on stderr at start).",
+    ),
+]
+ShareVersion = Annotated[
+    int | None,
+    typer.Option(
+        "--share-version",
+        min=1,
+        max=2,
+        metavar="LEVEL",
+        help="The finalized share.version feature (default: the release's own, 2 on "
+        "4.4); 4.4 with 1 keeps the dead-letter queue configs and ignores them.",
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxOptions:
+    """What to serve, checked before anything listens (a bad option changed nothing)."""
+
+    host: str
+    port: int
+    brokers: int
+    data_dir: Path | None
+    demo: bool
+    kafka_version: KafkaVersion
+    share_version: int | None
+    configs: dict[str, str] = field(default_factory=dict)
+    security: ListenerSecurity | None = None
+    certificate: ServerCertificate | None = None
+
+
+@common.command_edge
 def sandbox(
-    host: Annotated[
-        str, typer.Option("--host", metavar="HOST", help="Address to listen on.")
-    ] = "127.0.0.1",
-    port: Annotated[
-        int,
-        typer.Option(
-            "--port",
-            min=0,
-            max=65535,
-            metavar="PORT",
-            help="Port to listen on (0 picks a free one); with --brokers, node 1's, "
-            "the others' following it.",
-        ),
-    ] = 9092,
-    brokers: Annotated[
-        int,
-        typer.Option(
-            "--brokers",
-            min=1,
-            max=64,
-            metavar="N",
-            help="Serve N nodes (ids 1..N) in this process, with partition leaders and "
-            "coordinators spread across them as Kafka places them.",
-        ),
-    ] = 1,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--data-dir",
-            metavar="DIR",
-            file_okay=False,
-            help="Keep topic logs (and so share-group state) here across restarts.",
-        ),
-    ] = None,
-    demo: Annotated[
-        bool,
-        typer.Option(
-            help="Also create a topic, produce a steady trickle and run share consumers that "
-            "accept, release and reject, so there is something live to look at."
-        ),
-    ] = False,
-    tls_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--tls-dir",
-            metavar="DIR",
-            file_okay=False,
-            help="Serve TLS with DIR/server.pem and DIR/server.key; when both are missing, "
-            "make them, signed by a new CA in DIR/ca.pem for clients to trust.",
-        ),
-    ] = None,
-    sasl_users: Annotated[
-        str | None,
-        typer.Option(
-            "--sasl-users",
-            metavar="USER:PASSWORD,...",
-            help="Require SASL authentication with these users (SASL_SSL with --tls-dir, "
-            "else SASL_PLAINTEXT).",
-        ),
-    ] = None,
-    sasl_mechanisms: Annotated[
-        str,
-        typer.Option(
-            "--sasl-mechanisms",
-            metavar="MECHANISM,...",
-            help="Comma-separated mechanisms to enable with --sasl-users. OAUTHBEARER accepts "
-            "unsecured JWTs (alg none) with a sub and an unexpired exp.",
-        ),
-    ] = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-    config: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--config",
-            metavar="KEY=VALUE",
-            help="A broker config by Kafka's name (repeatable): "
-            "share.coordinator.snapshot.update.records.per.snapshot (500), "
-            "share.coordinator.cold.partition.snapshot.interval.ms (300000), "
-            "share.coordinator.state.topic.prune.interval.ms (300000), "
-            "auto.create.topics.enable (true), num.partitions (1), "
-            "default.replication.factor (1), broker.session.timeout.ms (9000).",
-        ),
-    ] = None,
-    kafka_version: Annotated[
-        str | None,
-        typer.Option(
-            "--kafka-version",
-            click_type=click.Choice(KAFKA_VERSIONS),
-            metavar="|".join(KAFKA_VERSIONS),
-            help="The Kafka release the sandbox behaves as: its group configs, feature "
-            "levels, snapshot fields and, on 4.4, ARCHIVING and the dead-letter queue "
-            "(default: the sandbox's, named on stderr at start).",
-        ),
-    ] = None,
-    share_version: Annotated[
-        int | None,
-        typer.Option(
-            "--share-version",
-            min=1,
-            max=2,
-            metavar="LEVEL",
-            help="The finalized share.version feature (default: the release's own, 2 on "
-            "4.4); 4.4 with 1 keeps the dead-letter queue configs and ignores them.",
-        ),
-    ] = None,
+    host: Host = "127.0.0.1",
+    port: Port = 9092,
+    brokers: Brokers = 1,
+    data_dir: DataDir = None,
+    demo: Demo = False,
+    tls_dir: TlsDir = None,
+    sasl_users: SaslUsers = None,
+    sasl_mechanisms: SaslMechanisms = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+    config: Config = None,
+    kafka_version: KafkaVersionOption = None,
+    share_version: ShareVersion = None,
 ) -> None:
     """Run a share-group broker EMULATOR for tests and demos. It is not Apache Kafka.
 
@@ -163,44 +196,42 @@ def sandbox(
     try:
         KafkaProfile(version, share_version)
     except ValueError as error:
-        fail(f"--share-version {share_version}: {error}", ExitCode.USAGE)
-    broker_configs = _broker_configs(config or [], brokers)
+        raise UsageError(f"--share-version {share_version}: {error}") from None
+    configs = _broker_configs(config or [], brokers)
     if port and port + brokers - 1 > 65535:
-        fail(f"--port {port} leaves no room for {brokers} brokers below 65536", ExitCode.USAGE)
+        raise UsageError(f"--port {port} leaves no room for {brokers} brokers below 65536")
     if data_dir is not None:
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            fail(f"cannot use --data-dir {data_dir}: {error.strerror}", ExitCode.USAGE)
+            raise UsageError(f"cannot use --data-dir {data_dir}: {error.strerror}") from None
     security, certificate = _listener_security(host, tls_dir, sasl_users, sasl_mechanisms)
+    options = SandboxOptions(
+        host, port, brokers, data_dir, demo, version, share_version, configs, security, certificate
+    )
+    if _run(options):
+        raise typer.Exit(ExitCode.INTERRUPTED)
+
+
+def _run(options: SandboxOptions) -> bool:
+    """Serve until a signal; True when it was SIGINT (exit 130, as documented)."""
     import asyncio
 
     from kshare_cli.sandbox.group_config_file import DataDirError
 
     try:
-        interrupted = asyncio.run(
-            _serve(
-                host,
-                port,
-                data_dir,
-                demo,
-                security,
-                certificate,
-                broker_configs,
-                brokers,
-                version,
-                share_version,
-            )
-        )
+        return asyncio.run(_serve(options))
     except DataDirError as error:
-        fail(f"cannot use --data-dir {data_dir}: {error}", ExitCode.USAGE)
+        raise UsageError(f"cannot use --data-dir {options.data_dir}: {error}") from None
     except OSError as error:
+        port, brokers = options.port, options.brokers
         ports = f"{port}-{port + brokers - 1}" if brokers > 1 and port else str(port)
-        fail(f"cannot listen on {host}:{ports}: {error.strerror or error}", ExitCode.CONNECTION)
+        raise ConnectionFailed(
+            f"cannot listen on {options.host}:{ports}: {error.strerror or error}"
+        ) from None
     except KeyboardInterrupt:
+        # Ctrl-C is how a sandbox is stopped: exit 130 quietly, not "interrupted".
         raise typer.Exit(ExitCode.INTERRUPTED) from None
-    if interrupted:
-        raise typer.Exit(ExitCode.INTERRUPTED)
 
 
 def _broker_configs(pairs: list[str], brokers: int) -> dict[str, str]:
@@ -215,12 +246,11 @@ def _broker_configs(pairs: list[str], brokers: int) -> dict[str, str]:
         configs = parse_config_pairs(pairs)
         replication_factor = broker_config(configs).default_replication_factor
     except BrokerConfigError as error:
-        fail(f"--config: {error}", ExitCode.USAGE)
+        raise UsageError(f"--config: {error}") from None
     if replication_factor > brokers:
-        fail(
+        raise UsageError(
             f"--config: default.replication.factor {replication_factor} needs at least "
-            f"{replication_factor} brokers (--brokers {brokers})",
-            ExitCode.USAGE,
+            f"{replication_factor} brokers (--brokers {brokers})"
         )
     return configs
 
@@ -239,9 +269,6 @@ def _listener_security(
         server_ssl_context,
     )
 
-    def usage(message: str) -> NoReturn:
-        fail(message, ExitCode.USAGE)
-
     certificate = None
     context = None
     if tls_dir is not None:
@@ -249,7 +276,7 @@ def _listener_security(
             certificate = server_certificate(tls_dir, [host])
             context = server_ssl_context(certificate.cert_file, certificate.key_file)
         except (OSError, ValueError) as error:  # ssl.SSLError is an OSError
-            usage(f"cannot use --tls-dir {tls_dir}: {error}")
+            raise UsageError(f"cannot use --tls-dir {tls_dir}: {error}") from None
     users: dict[str, str] = {}
     mechanisms: tuple[str, ...] = ()
     if sasl_users is not None:
@@ -257,11 +284,11 @@ def _listener_security(
             users = parse_users(sasl_users)
             mechanisms = check_mechanisms(sasl_mechanisms.split(","))
         except ValueError as error:
-            usage(f"--sasl-users/--sasl-mechanisms: {error}")
+            raise UsageError(f"--sasl-users/--sasl-mechanisms: {error}") from None
         if not users:
-            usage("--sasl-users: name at least one USER:PASSWORD")
+            raise UsageError("--sasl-users: name at least one USER:PASSWORD")
         if not mechanisms:
-            usage("--sasl-mechanisms: name at least one mechanism")
+            raise UsageError("--sasl-mechanisms: name at least one mechanism")
     protocol = {
         (True, True): "SASL_SSL",
         (True, False): "SSL",
@@ -294,65 +321,77 @@ def _client_properties(
     return properties
 
 
-async def _serve(
-    host: str,
-    port: int,
-    data_dir: Path | None,
-    demo: bool,
-    security: ListenerSecurity | None = None,
-    certificate: ServerCertificate | None = None,
-    config: dict[str, str] | None = None,
-    brokers: int = 1,
-    kafka_version: str | None = None,
-    share_version: int | None = None,
-) -> bool:
-    """Serve until SIGINT or SIGTERM; True when it was SIGINT (exit 130, as documented)."""
+async def _serve(options: SandboxOptions) -> bool:
+    """Serve until SIGINT or SIGTERM; True when it was SIGINT."""
     import asyncio
-    import contextlib
     import signal
 
-    from kshare_cli.sandbox.profile import DEFAULT_KAFKA_VERSION
     from kshare_cli.sandbox.runner import new_broker
 
-    version = next((v for v in KAFKA_VERSIONS if v == kafka_version), DEFAULT_KAFKA_VERSION)
     broker = new_broker(
-        data_dir,
-        config=config,
-        brokers=brokers,
-        kafka_version=version,
-        share_version=share_version,
+        options.data_dir,
+        config=options.configs,
+        brokers=options.brokers,
+        kafka_version=options.kafka_version,
+        share_version=options.share_version,
     )
-    await broker.start(host, port, security=security)
+    await broker.start(options.host, options.port, security=options.security)
     print(broker.bootstrap_servers, flush=True)
-    print(BANNER, file=sys.stderr, flush=True)
+    client_config = _announce(broker, options)
+    stop = asyncio.Event()
+    received = _stop_on_signals(stop)
+    demo_task = None
+    if options.demo:
+        from kshare_cli.sandbox.demo import run_demo
+
+        bootstrap = broker.bootstrap_servers
+        diagnostics.progress(
+            f"demo: topic 'demo-orders', share group 'demo-group' on {bootstrap}\n"
+        )
+        demo_task = asyncio.ensure_future(run_demo(broker, bootstrap, stop, client_config))
+    try:
+        await stop.wait()
+    finally:
+        if demo_task is not None:
+            await demo_task
+        await broker.close()
+    return signal.SIGINT in received
+
+
+def _announce(broker: Broker, options: SandboxOptions) -> dict[str, str]:
+    """The banner, the release, the nodes and the listener on stderr; returns the client
+    properties that reach the listener (empty for PLAINTEXT), for the demo's clients."""
+    diagnostics.progress(f"{BANNER}\n")
     profile = broker.profile
-    print(
+    diagnostics.progress(
         f"behaves as Kafka {profile.kafka_version} "
-        f"(share.version {profile.finalized_share_version})",
-        file=sys.stderr,
-        flush=True,
+        f"(share.version {profile.finalized_share_version})\n"
     )
-    if brokers > 1:
+    if options.brokers > 1:
         nodes = ", ".join(
             f"node {node_id} {listener.host}:{listener.port}"
             for node_id, listener in sorted(broker.listeners.items())
         )
-        print(f"cluster of {brokers} nodes: {nodes}", file=sys.stderr, flush=True)
-    client_config: dict[str, str] = {}
-    if security is not None:
-        client_config = _client_properties(security, certificate)
-        shown = {k: ("***" if k == "sasl.password" else v) for k, v in client_config.items()}
-        print(
-            f"listener: {security.protocol}"
-            + (f" ({', '.join(security.mechanisms)})" if security.sasl else ""),
-            file=sys.stderr,
-        )
-        print(
-            "client properties: " + " ".join(f"{k}={v}" for k, v in shown.items()),
-            file=sys.stderr,
-            flush=True,
-        )
-    stop = asyncio.Event()
+        diagnostics.progress(f"cluster of {options.brokers} nodes: {nodes}\n")
+    security = options.security
+    if security is None:
+        return {}
+    client_config = _client_properties(security, options.certificate)
+    shown = {k: ("***" if k == "sasl.password" else v) for k, v in client_config.items()}
+    mechanisms = f" ({', '.join(security.mechanisms)})" if security.sasl else ""
+    diagnostics.progress(f"listener: {security.protocol}{mechanisms}\n")
+    diagnostics.progress(
+        "client properties: " + " ".join(f"{k}={v}" for k, v in shown.items()) + "\n"
+    )
+    return client_config
+
+
+def _stop_on_signals(stop: asyncio.Event) -> list[int]:
+    """SIGINT and SIGTERM set ``stop``; the returned list collects which came."""
+    import asyncio
+    import contextlib
+    import signal
+
     received: list[int] = []
     loop = asyncio.get_running_loop()
 
@@ -363,19 +402,4 @@ async def _serve(
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, on_signal, signum)
-    demo_task = None
-    if demo:
-        from kshare_cli.sandbox.demo import run_demo
-
-        bootstrap = broker.bootstrap_servers
-        print(
-            f"demo: topic 'demo-orders', share group 'demo-group' on {bootstrap}", file=sys.stderr
-        )
-        demo_task = asyncio.ensure_future(run_demo(broker, bootstrap, stop, client_config))
-    try:
-        await stop.wait()
-    finally:
-        if demo_task is not None:
-            await demo_task
-        await broker.close()
-    return signal.SIGINT in received
+    return received
