@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
 from kio.schema.errors import ErrorCode
@@ -250,6 +250,36 @@ class _Batch:
                 yield offset, offset, slot
 
 
+@dataclass(slots=True)
+class _AcquireRun:
+    """One ``acquire`` call's bounds and progress, shared by its steps."""
+
+    member_id: str
+    fetched: list[tuple[int, int]]
+    first_base: int
+    last_to_acquire: int
+    size_limit: int
+    max_to_acquire: int
+    lock_until: int
+    result: list[AcquiredRecords] = field(default_factory=list)
+    count: int = 0
+
+
+def _resolved_start_offset(start_offset: int, reset_start_offset: int | None) -> int:
+    """The persisted start offset, or for a share-partition never initialised (-1) the
+    offset ``share.auto.offset.reset`` resolved to."""
+    if start_offset == UNINITIALIZED_START_OFFSET:
+        if reset_start_offset is None or reset_start_offset < 0:
+            raise ValueError(
+                "an uninitialised share-partition needs the offset share.auto.offset.reset "
+                "resolves to"
+            )
+        return reset_start_offset
+    if start_offset < 0:
+        raise ValueError(f"invalid start offset {start_offset}")
+    return start_offset
+
+
 class SharePartition:
     """The in-flight window of one share-partition, with Kafka 4.2.0's rules.
 
@@ -290,18 +320,24 @@ class SharePartition:
         #: ARCHIVING units whose write completed, waiting for :meth:`take_dead_letters`.
         self._dead_letters: list[tuple[_Slot, int, int]] = []
 
-        if start_offset == UNINITIALIZED_START_OFFSET:
-            if reset_start_offset is None or reset_start_offset < 0:
-                raise ValueError(
-                    "an uninitialised share-partition needs the offset share.auto.offset.reset "
-                    "resolves to"
-                )
-            start_offset = reset_start_offset
-        elif start_offset < 0:
-            raise ValueError(f"invalid start offset {start_offset}")
+        start_offset = _resolved_start_offset(start_offset, reset_start_offset)
         self._start = start_offset
         self._end = start_offset
+        gap_start = self._restore(state_batches, start_offset)
+        if self._keys:
+            # Released records in the persisted window must be found again by the next fetch.
+            self._find_next_fetch_offset = True
+            self._end = self._cache[self._keys[-1]].last_offset
+            if gap_start is not None:
+                # Offsets between persisted batches were fetched before but never persisted:
+                # they are acquirable, and the start offset may not skip them.
+                self._gap_start = gap_start
+                self._gap_window_end = self._end
+            self._advance_start_offset()
 
+    def _restore(self, state_batches: Sequence[StateBatch], start_offset: int) -> int | None:
+        """Load the persisted state batches, checked as Kafka checks them; the first offset of
+        the first gap between them (None: none)."""
         previous_last = start_offset - 1
         gap_start: int | None = None
         for batch in sorted(state_batches, key=lambda b: b.first_offset):
@@ -317,33 +353,26 @@ class SharePartition:
             if gap_start is None and batch.first_offset > previous_last + 1:
                 gap_start = previous_last + 1
             previous_last = batch.last_offset
-            state = DeliveryState(batch.delivery_state)
-            if state is DeliveryState.ACQUIRED:
-                raise ValueError("acquired records are never persisted")
-            slot = _Slot(state, batch.delivery_count)
-            self._insert(_Batch(batch.first_offset, batch.last_offset, slot))
-            if state is DeliveryState.ARCHIVING:
-                # Kafka resumes the DLQ write; the reason was not persisted, so it is inferred
-                # from the delivery count (``maybeResumeDlqArchiving``).
-                slot.reason = (
-                    DeadLetterReason.DELIVERY_LIMIT
-                    if batch.delivery_count >= self.config.delivery_count_limit
-                    else DeadLetterReason.REJECTED
-                )
-                self._dead_letters.append((slot, batch.first_offset, batch.last_offset))
-            if state.is_terminal:
-                self._delivery_complete_count += batch.last_offset - batch.first_offset + 1
+            self._restore_batch(batch)
+        return gap_start
 
-        if self._keys:
-            # Released records in the persisted window must be found again by the next fetch.
-            self._find_next_fetch_offset = True
-            self._end = self._cache[self._keys[-1]].last_offset
-            if gap_start is not None:
-                # Offsets between persisted batches were fetched before but never persisted:
-                # they are acquirable, and the start offset may not skip them.
-                self._gap_start = gap_start
-                self._gap_window_end = self._end
-            self._advance_start_offset()
+    def _restore_batch(self, batch: StateBatch) -> None:
+        state = DeliveryState(batch.delivery_state)
+        if state is DeliveryState.ACQUIRED:
+            raise ValueError("acquired records are never persisted")
+        slot = _Slot(state, batch.delivery_count)
+        self._insert(_Batch(batch.first_offset, batch.last_offset, slot))
+        if state is DeliveryState.ARCHIVING:
+            # Kafka resumes the DLQ write; the reason was not persisted, so it is inferred
+            # from the delivery count (``maybeResumeDlqArchiving``).
+            slot.reason = (
+                DeadLetterReason.DELIVERY_LIMIT
+                if batch.delivery_count >= self.config.delivery_count_limit
+                else DeadLetterReason.REJECTED
+            )
+            self._dead_letters.append((slot, batch.first_offset, batch.last_offset))
+        if state.is_terminal:
+            self._delivery_complete_count += batch.last_offset - batch.first_offset + 1
 
     # ----------------------------------------------------------------- views
 
@@ -466,87 +495,105 @@ class SharePartition:
 
         self._archive_stale_batches(fetch_offset, first_base)
 
-        base = first_base
-        floor = self._floor(base)
-        if floor is None:
-            base = max(base, self._start)
-        elif floor.last_offset >= base:
-            base = floor.first_offset
+        base = self._acquisition_base(first_base)
         overlapping = self._batches_keyed_between(min(first_base, base), last_to_acquire)
         if not overlapping:
             acquired, _ = self._acquire_new(
                 member_id, fetched, base, last_to_acquire, size_limit, max_to_acquire, lock_until
             )
             return acquired
+        run = _AcquireRun(
+            member_id, fetched, first_base, last_to_acquire, size_limit, max_to_acquire, lock_until
+        )
+        self._acquire_overlapping(run, overlapping, base)
+        last_overlapping = overlapping[-1].last_offset
+        if run.count < run.max_to_acquire and last_overlapping < last_to_acquire:
+            self._acquire_new_into(run, last_overlapping + 1, last_to_acquire)
+        if run.result:
+            self._shrink_gap_window(run.result[-1].last_offset + 1)
+        return run.result
 
-        result: list[AcquiredRecords] = []
-        count = 0
+    def _acquisition_base(self, first_base: int) -> int:
+        """Where acquisition starts: the fetched data's first offset, moved back to the start
+        of an in-flight batch that contains it, or up to the start offset."""
+        floor = self._floor(first_base)
+        if floor is None:
+            return max(first_base, self._start)
+        if floor.last_offset >= first_base:
+            return floor.first_offset
+        return first_base
+
+    def _acquire_overlapping(self, run: _AcquireRun, overlapping: list[_Batch], base: int) -> None:
+        """Acquire through the in-flight batches the fetch overlaps, and, while a gap window
+        is open, the never-persisted offsets between them."""
         gap_cursor = base
         for batch in overlapping:
-            if count >= max_to_acquire:
+            if run.count >= run.max_to_acquire:
                 break
             if self._gap_window_active():
                 if gap_cursor < batch.first_offset:
-                    acquired, acquired_count = self._acquire_new(
-                        member_id,
-                        fetched,
-                        gap_cursor,
-                        batch.first_offset - 1,
-                        size_limit,
-                        max_to_acquire - count,
-                        lock_until,
-                    )
-                    result.extend(acquired)
-                    count += acquired_count
+                    self._acquire_new_into(run, gap_cursor, batch.first_offset - 1)
                 gap_cursor = batch.last_offset + 1
-                if count >= max_to_acquire:
+                if run.count >= run.max_to_acquire:
                     break
-            full_match = batch.first_offset >= first_base and batch.last_offset <= last_to_acquire
-            throttled = self._should_throttle(batch, first_base, last_to_acquire)
-            if throttled and count > 0:
-                max_to_acquire = 0
+            if not self._acquire_batch(run, batch):
                 break
-            if not full_match or batch.offsets is not None or throttled:
-                if batch.offsets is None:
-                    whole = batch.whole
-                    assert whole is not None
-                    if whole.state is not DeliveryState.AVAILABLE or whole.rollback is not None:
-                        continue
-                    batch.split()
-                acquired_count = self._acquire_offsets(
-                    member_id, batch, first_base, last_to_acquire, lock_until, result
-                )
-                count += acquired_count
-                if throttled and acquired_count > 0:
-                    max_to_acquire = 0
-                    break
-                continue
-            whole = batch.whole
-            assert whole is not None
-            if whole.state is not DeliveryState.AVAILABLE or whole.rollback is not None:
-                continue
-            self._lock(whole, member_id, lock_until)
-            result.append(
-                AcquiredRecords(batch.first_offset, batch.last_offset, whole.delivery_count)
-            )
-            count += batch.last_offset - batch.first_offset + 1
 
-        last_overlapping = overlapping[-1].last_offset
-        if count < max_to_acquire and last_overlapping < last_to_acquire:
-            acquired, acquired_count = self._acquire_new(
-                member_id,
-                fetched,
-                last_overlapping + 1,
-                last_to_acquire,
-                size_limit,
-                max_to_acquire - count,
-                lock_until,
+    def _acquire_batch(self, run: _AcquireRun, batch: _Batch) -> bool:
+        """Acquire what is available in one in-flight batch: whole when the fetch covers it,
+        offset by offset otherwise (or when throttled near the delivery limit). False when
+        throttling ends the acquisition."""
+        full_match = (
+            batch.first_offset >= run.first_base and batch.last_offset <= run.last_to_acquire
+        )
+        throttled = self._should_throttle(batch, run.first_base, run.last_to_acquire)
+        if throttled and run.count > 0:
+            run.max_to_acquire = 0
+            return False
+        if not full_match or batch.offsets is not None or throttled:
+            if batch.offsets is None:
+                whole = batch.whole
+                assert whole is not None
+                if whole.state is not DeliveryState.AVAILABLE or whole.rollback is not None:
+                    return True
+                batch.split()
+            acquired_count = self._acquire_offsets(
+                run.member_id,
+                batch,
+                run.first_base,
+                run.last_to_acquire,
+                run.lock_until,
+                run.result,
             )
-            result.extend(acquired)
-            count += acquired_count
-        if result:
-            self._shrink_gap_window(result[-1].last_offset + 1)
-        return result
+            run.count += acquired_count
+            if throttled and acquired_count > 0:
+                run.max_to_acquire = 0
+                return False
+            return True
+        whole = batch.whole
+        assert whole is not None
+        if whole.state is not DeliveryState.AVAILABLE or whole.rollback is not None:
+            return True
+        self._lock(whole, run.member_id, run.lock_until)
+        run.result.append(
+            AcquiredRecords(batch.first_offset, batch.last_offset, whole.delivery_count)
+        )
+        run.count += batch.last_offset - batch.first_offset + 1
+        return True
+
+    def _acquire_new_into(self, run: _AcquireRun, first_offset: int, last_offset: int) -> None:
+        """Acquire offsets not yet in flight, within what ``run`` may still take."""
+        acquired, acquired_count = self._acquire_new(
+            run.member_id,
+            run.fetched,
+            first_offset,
+            last_offset,
+            run.size_limit,
+            run.max_to_acquire - run.count,
+            run.lock_until,
+        )
+        run.result.extend(acquired)
+        run.count += acquired_count
 
     # ----------------------------------------------------------------- acknowledgement
 
