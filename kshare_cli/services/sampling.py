@@ -14,7 +14,6 @@ thousand groups asked one by one cost a thousand round trips per refresh.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Collection, Sequence
 
@@ -49,17 +48,14 @@ async def sample_groups(
     group_ids: Sequence[str],
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[Sample | GroupHealth, ...]:
-    """Every group's sample, read side by side, in the order asked."""
-    # Every coordinator in one batched FindCoordinator first: read side by side, each
-    # group's own reads missed the client's cache at the same moment and asked for its
-    # coordinator twice (2,000 FindCoordinator requests a refresh at 1,000 groups).
-    # A group whose coordinator is not found gets the error from its own reads. So with
-    # the delivery count limits: a few batched DescribeConfigs, not one per group.
-    await asyncio.gather(
-        service.admin.client.find_coordinators(group_ids),
-        service.look_up_delivery_count_limits(group_ids),
-    )
-    read = await asyncio.gather(*(_read(service, each, clock) for each in group_ids))
+    """Every group's sample, read together (``InflightService.groups``), in the order asked."""
+    # Every coordinator in one batched FindCoordinator first: the descriptions and the
+    # offsets, asked at the same moment, would each miss the client's cache and ask.
+    # A group whose coordinator is not found gets the error from its own reads.
+    await service.admin.client.find_coordinators(group_ids)
+    answers = await service.groups(group_ids)
+    taken_at = clock()
+    read = [_sampled(group_id, answers[group_id], taken_at) for group_id in group_ids]
     partitions = {
         TopicPartition(each.topic, each.partition)
         for result in read
@@ -92,11 +88,20 @@ async def _read(
     try:
         # The log start offsets are asked for every group at once, by the caller.
         group = await service.group(group_id, log_start_offsets=False)
-    except GroupNotFound as missing:
-        return unreadable(group_id, str(missing), not_found=True)
     except GroupUnavailable as failed:
-        return unreadable(group_id, str(failed))
+        return _sampled(group_id, failed, clock())
     return group, clock()
+
+
+def _sampled(
+    group_id: str, answer: GroupInflight | GroupUnavailable, taken_at: float
+) -> tuple[GroupInflight, float] | GroupHealth:
+    """A group's read as the sampler keeps it: the group and when, or its ERR result."""
+    if isinstance(answer, GroupNotFound):
+        return unreadable(group_id, str(answer), not_found=True)
+    if isinstance(answer, GroupUnavailable):
+        return unreadable(group_id, str(answer))
+    return answer, taken_at
 
 
 async def unlisted_groups(

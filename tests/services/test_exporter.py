@@ -261,16 +261,20 @@ class _Service:
         self._cluster = cluster
         self.admin = _Admin(cluster)
 
-    async def look_up_delivery_count_limits(self, group_ids: Collection[str]) -> None:
-        pass  # the sampler's one lookup for every group; these groups have no limit
-
-    async def group(self, group_id: str, *, log_start_offsets: bool = True) -> GroupInflight:
-        lag = self._cluster.lags[group_id]
-        if isinstance(lag, str):
-            raise GroupUnavailable(GroupFailure(group_id, KafkaError.of(7, lag)))
-        description = GroupDescription(group_id, "Empty", None, 1, 1, "simple")
-        partition = PartitionInflight("t", 0, None, 0, lag, lag, None, None)
-        return GroupInflight(group_id, description, (partition,), None)
+    async def groups(
+        self, group_ids: Collection[str]
+    ) -> dict[str, GroupInflight | GroupUnavailable]:
+        """Every group as the cluster has it (these groups have no delivery limit)."""
+        read: dict[str, GroupInflight | GroupUnavailable] = {}
+        for group_id in group_ids:
+            lag = self._cluster.lags[group_id]
+            if isinstance(lag, str):
+                read[group_id] = GroupUnavailable(GroupFailure(group_id, KafkaError.of(7, lag)))
+                continue
+            description = GroupDescription(group_id, "Empty", None, 1, 1, "simple")
+            partition = PartitionInflight("t", 0, None, 0, lag, lag, None, None)
+            read[group_id] = GroupInflight(group_id, description, (partition,), None)
+        return read
 
 
 def _refresher(

@@ -33,6 +33,11 @@ from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode
+from kshare_cli.kafka.api_keys import (
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    LIST_OFFSETS,
+    SHARE_GROUP_DESCRIBE,
+)
 from kshare_cli.services.inflight import InflightService
 from kshare_cli.state.replay import SharePartitionKey, SharePartitionState
 from kshare_cli.state.sources import StateSource, TailingStateSource
@@ -239,6 +244,46 @@ def test_an_unknown_group_is_describes_not_found(bed: Bed, unique: str) -> None:
     assert str(raised.value) == str(described)
     assert raised.value.exit_code == ExitCode.NOT_FOUND
     assert raised.value.failure.not_found
+
+
+def test_groups_read_together_are_each_as_read_alone_in_requests_per_coordinator(
+    bed: Bed, unique: str
+) -> None:
+    missing = f"kshare-admin-inflight-missing-{unique}"
+    wanted = [missing, bed.group]
+
+    async def both(admin: ShareGroupAdmin) -> tuple[Any, ...]:
+        with TailingStateSource(bed.settings.confluent_config(), group_ids=wanted) as source:
+            service = InflightService(admin, source)
+            alone = await service.group(bed.group, log_start_offsets=False)
+            with pytest.raises(GroupNotFound) as not_found:
+                await service.group(missing, log_start_offsets=False)
+            client = admin.client
+            coordinators = await client.find_coordinators(wanted)
+            # Every request the client sends passes through its one attempt.
+            sent: list[int] = []
+            attempt = client._attempt  # noqa: SLF001
+
+            async def counted(connection: Any, api_key: int, *rest: Any) -> tuple[int, Any]:
+                sent.append(api_key)
+                return await attempt(connection, api_key, *rest)
+
+            client._attempt = counted  # type: ignore[method-assign]  # noqa: SLF001
+            together = await service.groups(wanted)
+        return alone, not_found.value, together, sent, coordinators
+
+    alone, not_found, together, sent, coordinators = bed.ask(both)
+    assert list(together) == wanted
+    assert together[bed.group] == alone
+    assert isinstance(together[missing], GroupNotFound)
+    assert str(together[missing]) == str(not_found)
+    # The descriptions once for the list and once for the offsets, per coordinator, and
+    # every group's end offsets in one ListOffsets per leader; the offsets per group.
+    nodes = {getattr(each, "node_id", None) for each in coordinators.values()}
+    assert sent.count(SHARE_GROUP_DESCRIBE) <= 2 * len(nodes)
+    assert sent.count(DESCRIBE_SHARE_GROUP_OFFSETS) == 1  # the missing group is not asked
+    leaders = bed.ask(lambda admin: admin.client.metadata(list(bed.topics.values())))
+    assert sent.count(LIST_OFFSETS) <= len(leaders.brokers)
 
 
 # --------------------------------------------------------------------------- the source

@@ -53,10 +53,17 @@ class _Service:
     admin = _Admin()
 
     def __init__(self) -> None:
-        self.limits_looked_up: list[list[str]] = []
+        self.read_together: list[list[str]] = []
 
-    async def look_up_delivery_count_limits(self, group_ids: Sequence[str]) -> None:
-        self.limits_looked_up.append(list(group_ids))
+    async def groups(self, group_ids: Sequence[str]) -> dict[str, Any]:
+        self.read_together.append(list(group_ids))
+        read: dict[str, Any] = {}
+        for group_id in group_ids:
+            try:
+                read[group_id] = await self.group(group_id, log_start_offsets=False)
+            except GroupUnavailable as failed:
+                read[group_id] = failed
+        return read
 
     async def group(self, group_id: str, *, log_start_offsets: bool = True) -> Any:
         # The sampler asks every group's log start offsets at once, not each group's own.
@@ -92,7 +99,7 @@ def test_one_group_is_sampled_as_each_of_many() -> None:
     assert alone == together
     # Every coordinator in one lookup, before the groups are read side by side.
     assert cast(_Service, service).admin.client.lookups == [["g", "gone", "denied"]]
-    assert cast(_Service, service).limits_looked_up == [["g", "gone", "denied"]]
+    assert cast(_Service, service).read_together == [["g", "gone", "denied"]]
     sample, gone, denied = cast(tuple[Sample, GroupHealth, GroupHealth], alone)
     assert sample.taken_at == 42.0
     assert sample.log_start_offsets == {
