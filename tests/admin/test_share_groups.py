@@ -44,6 +44,7 @@ from kshare_cli.render.descriptions import render_members, render_states
 from kshare_cli.render.offsets import render_offsets
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.wire.client import KafkaClient
+from tests.support.sandbox import read_properties
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
@@ -77,16 +78,6 @@ class Bed:
         return run(self.admin_call(call))
 
 
-def _read_properties(path: str) -> dict[str, str]:
-    properties: dict[str, str] = {}
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", "!")) and "=" in line:
-            key, value = line.split("=", 1)
-            properties[key.strip()] = value.strip()
-    return properties
-
-
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Bed]:
     real = os.environ.get("KSHARE_TEST_BOOTSTRAP")
@@ -100,7 +91,7 @@ def bed() -> Iterator[Bed]:
             profile=None,
             environ={},
         )
-        yield Bed(real, _read_properties(config) if config else {}, settings, None)
+        yield Bed(real, read_properties(config) if config else {}, settings, None)
         return
     # Short heartbeats so a share consumer is assigned its partitions in milliseconds.
     group_settings = BrokerGroupSettings(

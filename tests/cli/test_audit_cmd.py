@@ -111,10 +111,10 @@ def _broker_config(admin: AdminClient, name: str) -> int:
 def bed() -> Iterator[Bed]:
     real = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if real:
-        from tests.support.sandbox import _read_properties
+        from tests.support.sandbox import read_properties
 
         config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
-        cluster = Cluster(real, _read_properties(config_path) if config_path else {})
+        cluster = Cluster(real, read_properties(config_path) if config_path else {})
         admin = AdminClient(cluster.config())
         yield Bed(
             cluster,

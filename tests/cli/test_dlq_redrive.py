@@ -39,7 +39,7 @@ from typer.testing import CliRunner
 
 from kshare_cli.cli.app import app
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
-from tests.support.sandbox import Cluster, _read_properties
+from tests.support.sandbox import Cluster, read_properties
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
@@ -195,7 +195,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     bootstrap = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if bootstrap:
         config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
-        properties = _read_properties(config_path) if config_path else {}
+        properties = read_properties(config_path) if config_path else {}
         command_config = None
         if properties:
             directory = tmp_path_factory.mktemp("redrive-config")

@@ -39,7 +39,7 @@ from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, validate, 
 from tests.support.sandbox import (
     KEEP_OLD_RECORDS,
     Cluster,
-    _read_properties,
+    read_properties,
     skip_on_real_cluster,
 )
 from tests.support.sandbox_thread import SandboxThread
@@ -107,7 +107,7 @@ def scenario() -> Iterator[Scenario]:
     bootstrap = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if bootstrap:
         config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
-        yield _play(Cluster(bootstrap, _read_properties(config_path) if config_path else {}))
+        yield _play(Cluster(bootstrap, read_properties(config_path) if config_path else {}))
         return
     with SandboxThread(kafka_version="4.4") as sandbox:
         yield _play(Cluster(sandbox.bootstrap, {}, sandbox))

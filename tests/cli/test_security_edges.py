@@ -27,7 +27,7 @@ import pytest
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.security import ListenerSecurity, server_ssl_context
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
-from tests.support.sandbox import _read_properties, skip_on_real_cluster
+from tests.support.sandbox import read_properties, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.tls import USERS, SecureSandbox, TlsMaterial
 from tests.support.waiting import PROMPTLY_S
@@ -169,7 +169,7 @@ def _real_sasl_cluster() -> tuple[str, str, dict[str, str]] | None:
     config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
     if not bootstrap or not config_path:
         return None
-    properties = _read_properties(config_path)
+    properties = read_properties(config_path)
     protocol = properties.get("security.protocol", "PLAINTEXT").upper()
     if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
         return None
@@ -314,7 +314,7 @@ def _real_tls_cluster() -> tuple[str, dict[str, str]] | None:
     config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
     if not bootstrap or not config_path:
         return None
-    properties = _read_properties(config_path)
+    properties = read_properties(config_path)
     if properties.get("security.protocol", "PLAINTEXT").upper() not in ("SSL", "SASL_SSL"):
         return None
     kept = {

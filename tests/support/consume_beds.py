@@ -45,7 +45,7 @@ from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.share_consume import ConsumeOptions, ConsumeResult, consume
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from tests.support.rdkafka_mock import RdkafkaMockCluster
-from tests.support.sandbox import KEEP_OLD_RECORDS, _read_properties
+from tests.support.sandbox import KEEP_OLD_RECORDS, read_properties
 from tests.support.sandbox_thread import SandboxThread
 
 FAST_HEARTBEAT_MS = 100
@@ -177,7 +177,7 @@ def sandbox_bed(**settings: Any) -> Iterator[Bed]:
     real = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if real:
         config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
-        yield Bed("cluster", real, _read_properties(config_path) if config_path else {})
+        yield Bed("cluster", real, read_properties(config_path) if config_path else {})
         return
     group_settings = BrokerGroupSettings(
         share_heartbeat_interval_ms=FAST_HEARTBEAT_MS,

@@ -11,9 +11,11 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
+from kshare_cli.connect.java_properties import load_properties
 from tests.support.sandbox_thread import SandboxThread
 
 #: Topic configs for a test that produces records with fixed, old CreateTimes (the golden
@@ -36,16 +38,10 @@ def skip_on_real_cluster(reason: str) -> None:
         pytest.skip(f"on a real cluster: {reason}")
 
 
-def _read_properties(path: str) -> dict[str, str]:
-    properties: dict[str, str] = {}
-    with open(path, encoding="utf-8") as file:
-        for line in file:
-            line = line.strip()
-            if not line or line.startswith(("#", "!")) or "=" not in line:
-                continue
-            key, value = line.split("=", 1)
-            properties[key.strip()] = value.strip()
-    return properties
+def read_properties(path: str | Path) -> dict[str, str]:
+    """A client properties file (``KSHARE_TEST_COMMAND_CONFIG``), read by Java's rules, as
+    kshare reads ``--command-config``: what the tests' own clients get is what kshare gets."""
+    return load_properties(Path(path))
 
 
 @dataclass
@@ -73,7 +69,7 @@ def cluster() -> Iterator[Cluster]:
     bootstrap = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if bootstrap:
         config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
-        yield Cluster(bootstrap, _read_properties(config_path) if config_path else {})
+        yield Cluster(bootstrap, read_properties(config_path) if config_path else {})
         return
     with SandboxThread(kafka_version="4.2") as sandbox:
         yield Cluster(sandbox.bootstrap, {}, sandbox)
