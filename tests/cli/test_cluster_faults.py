@@ -13,199 +13,31 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-from kio.schema.alter_share_group_offsets.v0.request import (
-    AlterShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsRequestPartition,
-    AlterShareGroupOffsetsRequestTopic,
-)
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from typer.testing import Result
 
 from kshare_cli.errors import ExitCode
-from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
-from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
-from tests.support.raw import call
+from tests.support.fault_beds import (
+    NEVER_FENCED_MS,
+    PARTITIONS,
+    VICTIM,
+    FaultBed,
+    coordinator_of,
+    make_fault_bed,
+)
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
-#: Long enough that a stopped node stays listed (as Kafka's does for about 9 s) for
-#: the whole module; the fencing test fences one explicitly, or uses its own cluster.
-NEVER_FENCED_MS = 600_000
-PARTITIONS = 3
-RECORDS_PER_PARTITION = 5
-#: The node stopped and hung: not the first bootstrap server, and it coordinates G2.
-VICTIM = 2
 #: A partial answer under --timeout 30s must come well before it: a silent broker costs
 #: each step that needs it at most the 5 s branch bound (the listing, then a group
 #: coordinator holding DescribeShareGroupOffsets on it), once per command.
 PARTIAL_WITHIN_S = 15.0
-
-
-@dataclass(frozen=True)
-class FaultBed:
-    """Three nodes; ``groups[n]`` is coordinated by node n (the others' keep no state on
-    ``VICTIM``); ``held`` is node 1's and keeps state there; every group has offsets on
-    ``topic``."""
-
-    sandbox: SandboxThread
-    topic: str
-    groups: dict[int, str]
-    #: Coordinated by node 1, its share-partitions' state partly on ``VICTIM`` ("" when
-    #: the bed was made without one).
-    held: str
-    kshare: Kshare
-
-    def address(self, node: int) -> str:
-        return self.sandbox.addresses[node]
-
-    def broker_named(self, node: int) -> str:
-        """How kshare names a broker on stderr: ``broker 2 (127.0.0.1:PORT)``."""
-        return f"broker {node} ({self.address(node)})"
-
-
-def coordinator_of(address: str, group: str) -> int:
-    response = call(
-        address,
-        FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)),  # type: ignore[arg-type]
-    )
-    (found,) = response.coordinators
-    assert found.error_code == 0, found
-    return int(found.node_id)
-
-
-def _topic_id(sandbox: SandboxThread, topic: str) -> uuid.UUID:
-    found = sandbox.call(lambda broker: broker.topic(topic))
-    assert found is not None, topic
-    return uuid.UUID(str(found.topic_id))
-
-
-def state_partitions(sandbox: SandboxThread, group: str, topic: str) -> set[int]:
-    """The ``__share_group_state`` partitions holding the group's share-partitions of ``topic``."""
-    topic_id = _topic_id(sandbox, topic)
-    return {
-        state_partition_for(SharePartitionKey(group, topic_id, partition))
-        for partition in range(PARTITIONS)
-    }
-
-
-def state_leaders(sandbox: SandboxThread, group: str, topic: str) -> set[int]:
-    """The group's share coordinators: the leaders of its state partitions, which Kafka's
-    group coordinator waits on to answer DescribeShareGroupOffsets."""
-    return {
-        sandbox.call(lambda broker, at=at: broker.cluster.leader(SHARE_STATE_TOPIC, at))
-        for at in state_partitions(sandbox, group, topic)
-    }
-
-
-def state_on_coordinators(sandbox: SandboxThread, groups: dict[int, str], topic: str) -> None:
-    """Move every share coordinator of each group onto the node that coordinates the group.
-
-    Kafka's share-partitions of one topic sit on consecutive state partitions, whose
-    leaders take turns round the nodes: any group of three partitions or more keeps state
-    on every node, and a down share coordinator holds its DescribeShareGroupOffsets even
-    at a healthy group coordinator. Here a node's fault touches only its own group (the
-    held case has a group and tests of its own).
-    """
-    topic_id = _topic_id(sandbox, topic)
-    for node, group in groups.items():
-        for partition in range(PARTITIONS):
-            key = f"{group}:{kafka_uuid(topic_id)}:{partition}"
-            sandbox.move_share_coordinator(key, node)
-
-
-def groups_on_every_node(sandbox: SandboxThread, prefix: str) -> dict[int, str]:
-    """A group id per node, found by asking FindCoordinator until every node has one."""
-    chosen: dict[int, str] = {}
-    for index in range(1000):
-        group = f"{prefix}-{index}"
-        node = coordinator_of(sandbox.bootstrap, group)
-        chosen.setdefault(node, group)
-        if len(chosen) == len(sandbox.addresses):
-            return dict(sorted(chosen.items()))
-    raise AssertionError(f"no group id found for every node: {chosen}")
-
-
-def held_group(
-    sandbox: SandboxThread, prefix: str, topic: str, coordinator: int, victim: int, apart: set[int]
-) -> str:
-    """A group that ``coordinator`` coordinates, whose state ``victim`` partly leads, on
-    none of the state partitions ``apart``: its DescribeShareGroupOffsets is held while
-    ``victim`` is down."""
-    for index in range(1000):
-        group = f"{prefix}-held-{index}"
-        if coordinator_of(sandbox.bootstrap, group) != coordinator:
-            continue
-        if state_partitions(sandbox, group, topic) & apart:
-            continue
-        if victim in state_leaders(sandbox, group, topic):
-            return group
-    raise AssertionError(f"no group coordinated by {coordinator} with state on {victim}")
-
-
-def start_offsets_at_zero(sandbox: SandboxThread, group: str, topic: str) -> None:
-    """Create the share group with offsets (as ``reset-offsets --execute`` would): no clients."""
-    start_offsets_at(sandbox, group, topic, 0)
-
-
-def start_offsets_at(sandbox: SandboxThread, group: str, topic: str, start_offset: int) -> None:
-    """Create the share group with every partition's start offset at ``start_offset``."""
-    coordinator = sandbox.addresses[coordinator_of(sandbox.bootstrap, group)]
-
-    def altered() -> bool:
-        response = call(
-            coordinator,
-            AlterShareGroupOffsetsRequest(
-                group_id=group,  # type: ignore[arg-type]
-                topics=(
-                    AlterShareGroupOffsetsRequestTopic(
-                        topic_name=topic,  # type: ignore[arg-type]
-                        partitions=tuple(
-                            AlterShareGroupOffsetsRequestPartition(
-                                partition_index=partition,  # type: ignore[arg-type]
-                                start_offset=start_offset,  # type: ignore[arg-type]
-                            )
-                            for partition in range(PARTITIONS)
-                        ),
-                    ),
-                ),
-            ),
-        )
-        return int(response.error_code) == 0
-
-    wait_for(altered, 10, what=f"AlterShareGroupOffsets of {group}")
-
-
-def make_bed(sandbox: SandboxThread, profiles: Path, *, with_held: bool = True) -> FaultBed:
-    suffix = uuid.uuid4().hex[:8]
-    topic = f"faults-{suffix}"
-    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 3)]).values():
-        future.result(15)
-    producer = Producer({"bootstrap.servers": sandbox.bootstrap})
-    for partition in range(PARTITIONS):
-        for index in range(RECORDS_PER_PARTITION):
-            producer.produce(topic, value=f"r{index}".encode(), partition=partition)
-    assert producer.flush(15) == 0
-    groups = groups_on_every_node(sandbox, f"faults-{suffix}")
-    state_on_coordinators(sandbox, groups, topic)
-    taken = {at for group in groups.values() for at in state_partitions(sandbox, group, topic)}
-    held = held_group(sandbox, f"faults-{suffix}", topic, 1, VICTIM, taken) if with_held else ""
-    for group in (*groups.values(), *([held] if held else [])):
-        start_offsets_at_zero(sandbox, group, topic)
-    # Every node in the bootstrap list, as an operator gives them.
-    bootstrap = ",".join(sandbox.addresses[node] for node in sorted(sandbox.addresses))
-    return FaultBed(sandbox, topic, groups, held, Kshare(bootstrap, None, profiles))
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +45,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultBed]:
     skip_on_real_cluster("it stops and hangs nodes of a sandbox cluster")
     config = {"broker.session.timeout.ms": str(NEVER_FENCED_MS)}
     with SandboxThread(brokers=3, config=config) as sandbox:
-        yield make_bed(sandbox, tmp_path_factory.mktemp("faults") / "config.toml")
+        yield make_fault_bed(sandbox, tmp_path_factory.mktemp("faults") / "config.toml")
 
 
 @pytest.fixture(params=["stopped", "hung"])
@@ -377,7 +209,7 @@ def test_after_the_stopped_node_is_fenced_everything_answers_in_full(
     sandbox_cluster: StartCluster, tmp_path: Path
 ) -> None:
     sandbox = sandbox_cluster(3, session_timeout_ms=1500)
-    bed = make_bed(sandbox, tmp_path / "config.toml")
+    bed = make_fault_bed(sandbox, tmp_path / "config.toml")
     sandbox.stop_node(VICTIM)
 
     def fenced() -> bool:

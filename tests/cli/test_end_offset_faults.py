@@ -20,8 +20,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kshare_cli.errors import ExitCode
 from tests.cli.conftest import Kshare, validate
-from tests.cli.test_cluster_faults import PARTITIONS, start_offsets_at_zero
-from tests.cli.test_inflight_state_faults import NEVER_FENCED_MS, _share_key, _topic_id
+from tests.support.fault_beds import (
+    NEVER_FENCED_MS,
+    PARTITIONS,
+    share_key,
+    start_offsets_at_zero,
+    topic_id_of,
+)
 from tests.support.sandbox import StartCluster
 
 #: The node stopped, and the one partition of the topic it leads.
@@ -46,10 +51,10 @@ def test_a_down_leaders_end_offset_is_named_and_partial(
     for partition in range(PARTITIONS):
         producer.produce(topic, value=b"r", partition=partition)
     assert producer.flush(15) == 0
-    topic_id = _topic_id(sandbox, topic)
+    topic_id = topic_id_of(sandbox, topic)
     sandbox.move_group_coordinator(group, HEALTHY)
     for partition in range(PARTITIONS):
-        sandbox.move_share_coordinator(_share_key(group, topic_id, partition), HEALTHY)
+        sandbox.move_share_coordinator(share_key(group, topic_id, partition), HEALTHY)
     start_offsets_at_zero(sandbox, group, topic)
     bootstrap = ",".join(sandbox.addresses[node] for node in sorted(sandbox.addresses))
     kshare = Kshare(bootstrap, None, tmp_path / "config.toml")

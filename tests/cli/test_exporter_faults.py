@@ -31,14 +31,15 @@ from kshare_cli.sandbox.server import Connection
 from kshare_cli.services.exporter_server import build_refresher
 from kshare_cli.services.health import Status, Thresholds
 from tests.cli.conftest import KSHARE, process_env
-from tests.cli.test_cluster_faults import (
+from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
+from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
+from tests.support.fault_beds import (
+    NEVER_FENCED_MS,
     PARTITIONS,
     groups_on_every_node,
     start_offsets_at_zero,
     state_on_coordinators,
 )
-from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
-from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import PROMPTLY_S, wait_for
@@ -47,8 +48,6 @@ from tests.wire.conftest import Handler, replaced_handler
 INTERVAL_S = 0.5
 #: Records produced to each partition before the group is made: the lag the metrics show.
 RECORDS = 3
-#: A dead broker stays in the metadata for the whole test, as Kafka's does until fenced.
-NEVER_FENCED_MS = 600_000
 
 
 @dataclass

@@ -32,15 +32,19 @@ from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
 from kshare_cli.admin.models import GroupDescription
 from kshare_cli.errors import ExitCode
 from kshare_cli.render.inflight import CSV_HEADER, render_inflight
-from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_partition_for
+from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
-from tests.cli.test_cluster_faults import PARTITIONS, start_offsets_at_zero
+from tests.support.fault_beds import (
+    NEVER_FENCED_MS,
+    PARTITIONS,
+    share_key,
+    start_offsets_at_zero,
+    topic_id_of,
+)
 from tests.support.sandbox import StartCluster
-from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
-NEVER_FENCED_MS = 600_000
 #: The node stopped: it leads one state partition of the victim group, nothing else used.
 VICTIM = 2
 #: Where everything else lives: the topic's leaders, the coordinators, the other state partitions.
@@ -50,12 +54,6 @@ VICTIM_PARTITION = 0
 TIMEOUT_S = 30.0
 #: The bound a command under --timeout is held to: the timeout and a margin.
 WITHIN_S = TIMEOUT_S + 5.0
-
-
-def _topic_id(sandbox: SandboxThread, topic: str) -> uuid.UUID:
-    found = sandbox.call(lambda broker: broker.topic(topic))
-    assert found is not None, topic
-    return uuid.UUID(str(found.topic_id))
 
 
 def _placements(group: str, topic_id: uuid.UUID) -> list[int]:
@@ -76,10 +74,6 @@ def _groups(prefix: str, topic_id: uuid.UUID) -> tuple[str, str]:
         if len(set(placed)) == PARTITIONS and not taken & set(placed):
             return healthy, victim
     raise AssertionError("no victim group placed apart from the healthy one")
-
-
-def _share_key(group: str, topic_id: uuid.UUID, partition: int) -> str:
-    return f"{group}:{kafka_uuid(topic_id)}:{partition}"
 
 
 def _timed(kshare: Kshare, *args: str) -> tuple[int, str, str, float]:
@@ -103,7 +97,7 @@ def test_inflight_reads_only_its_state_partitions_and_gives_up_on_each_alone(
     for partition in range(PARTITIONS):
         producer.produce(topic, value=b"r", partition=partition)
     assert producer.flush(15) == 0
-    topic_id = _topic_id(sandbox, topic)
+    topic_id = topic_id_of(sandbox, topic)
     healthy, victim = _groups(f"state-faults-{suffix}", topic_id)
     for partition in range(PARTITIONS):
         sandbox.move_leader(topic, partition, HEALTHY)
@@ -111,7 +105,7 @@ def test_inflight_reads_only_its_state_partitions_and_gives_up_on_each_alone(
         sandbox.move_group_coordinator(group, HEALTHY)
         for partition in range(PARTITIONS):
             on = VICTIM if (group, partition) == (victim, VICTIM_PARTITION) else HEALTHY
-            sandbox.move_share_coordinator(_share_key(group, topic_id, partition), on)
+            sandbox.move_share_coordinator(share_key(group, topic_id, partition), on)
         start_offsets_at_zero(sandbox, group, topic)
     victim_state_partition = _placements(victim, topic_id)[VICTIM_PARTITION]
     led_by_victim = sandbox.call(

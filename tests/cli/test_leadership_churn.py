@@ -35,12 +35,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kshare_cli.errors import ExitCode
 from tests.cli.conftest import Kshare
-from tests.cli.test_cluster_faults import (
+from tests.support.fault_beds import (
     PARTITIONS,
     groups_on_every_node,
+    share_key,
     start_offsets_at_zero,
+    topic_id_of,
 )
-from tests.cli.test_inflight_state_faults import _share_key, _topic_id
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
 
@@ -59,7 +60,7 @@ MOVE_EVERY_S = 0.15
 
 def _mover(sandbox: SandboxThread, topic: str, group: str, stop: threading.Event) -> list[str]:
     """Start moving leaders and coordinators until ``stop``; the list collects what moved."""
-    topic_id = _topic_id(sandbox, topic)
+    topic_id = topic_id_of(sandbox, topic)
     moves: list[str] = []
 
     def move() -> None:
@@ -75,7 +76,7 @@ def _mover(sandbox: SandboxThread, topic: str, group: str, stop: threading.Event
                 sandbox.move_group_coordinator(group, node)
                 moves.append(f"group coordinator -> {node}")
             else:
-                sandbox.move_share_coordinator(_share_key(group, topic_id, partition), node)
+                sandbox.move_share_coordinator(share_key(group, topic_id, partition), node)
                 moves.append(f"share coordinator {partition} -> {node}")
 
     threading.Thread(target=move, name="leadership-churn", daemon=True).start()

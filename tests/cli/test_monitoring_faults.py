@@ -34,18 +34,18 @@ from kshare_cli.sandbox.cluster import SHARE_STATE_TOPIC
 from kshare_cli.state.partitioning import kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
-from tests.cli.test_cluster_faults import (
-    _topic_id,
+from tests.support.fault_beds import (
+    NEVER_FENCED_MS,
+    PARTITIONS,
     coordinator_of,
     start_offsets_at,
     state_leaders,
+    topic_id_of,
 )
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
-NEVER_FENCED_MS = 600_000
-PARTITIONS = 3
 RECORDS_PER_PARTITION = 4
 GROUPS = 10
 VICTIM = 2
@@ -87,7 +87,7 @@ class Bed:
     def named_by_the_state_topic(self, node: int) -> list[str]:
         """``node``'s groups that some readable state partition holds state of: those
         `health --all-groups` can name although their coordinator did not list them."""
-        topic_id = _topic_id(self.sandbox, self.topic)
+        topic_id = topic_id_of(self.sandbox, self.topic)
 
         def led_by(partition: int) -> int:
             return self.sandbox.call(
@@ -129,7 +129,7 @@ def make_bed(sandbox: SandboxThread, profiles: Path) -> Bed:
     # take turns round the nodes: every group keeps state on every node, and a down node
     # holds every group's offsets. Node 3's groups get their state moved onto node 3, so
     # the bed has groups of both kinds (node 1's stay as Kafka places them).
-    topic_id = _topic_id(sandbox, topic)
+    topic_id = topic_id_of(sandbox, topic)
     for group, node in coordinators.items():
         if node == 3:
             for partition in range(PARTITIONS):

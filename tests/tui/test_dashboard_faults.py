@@ -30,7 +30,7 @@ from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.groups_screen import GroupsScreen
 from kshare_cli.tui.live_screen import LiveScreen
 from kshare_cli.tui.source import LiveSource
-from tests.cli.test_cluster_faults import make_bed
+from tests.support.fault_beds import make_fault_bed
 from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.tui.test_dashboard import SIZE, cells, run, status_of, until
@@ -48,7 +48,7 @@ def test_with_a_node_stopped_the_dashboard_shows_the_rest_and_names_the_broker(
     sandbox_cluster: StartCluster, tmp_path: Path
 ) -> None:
     sandbox = sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS)
-    bed = make_bed(sandbox, tmp_path / "config.toml", with_held=False)
+    bed = make_fault_bed(sandbox, tmp_path / "config.toml", with_held=False)
     settings = ConnectionSettings(bootstrap_servers=tuple(bed.kshare.bootstrap.split(",")))
     sandbox.stop_node(VICTIM)
     victim = f"broker {VICTIM} ({bed.address(VICTIM)})"
@@ -173,7 +173,7 @@ def test_during_an_outage_the_healthy_groups_keep_updating_and_the_others_stay_s
     """
     skip_on_real_cluster("it stops, hangs and restarts a node of a sandbox cluster")
     sandbox = sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS)
-    bed = make_bed(sandbox, tmp_path / "config.toml", with_held=False)
+    bed = make_fault_bed(sandbox, tmp_path / "config.toml", with_held=False)
     settings = ConnectionSettings(bootstrap_servers=tuple(bed.kshare.bootstrap.split(",")))
     victim_group = bed.groups[victim]
     healthy = sorted(group for node, group in bed.groups.items() if node != victim)
