@@ -171,7 +171,7 @@ def test_clients_work_across_three_nodes_that_lead_different_partitions(
             future.result(15)
 
     result = scenarios.all_delivered(
-        sandbox.bootstrap, queue, group, records=12, prepare_group=prepare, timeout=30
+        sandbox.bootstrap, queue, group, records=12, prepare_group=prepare, timeout=30, partitions=3
     )
     assert result.completed, result
     assert sorted(result.accepted()) == sorted(result.produced)

@@ -244,11 +244,14 @@ def produce_records(
     *,
     deadline: Deadline,
     prefix: str = "record",
+    partitions: int | None = None,
 ) -> tuple[RecordPosition, ...]:
     """Produce ``count`` records and return where the broker put them.
 
     Positions come from the delivery reports, not from assumptions about offsets, so a
-    scenario can name exactly the records it expects back on any test bed.
+    scenario can name exactly the records it expects back on any test bed. With
+    ``partitions``, record ``i`` goes to partition ``i % partitions``; without, the
+    producer's partitioner chooses (keyless: whole batches to one partition at a time).
     """
     positions: list[RecordPosition] = []
     failures: list[str] = []
@@ -261,7 +264,13 @@ def produce_records(
             positions.append(RecordPosition(partition, offset))
 
     for index in range(count):
-        producer.produce(topic, value=f"{prefix}-{index}".encode(), on_delivery=on_delivery)
+        value = f"{prefix}-{index}".encode()
+        if partitions is None:
+            producer.produce(topic, value=value, on_delivery=on_delivery)
+        else:
+            producer.produce(
+                topic, value=value, partition=index % partitions, on_delivery=on_delivery
+            )
     remaining = producer.flush(deadline.remaining())
     if remaining or failures:
         raise RuntimeError(
@@ -364,8 +373,10 @@ def all_delivered(
     timeout: float = 30.0,
     prepare_group: PrepareGroup | None = None,
     client_config: ClientConfig | None = None,
+    partitions: int | None = None,
 ) -> ScenarioResult:
-    """Produce ``records`` records, accept every delivery until all are accepted.
+    """Produce ``records`` records (round robin over ``partitions``, when given), accept
+    every delivery until all are accepted.
 
     Expected on any broker: each record delivered exactly once, with delivery count 1.
     """
@@ -375,7 +386,9 @@ def all_delivered(
         prepare_group(group)
     produced_at = recorder.now()
     with scenario_producer(bootstrap, client_config) as producer:
-        produced = produce_records(producer, topic, records, deadline=deadline)
+        produced = produce_records(
+            producer, topic, records, deadline=deadline, partitions=partitions
+        )
         with _share_consumer(bootstrap, topic, group, client_config) as consumer:
             completed = _consume_until(
                 consumer,
