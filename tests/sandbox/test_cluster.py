@@ -13,7 +13,6 @@ import socket
 import struct
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -50,6 +49,7 @@ from tests.support import scenarios
 from tests.support.raw import call
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.waiting import wait_for
 
 SESSION_TIMEOUT_MS = 1_500
 
@@ -91,16 +91,6 @@ def _create(sandbox: SandboxThread, topic: str, partitions: int, replicas: int =
     admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
     for future in admin.create_topics([NewTopic(topic, partitions, replicas)]).values():
         future.result(15)
-
-
-def _wait_for(condition: Callable[[], object], timeout: float, what: str) -> float:
-    """Poll ``condition`` until true; returns the seconds it took."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if condition():
-            return time.monotonic() - started
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def _find_coordinator(address: str, key: str, key_type: int = 0) -> Any:
@@ -188,7 +178,7 @@ def test_clients_work_across_three_nodes_that_lead_different_partitions(
         lags = [p.lag for t in offsets.groups[0].topics for p in t.partitions]
         return len(lags) == 3 and all(lag == 0 for lag in lags)
 
-    _wait_for(acknowledged, 10, "every share-partition acknowledged (lag 0)")
+    wait_for(acknowledged, 30, what="every share-partition acknowledged (lag 0)")
 
 
 def _produce(address: str, topic: str, partition: int) -> Any:
@@ -325,10 +315,10 @@ def test_a_group_rpc_to_a_node_that_does_not_coordinate_the_group_gets_not_coord
     assert (
         _describe_error(sandbox.addresses[other], group) == ErrorCode.coordinator_load_in_progress
     )
-    _wait_for(
+    wait_for(
         lambda: _describe_error(sandbox.addresses[other], group) == 69,
-        5,
-        "the new coordinator to finish loading",
+        30,
+        what="the new coordinator to finish loading",
     )
     assert (
         _describe_error(sandbox.addresses[coordinator.node_id], group) == ErrorCode.not_coordinator
@@ -411,7 +401,7 @@ def test_a_stopped_node_refuses_and_stays_in_metadata_until_it_is_fenced(
     assert _leaders(survivor, topic) == before
     assert _find_coordinator(survivor, group).node_id == victim
 
-    _wait_for(lambda: _nodes(survivor) == [1, 3], 10, "node 2 to be fenced")
+    wait_for(lambda: _nodes(survivor) == [1, 3], 30, what="node 2 to be fenced")
     assert time.monotonic() - started >= SESSION_TIMEOUT_MS / 1000
     after = _leaders(survivor, topic)
     for partition, (leader, epoch) in before.items():
@@ -426,10 +416,10 @@ def test_a_stopped_node_refuses_and_stays_in_metadata_until_it_is_fenced(
         assert victim in partition.offline_replicas
     moved_to = _find_coordinator(survivor, group).node_id
     assert moved_to in (1, 3)
-    _wait_for(
+    wait_for(
         lambda: _describe_error(sandbox.addresses[moved_to], group) == 69,
-        5,
-        "the group's new coordinator to answer",
+        30,
+        what="the group's new coordinator to answer",
     )
 
     sandbox.restart_node(victim)
@@ -451,7 +441,7 @@ def test_a_partition_whose_only_replica_is_fenced_has_no_leader_until_it_returns
     before = _leaders(sandbox.bootstrap, topic)
     partition = next(p for p, (leader, _) in before.items() if leader == 3)
     sandbox.stop_node(3)
-    _wait_for(lambda: _nodes(sandbox.bootstrap) == [1, 2], 10, "node 3 to be fenced")
+    wait_for(lambda: _nodes(sandbox.bootstrap) == [1, 2], 30, what="node 3 to be fenced")
     (found,) = _metadata(sandbox.bootstrap, topic).topics
     offline = found.partitions[partition]
     assert (offline.error_code, offline.leader_id) == (ErrorCode.leader_not_available, -1)
@@ -472,7 +462,7 @@ def test_a_hung_node_accepts_connections_and_never_answers_until_restarted(
     with _connect(address, timeout=0.5) as fresh, pytest.raises(TimeoutError):
         _answers(fresh)
     assert _nodes(sandbox.addresses[1]) == [1, 2, 3]
-    _wait_for(lambda: _nodes(sandbox.addresses[1]) == [1, 2], 10, "the hung node to be fenced")
+    wait_for(lambda: _nodes(sandbox.addresses[1]) == [1, 2], 30, what="the hung node to be fenced")
     assert time.monotonic() - started >= SESSION_TIMEOUT_MS / 1000
     sandbox.restart_node(3)
     with pytest.raises(ConnectionResetError):
@@ -531,7 +521,7 @@ def test_a_node_loading_a_group_coordinator_answers_list_groups_with_no_group(
     assert listed(target) == (ErrorCode.coordinator_load_in_progress, set())
     others = [node for node in (1, 2, 3) if node != target]
     assert all(listed(node)[0] == ErrorCode.none for node in others)
-    _wait_for(lambda: listed(target)[0] == ErrorCode.none, 10, "the node to finish loading")
+    wait_for(lambda: listed(target)[0] == ErrorCode.none, 30, what="the node to finish loading")
     assert {moved, *stays} <= listed(target)[1]
 
 
@@ -568,7 +558,7 @@ def test_describe_offsets_says_not_leader_or_follower_while_a_share_coordinator_
     group = f"moving-{uuid.uuid4().hex[:8]}"
     coordinator = _find_coordinator(sandbox.bootstrap, group)
     at_coordinator = f"{coordinator.host}:{coordinator.port}"
-    _wait_for(lambda: _describe_error(at_coordinator, group) == 69, 5, "the coordinator")
+    wait_for(lambda: _describe_error(at_coordinator, group) == 69, 30, what="the coordinator")
     altered = call(
         at_coordinator,
         AlterShareGroupOffsetsRequest(
@@ -603,6 +593,6 @@ def test_describe_offsets_says_not_leader_or_follower_while_a_share_coordinator_
     share_coordinator = _find_coordinator(sandbox.bootstrap, key, key_type=2).node_id
     sandbox.move_share_coordinator(key, next(n for n in (1, 2, 3) if n != share_coordinator))
     assert partition_error() == (ErrorCode.not_leader_or_follower, -1)
-    _wait_for(
-        lambda: partition_error() == (ErrorCode.none, 0), 5, "the share coordinator to settle"
+    wait_for(
+        lambda: partition_error() == (ErrorCode.none, 0), 30, what="the share coordinator to settle"
     )
