@@ -13,6 +13,7 @@ Plan files are CSV as Kafka 4.4's tool reads and writes them:
 ``topic,partition,offset`` or ``group,topic,partition,offset``, no header. A bare
 ``--export`` is Kafka's: the new offsets as that CSV on stdout instead of the table
 (``ResetOffsetsCommand`` gives it its value, ``-``); ``--export PLAN.csv`` writes a file.
+``services.plan_files`` reads and writes every one of these files.
 With ``-o plain`` the command prints what Kafka 4.4's ``kafka-share-groups.sh
 --reset-offsets`` prints, byte for byte: the table or the ``--export`` CSV in Kafka's
 order, and on stderr Kafka's WARN line for each offset clamped to the log.
@@ -108,40 +109,43 @@ def parse_topic_specs(specs: list[str]) -> tuple[tuple[str, ...], tuple[tuple[st
     return tuple(dict.fromkeys(whole)), tuple(dict.fromkeys(named))
 
 
-def choose_scenario(
-    *,
-    to_earliest: bool,
-    to_latest: bool,
-    to_datetime: str | None,
-    by_duration: str | None,
-    to_offset: int | None,
-    shift_by: int | None,
-    to_current: bool,
-    from_file: bool,
-    to_first_unacknowledged: bool = False,
-) -> Scenario:
+@dataclass(frozen=True, slots=True)
+class ScenarioFlags:
+    """The scenario options as given, before ``choose_scenario`` checks them."""
+
+    to_earliest: bool = False
+    to_latest: bool = False
+    to_datetime: str | None = None
+    by_duration: str | None = None
+    to_offset: int | None = None
+    shift_by: int | None = None
+    to_current: bool = False
+    to_first_unacknowledged: bool = False
+
+    def given(self) -> list[str]:
+        """The scenario options given, as spelt on the command line, in ``_SCENARIOS``'s order."""
+        values = (
+            self.to_earliest,
+            self.to_latest,
+            self.to_datetime,
+            self.by_duration,
+            self.to_offset,
+            self.shift_by,
+            self.to_current,
+            self.to_first_unacknowledged,
+        )
+        return [
+            name
+            for name, value in zip(_SCENARIOS, values, strict=True)
+            if value not in (None, False)
+        ]
+
+
+def choose_scenario(flags: ScenarioFlags, *, from_file: bool) -> Scenario:
     """Exactly one scenario (none with ``--from-file``, whose offsets are the scenario)."""
     from kshare_cli.services.reset import Scenario
-    from kshare_cli.timespec import parse_datetime, parse_duration, timestamp_before
 
-    given = [
-        name
-        for name, value in zip(
-            _SCENARIOS,
-            (
-                to_earliest,
-                to_latest,
-                to_datetime,
-                by_duration,
-                to_offset,
-                shift_by,
-                to_current,
-                to_first_unacknowledged,
-            ),
-            strict=True,
-        )
-        if value not in (None, False)
-    ]
+    given = flags.given()
     if from_file:
         if given:
             raise UsageError(f"--from-file takes its offsets from the file; drop {given[0]}")
@@ -150,14 +154,24 @@ def choose_scenario(
         raise UsageError(f"choose where to reset to: one of {', '.join(_SCENARIOS)}")
     if len(given) > 1:
         raise UsageError(f"{' and '.join(given)} are mutually exclusive; choose one")
-    if to_earliest:
+    if flags.to_earliest:
         return Scenario("earliest", label="--to-earliest")
-    if to_latest:
+    if flags.to_latest:
         return Scenario("latest", label="--to-latest")
-    if to_current:
+    if flags.to_current:
         return Scenario("current", label="--to-current")
-    if to_first_unacknowledged:
+    if flags.to_first_unacknowledged:
         return Scenario("first-unacknowledged", label="--to-first-unacknowledged")
+    return _scenario_with_value(flags)
+
+
+def _scenario_with_value(flags: ScenarioFlags) -> Scenario:
+    """The one scenario given that carries a value: a time, an offset or a shift."""
+    from kshare_cli.services.reset import Scenario
+    from kshare_cli.timespec import parse_datetime, parse_duration, timestamp_before
+
+    to_datetime, by_duration = flags.to_datetime, flags.by_duration
+    to_offset, shift_by = flags.to_offset, flags.shift_by
     if to_datetime is not None:
         try:
             millis = parse_datetime(to_datetime)
@@ -337,20 +351,6 @@ AllowNewGroup = Annotated[
 
 
 @dataclass(frozen=True, slots=True)
-class ScenarioFlags:
-    """The scenario options as given, before ``choose_scenario`` checks them."""
-
-    to_earliest: bool = False
-    to_latest: bool = False
-    to_datetime: str | None = None
-    by_duration: str | None = None
-    to_offset: int | None = None
-    shift_by: int | None = None
-    to_current: bool = False
-    to_first_unacknowledged: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class ResetRequest:
     """What the operator asked for, checked before anything connects.
 
@@ -414,17 +414,7 @@ def parse_request(
     if execute and rollback_file is not None:
         plan_files.check_rollback_file(rollback_file)
     _chosen_partitions(topics, all_topics, from_file)
-    scenario = choose_scenario(
-        to_earliest=flags.to_earliest,
-        to_latest=flags.to_latest,
-        to_datetime=flags.to_datetime,
-        by_duration=flags.by_duration,
-        to_offset=flags.to_offset,
-        shift_by=flags.shift_by,
-        to_current=flags.to_current,
-        from_file=from_file is not None,
-        to_first_unacknowledged=flags.to_first_unacknowledged,
-    )
+    scenario = choose_scenario(flags, from_file=from_file is not None)
     whole, named = parse_topic_specs(topics)
     ignored = 0
     if from_file is not None:
