@@ -195,6 +195,8 @@ def describe_time_lags(
     cannot be read (no READ on the state topic, its leader silent, the cluster not
     answering), that age is counted from the stored start offset and a warning on
     stderr says so: it may be the age of a record already acknowledged, too high.
+    Blocking (it runs its own event loop for the window read): call it from a command,
+    or in a thread from async code.
     """
     started = time.monotonic()
     waiting = {
