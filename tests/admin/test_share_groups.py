@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
 )
 
 from kshare_cli.admin.models import (
@@ -44,6 +43,7 @@ from kshare_cli.render.descriptions import render_members, render_states
 from kshare_cli.render.offsets import render_offsets
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.wire.client import KafkaClient
+from tests.support.records import create_topic, produce
 from tests.support.sandbox import read_properties
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
@@ -105,12 +105,6 @@ def bed() -> Iterator[Bed]:
 # --------------------------------------------------------------------------- the groups
 
 
-def _create_topic(bed: Bed, topic: str, partitions: int) -> None:
-    admin = AdminClient(bed.config())
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        future.result(30)
-
-
 def _earliest(bed: Bed, group: str) -> None:
     admin = AdminClient(bed.config())
     entry = ConfigEntry(
@@ -119,14 +113,6 @@ def _earliest(bed: Bed, group: str) -> None:
     resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
-
-
-def _produce(bed: Bed, topic: str, counts: dict[int, int]) -> None:
-    producer = Producer(bed.config())
-    for partition, count in counts.items():
-        for index in range(count):
-            producer.produce(topic, value=f"r{index}".encode(), partition=partition)
-    assert producer.flush(30) == 0
 
 
 def _share_consumer(bed: Bed, group: str, topic: str, client_id: str) -> ShareConsumer:
@@ -167,11 +153,11 @@ def groups(bed: Bed) -> Iterator[Groups]:
     topic = f"kshare-admin-{bed.suffix}"
     drained = f"kshare-admin-drained-{bed.suffix}"
     live = f"kshare-admin-live-{bed.suffix}"
-    _create_topic(bed, topic, 2)
+    create_topic(bed.config(), topic, 2)
     _earliest(bed, drained)
-    _produce(bed, topic, {0: 10, 1: 4})
+    produce(bed.config(), topic, {0: 10, 1: 4})
     _accept_all(bed, drained, topic, 14)
-    _produce(bed, topic, {0: 5, 1: 2})
+    produce(bed.config(), topic, {0: 5, 1: 2})
 
     client_id = f"kshare-admin-live-client-{bed.suffix}"
     consumer = _share_consumer(bed, live, topic, client_id)
@@ -358,9 +344,9 @@ def test_log_end_offsets_one_answer_per_partition(bed: Bed, groups: Groups) -> N
 def test_group_whose_offsets_were_deleted_has_no_offset_information(bed: Bed) -> None:
     topic = f"kshare-admin-deleted-{bed.suffix}"
     group = f"kshare-admin-deleted-g-{bed.suffix}"
-    _create_topic(bed, topic, 1)
+    create_topic(bed.config(), topic, 1)
     _earliest(bed, group)
-    _produce(bed, topic, {0: 3})
+    produce(bed.config(), topic, {0: 3})
     _accept_all(bed, group, topic, 3)
 
     async def delete_then_list(admin: ShareGroupAdmin) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -38,6 +38,7 @@ from confluent_kafka.admin import (
 from typer.testing import CliRunner, Result
 
 from kshare_cli.cli.app import app
+from tests.support.records import produce
 from tests.support.sandbox import Cluster
 from tests.support.waiting import wait_for
 
@@ -183,14 +184,6 @@ class ShareGroups:
     DRAINED_LAG = {0: 5, 1: 2}
 
 
-def _produce(cluster: Cluster, topic: str, counts: Mapping[int, int]) -> None:
-    producer = Producer(cluster.config())
-    for partition, count in counts.items():
-        for index in range(count):
-            producer.produce(topic, value=f"r{index}".encode(), partition=partition)
-    assert producer.flush(30) == 0
-
-
 def _describe_json(kshare: Kshare, *args: str) -> dict[str, Any]:
     result = kshare.run("describe", *args, "-o", "json")
     document: dict[str, Any] = json.loads(result.stdout)
@@ -215,7 +208,7 @@ def share_groups(
     resource = ConfigResource(ConfigResource.Type.GROUP, drained, incremental_configs=[earliest])
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
-    _produce(cluster, topic, ShareGroups.DRAINED_CONSUMED)
+    produce(cluster, topic, ShareGroups.DRAINED_CONSUMED)
 
     checker = Kshare(
         cluster.bootstrap,
@@ -260,7 +253,7 @@ def share_groups(
         drainer.commit_sync(10)
         drainer.close()
         drainer_open = False
-        _produce(cluster, topic, {0: 5, 1: 2})
+        produce(cluster, topic, {0: 5, 1: 2})
 
         def drained_offsets_known() -> bool:
             # Readiness only (both share-partitions reported); the tests check the values.

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from typer.testing import CliRunner
 
 from kshare_cli.cli import delete_cmd
@@ -27,6 +26,7 @@ from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
 from tests.support import golden_admin as golden
+from tests.support.records import create_topics
 from tests.support.sandbox import Cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
@@ -45,13 +45,6 @@ def settings(
         environ={},
         profiles_path=tmp_path / "profiles.toml",
     )
-
-
-def _create_topics(cluster: Cluster, *topics: str, partitions: int = 2) -> None:
-    admin = AdminClient(cluster.config())
-    futures = admin.create_topics([NewTopic(topic, partitions, 1) for topic in topics])
-    for future in futures.values():
-        future.result(30)
 
 
 def _empty_group_with_offsets(
@@ -96,7 +89,7 @@ def test_delete_offsets_then_delete_reproduce_kafkas_runs_20_to_23(
     kshare: Kshare, cluster: Cluster, settings: ConnectionSettings, names: tuple[str, str]
 ) -> None:
     topic, group = names
-    _create_topics(cluster, topic)
+    create_topics(cluster, topic, partitions=2)
     _empty_group_with_offsets(settings, group, topic)
 
     def as_kafka(run: str) -> str:
@@ -140,7 +133,7 @@ def test_delete_offsets_reports_each_topic_and_exits_5_when_the_failures_are_mis
 ) -> None:
     topic, bare, group = f"kshare-do-t-{unique}", f"kshare-do-b-{unique}", f"kshare-do-g-{unique}"
     unknown = f"kshare-do-unknown-{unique}"
-    _create_topics(cluster, topic, bare)
+    create_topics(cluster, topic, bare, partitions=2)
     _empty_group_with_offsets(settings, group, topic)
     args = ("delete-offsets", group, "-t", topic, "-t", bare, "-t", unknown)
 
@@ -262,7 +255,7 @@ def test_on_a_terminal_execute_asks_first(
     kshare: Kshare, cluster: Cluster, settings: ConnectionSettings, unique: str
 ) -> None:
     topic, group = f"kshare-ask-t-{unique}", f"kshare-ask-g-{unique}"
-    _create_topics(cluster, topic)
+    create_topics(cluster, topic, partitions=2)
     _empty_group_with_offsets(settings, group, topic)
 
     declined = _answer(kshare, "n\n", "delete-offsets", group, "-t", topic, "--execute")
@@ -290,7 +283,7 @@ def test_yes_skips_the_question(
     kshare: Kshare, cluster: Cluster, settings: ConnectionSettings, unique: str
 ) -> None:
     topic, group = f"kshare-yes-t-{unique}", f"kshare-yes-g-{unique}"
-    _create_topics(cluster, topic)
+    create_topics(cluster, topic, partitions=2)
     _empty_group_with_offsets(settings, group, topic)
     result = _answer(kshare, "", "delete", group, "--execute", "--yes")
     assert (result.exit_code, result.stderr) == (0, "")
@@ -308,7 +301,7 @@ def test_all_empty_groups_are_deleted_and_only_they(tmp_path: Path, unique: str)
         kshare = Kshare(sandbox.bootstrap, None, tmp_path / "kshare" / "config.toml")
         settings = ConnectionSettings(bootstrap_servers=(sandbox.bootstrap,))
         topic = f"kshare-all-t-{unique}"
-        _create_topics(cluster, topic)
+        create_topics(cluster, topic, partitions=2)
         groups = [f"kshare-all-{n}-{unique}" for n in range(3)]
         for group in groups:
             _empty_group_with_offsets(settings, group, topic)

@@ -30,7 +30,6 @@ from confluent_kafka import (
     AcknowledgeType,
     Consumer,
     Message,
-    Producer,
     ShareConsumer,
     TopicPartition,
 )
@@ -49,6 +48,7 @@ from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, validate
+from tests.support.records import produce
 from tests.support.sandbox import Cluster
 from tests.support.waiting import wait_for
 from tests.wire.conftest import Handler, replaced_handler
@@ -92,10 +92,12 @@ class Scenario:
 def _produce(cluster: Cluster, topic: str, partition: int, count: int) -> None:
     # One produce request per partition: the records form one batch, which a broker
     # hands to one consumer in one go.
-    producer = Producer(cluster.config(**{"linger.ms": 100}))
-    for index in range(count):
-        producer.produce(topic, value=f"{topic}-{partition}-{index}".encode(), partition=partition)
-    assert producer.flush(30) == 0
+    produce(
+        cluster.config(**{"linger.ms": 100}),
+        topic,
+        {partition: count},
+        value=lambda partition, index: f"{topic}-{partition}-{index}".encode(),
+    )
 
 
 def _inflight_json(checker: Kshare, group: str, *args: str) -> dict[str, Any]:

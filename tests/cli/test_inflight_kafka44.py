@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer, TopicPartition
+from confluent_kafka import AcknowledgeType, ShareConsumer, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     AlterConfigOpType,
@@ -30,6 +30,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from kshare_cli.sandbox.broker import Broker
 from tests.cli.conftest import Kshare, validate
+from tests.support.records import produce
 from tests.support.sandbox import Cluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
@@ -47,10 +48,12 @@ def _earliest(cluster: Cluster, group: str, **extra: str) -> None:
 
 
 def _produce(cluster: Cluster, topic: str, count: int) -> None:
-    producer = Producer(cluster.config(**{"linger.ms": 100}))
-    for index in range(count):
-        producer.produce(topic, value=f"v{index}".encode(), partition=0)
-    assert producer.flush(15) == 0
+    produce(
+        cluster.config(**{"linger.ms": 100}),
+        topic,
+        {0: count},
+        value=lambda partition, index: f"v{index}".encode(),
+    )
 
 
 def _consume(cluster: Cluster, group: str, topic: str, count: int, reject: set[int]) -> None:

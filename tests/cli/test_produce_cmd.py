@@ -29,7 +29,8 @@ from tests.cli.conftest import (
     process_env,
     write_properties,
 )
-from tests.consumer.test_produce import create_topic, end_offsets, read_back
+from tests.consumer.test_produce import end_offsets, read_back
+from tests.support.records import create_topic
 from tests.support.sandbox import Cluster
 from tests.support.tls import SecureSandbox
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from kshare_cli.consumer.produce import (
     DEFAULT_PRODUCER_CONFIG,
@@ -30,13 +30,8 @@ from kshare_cli.consumer.produce import (
 from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
 from kshare_cli.kafka.api_keys import PRODUCE
 from tests.support.rdkafka_mock import RdkafkaMockCluster
+from tests.support.records import create_topic
 from tests.support.sandbox import Cluster
-
-
-def create_topic(cluster: Cluster, topic: str, partitions: int) -> None:
-    admin = AdminClient(cluster.config())
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        future.result(15)
 
 
 def read_back(

@@ -18,7 +18,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 
@@ -51,6 +50,7 @@ from kshare_cli.wire.client import BOOTSTRAP_STAGGER_S, KafkaClient
 from kshare_cli.wire.cluster import BrokerNode, our_versions
 from kshare_cli.wire.errors import KafkaError
 from tests.support.raw import call
+from tests.support.records import create_topic
 from tests.support.sandbox import Cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import PROMPTLY_S
@@ -113,12 +113,6 @@ def silent_listener() -> Iterator[str]:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         yield f"127.0.0.1:{listener.getsockname()[1]}"
-
-
-def create_topic(cluster: Cluster, topic: str, partitions: int) -> None:
-    admin = AdminClient(cluster.config())
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        future.result(30)
 
 
 # -- connecting and negotiating ---------------------------------------------------
