@@ -30,11 +30,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 from kshare_cli.services.exporter import ExporterSnapshot
 from kshare_cli.services.health import Status
 
-__all__ = ["METRICS", "MetricsPage", "SnapshotCollector", "index_page"]
+__all__ = ["METRICS", "MetricsPage", "SnapshotCollector", "index_page", "share_partition_text"]
 
 _PARTITION: Final = ("cluster_name", "group", "topic", "partition")
 _GROUP: Final = ("cluster_name", "group")
@@ -88,7 +89,9 @@ class SnapshotCollector(Collector):
 
     ``clock`` is the monotonic clock the refresher stamps its snapshots with: the age
     is computed per scrape, so it keeps growing while the refreshes fail; without
-    ``age`` it is left out (``MetricsPage`` adds it to a body rendered once).
+    ``age`` it is left out (``MetricsPage`` adds it to a body rendered once). Without
+    ``share_partitions`` the per-share-partition families are left out too
+    (``MetricsPage`` writes them with ``share_partition_text``).
     """
 
     def __init__(
@@ -98,106 +101,215 @@ class SnapshotCollector(Collector):
         clock: Callable[[], float] = time.monotonic,
         *,
         age: bool = True,
+        share_partitions: bool = True,
     ) -> None:
         self._current = current
         self._cluster = cluster_name
         self._clock = clock
         self._age = age
+        self._share_partitions = share_partitions
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self._current()
         cluster = self._cluster
-        lag = _gauge("kshare_share_partition_lag", _PARTITION)
-        start = _gauge("kshare_share_partition_start_offset", _PARTITION)
-        end = _gauge("kshare_share_partition_end_offset", _PARTITION)
-        records = _gauge("kshare_share_partition_records", (*_PARTITION, "state"))
-        deliveries = _gauge("kshare_share_partition_max_delivery_count", _PARTITION)
-        group_lag = _gauge("kshare_share_group_lag", _GROUP)
-        members = _gauge("kshare_share_group_members", _GROUP)
-        state = InfoMetricFamily(
-            "kshare_share_group_state", METRICS["kshare_share_group_state"], labels=_GROUP
-        )
-        status = _gauge("kshare_share_group_status", (*_GROUP, "status"))
-        for sample in snapshot.samples:
-            group = sample.group
-            for partition in group.partitions:
-                labels = [cluster, group.group_id, partition.topic, str(partition.partition)]
-                if partition.lag is not None:
-                    lag.add_metric(labels, partition.lag)
-                if partition.start_offset is not None and partition.start_offset >= 0:
-                    start.add_metric(labels, partition.start_offset)
-                if partition.end_offset is not None:
-                    end.add_metric(labels, partition.end_offset)
-                window = partition.window
-                if window is not None:
-                    counts = (
-                        window.available,
-                        window.acknowledged,
-                        window.archiving,
-                        window.archived,
-                    )
-                    for name, count in zip(_WINDOW_STATES, counts, strict=True):
-                        records.add_metric([*labels, name], count)
-                    if partition.deleted is not None:
-                        records.add_metric([*labels, "deleted"], partition.deleted)
-                    deliveries.add_metric(labels, window.max_delivery_count)
-        for health in snapshot.report.groups:
-            labels = [cluster, health.group_id]
-            if health.lag is not None:
-                group_lag.add_metric(labels, health.lag)
-            if health.members is not None:
-                members.add_metric(labels, health.members)
-            if health.state is not None:
-                state.add_metric(labels, {"state": health.state})
-            for each in Status:
-                status.add_metric([*labels, each.value], 1 if health.status is each else 0)
-        read_at = _gauge("kshare_share_group_last_read_timestamp_seconds", _GROUP)
-        for group_id, stamp in sorted(snapshot.group_read_at.items()):
-            read_at.add_metric([cluster, group_id], stamp)
-        dead_letters = _dead_letters(snapshot, cluster)
-        yield lag
-        if snapshot.time_lags:  # only with --time-lag: the page is unchanged without it
-            seconds = _gauge("kshare_share_partition_lag_seconds", _PARTITION)
-            for (group_id, topic, number), age in sorted(snapshot.time_lags.items()):
-                seconds.add_metric([cluster, group_id, topic, str(number)], age)
-            yield seconds
-        yield from (start, end, records, deliveries, group_lag, members, state, status, read_at)
-        yield from dead_letters
-        if snapshot.refresh_seconds is not None:
-            refresh = _gauge("kshare_exporter_refresh_seconds", ("cluster_name",))
-            refresh.add_metric([cluster], snapshot.refresh_seconds)
-            yield refresh
-        errors = CounterMetricFamily(
-            "kshare_exporter_refresh_errors",
-            METRICS["kshare_exporter_refresh_errors"],
-            labels=("cluster_name",),
-        )
-        errors.add_metric([cluster], snapshot.refresh_errors)
-        yield errors
-        if snapshot.group_errors:
-            group_errors = CounterMetricFamily(
-                "kshare_exporter_group_errors",
-                METRICS["kshare_exporter_group_errors"],
-                labels=_GROUP,
-            )
-            for group_id, count in sorted(snapshot.group_errors.items()):
-                group_errors.add_metric([cluster, group_id], count)
-            yield group_errors
-        if snapshot.broker_errors:
-            broker_errors = CounterMetricFamily(
-                "kshare_exporter_broker_errors",
-                METRICS["kshare_exporter_broker_errors"],
-                labels=_BROKER,
-            )
-            for (node_id, address), count in sorted(snapshot.broker_errors.items()):
-                broker_errors.add_metric([cluster, str(node_id), address], count)
-            yield broker_errors
-        if snapshot.refreshed_at is not None:
-            last = _gauge("kshare_exporter_last_refresh_timestamp_seconds", ("cluster_name",))
-            last.add_metric([cluster], snapshot.refreshed_at)
-            yield last
+        if self._share_partitions:
+            yield from _share_partition_families(snapshot, cluster)
+        yield from _group_families(snapshot, cluster)
+        yield from _exporter_families(snapshot, cluster)
         if self._age:
             yield from _age(snapshot, cluster, self._clock)
+
+
+def _share_partition_families(snapshot: ExporterSnapshot, cluster: str) -> Iterator[Metric]:
+    """The per-share-partition families (``share_partition_text`` writes the same text
+    without building them)."""
+    lag = _gauge("kshare_share_partition_lag", _PARTITION)
+    start = _gauge("kshare_share_partition_start_offset", _PARTITION)
+    end = _gauge("kshare_share_partition_end_offset", _PARTITION)
+    records = _gauge("kshare_share_partition_records", (*_PARTITION, "state"))
+    deliveries = _gauge("kshare_share_partition_max_delivery_count", _PARTITION)
+    for sample in snapshot.samples:
+        group = sample.group
+        for partition in group.partitions:
+            labels = [cluster, group.group_id, partition.topic, str(partition.partition)]
+            if partition.lag is not None:
+                lag.add_metric(labels, partition.lag)
+            if partition.start_offset is not None and partition.start_offset >= 0:
+                start.add_metric(labels, partition.start_offset)
+            if partition.end_offset is not None:
+                end.add_metric(labels, partition.end_offset)
+            window = partition.window
+            if window is not None:
+                counts = (window.available, window.acknowledged, window.archiving, window.archived)
+                for name, count in zip(_WINDOW_STATES, counts, strict=True):
+                    records.add_metric([*labels, name], count)
+                if partition.deleted is not None:
+                    records.add_metric([*labels, "deleted"], partition.deleted)
+                deliveries.add_metric(labels, window.max_delivery_count)
+    yield lag
+    if snapshot.time_lags:  # only with --time-lag: the page is unchanged without it
+        seconds = _gauge("kshare_share_partition_lag_seconds", _PARTITION)
+        for (group_id, topic, number), age in sorted(snapshot.time_lags.items()):
+            seconds.add_metric([cluster, group_id, topic, str(number)], age)
+        yield seconds
+    yield from (start, end, records, deliveries)
+
+
+def _group_families(snapshot: ExporterSnapshot, cluster: str) -> Iterator[Metric]:
+    group_lag = _gauge("kshare_share_group_lag", _GROUP)
+    members = _gauge("kshare_share_group_members", _GROUP)
+    state = InfoMetricFamily(
+        "kshare_share_group_state", METRICS["kshare_share_group_state"], labels=_GROUP
+    )
+    status = _gauge("kshare_share_group_status", (*_GROUP, "status"))
+    for health in snapshot.report.groups:
+        labels = [cluster, health.group_id]
+        if health.lag is not None:
+            group_lag.add_metric(labels, health.lag)
+        if health.members is not None:
+            members.add_metric(labels, health.members)
+        if health.state is not None:
+            state.add_metric(labels, {"state": health.state})
+        for each in Status:
+            status.add_metric([*labels, each.value], 1 if health.status is each else 0)
+    read_at = _gauge("kshare_share_group_last_read_timestamp_seconds", _GROUP)
+    for group_id, stamp in sorted(snapshot.group_read_at.items()):
+        read_at.add_metric([cluster, group_id], stamp)
+    yield from (group_lag, members, state, status, read_at)
+    yield from _dead_letters(snapshot, cluster)
+
+
+def _exporter_families(snapshot: ExporterSnapshot, cluster: str) -> Iterator[Metric]:
+    if snapshot.refresh_seconds is not None:
+        refresh = _gauge("kshare_exporter_refresh_seconds", ("cluster_name",))
+        refresh.add_metric([cluster], snapshot.refresh_seconds)
+        yield refresh
+    errors = CounterMetricFamily(
+        "kshare_exporter_refresh_errors",
+        METRICS["kshare_exporter_refresh_errors"],
+        labels=("cluster_name",),
+    )
+    errors.add_metric([cluster], snapshot.refresh_errors)
+    yield errors
+    if snapshot.group_errors:
+        group_errors = CounterMetricFamily(
+            "kshare_exporter_group_errors", METRICS["kshare_exporter_group_errors"], labels=_GROUP
+        )
+        for group_id, count in sorted(snapshot.group_errors.items()):
+            group_errors.add_metric([cluster, group_id], count)
+        yield group_errors
+    if snapshot.broker_errors:
+        broker_errors = CounterMetricFamily(
+            "kshare_exporter_broker_errors",
+            METRICS["kshare_exporter_broker_errors"],
+            labels=_BROKER,
+        )
+        for (node_id, address), count in sorted(snapshot.broker_errors.items()):
+            broker_errors.add_metric([cluster, str(node_id), address], count)
+        yield broker_errors
+    if snapshot.refreshed_at is not None:
+        last = _gauge("kshare_exporter_last_refresh_timestamp_seconds", ("cluster_name",))
+        last.add_metric([cluster], snapshot.refreshed_at)
+        yield last
+
+
+def share_partition_text(snapshot: ExporterSnapshot, cluster: str) -> str:
+    """The per-share-partition families as ``generate_latest`` writes them, byte for byte,
+    without building a family (a ``Sample`` tuple and a label dict per series, sorted and
+    escaped one by one): at 100,000 share-partitions, some 800,000 series a refresh.
+
+    Labels go in ``generate_latest``'s order (sorted by name) and values through its
+    ``floatToGoString``; only integers below a million take the short way, where the
+    two agree.
+    """
+    label = _LabelText()
+    prefix = f'{{cluster_name="{label(cluster)}",group="'
+    lag: list[str] = []
+    start: list[str] = []
+    end: list[str] = []
+    records: list[str] = []
+    deliveries: list[str] = []
+    for sample in snapshot.samples:
+        group = sample.group
+        of_group = prefix + label(group.group_id)
+        for partition in group.partitions:
+            where = f'{of_group}",partition="{partition.partition}'
+            labels = f'{where}",topic="{label(partition.topic)}"}} '
+            if partition.lag is not None:
+                lag.append(f"kshare_share_partition_lag{labels}{_value(partition.lag)}\n")
+            if partition.start_offset is not None and partition.start_offset >= 0:
+                start.append(
+                    f"kshare_share_partition_start_offset{labels}{_value(partition.start_offset)}\n"
+                )
+            if partition.end_offset is not None:
+                end.append(
+                    f"kshare_share_partition_end_offset{labels}{_value(partition.end_offset)}\n"
+                )
+            window = partition.window
+            if window is None:
+                continue
+            topic = f'",topic="{label(partition.topic)}"}} '
+            counts = (window.available, window.acknowledged, window.archiving, window.archived)
+            for name, count in zip(_WINDOW_STATES, counts, strict=True):
+                records.append(
+                    f'kshare_share_partition_records{where}",state="{name}{topic}{_value(count)}\n'
+                )
+            if partition.deleted is not None:
+                records.append(
+                    f'kshare_share_partition_records{where}",state="deleted{topic}'
+                    f"{_value(partition.deleted)}\n"
+                )
+            deliveries.append(
+                f"kshare_share_partition_max_delivery_count{labels}"
+                f"{_value(window.max_delivery_count)}\n"
+            )
+    parts = [_header("kshare_share_partition_lag"), *lag]
+    if snapshot.time_lags:
+        parts.append(_header("kshare_share_partition_lag_seconds"))
+        for (group_id, topic, number), age in sorted(snapshot.time_lags.items()):
+            parts.append(
+                f"kshare_share_partition_lag_seconds{prefix}{label(group_id)}"
+                f'",partition="{number}",topic="{label(topic)}"}} {_go_float(age)}\n'
+            )
+    for name, lines in (
+        ("kshare_share_partition_start_offset", start),
+        ("kshare_share_partition_end_offset", end),
+        ("kshare_share_partition_records", records),
+        ("kshare_share_partition_max_delivery_count", deliveries),
+    ):
+        parts.append(_header(name))
+        parts.extend(lines)
+    return "".join(parts)
+
+
+class _LabelText:
+    """Label values escaped as ``generate_latest`` escapes them, each text once."""
+
+    def __init__(self) -> None:
+        self._escaped: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        escaped = self._escaped.get(text)
+        if escaped is None:
+            escaped = text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+            self._escaped[text] = escaped
+        return escaped
+
+
+def _value(number: int) -> str:
+    """``floatToGoString(number)``: an integer below a million is written ``N.0``."""
+    if -1_000_000 < number < 1_000_000:
+        return f"{number}.0"
+    return _go_float(number)
+
+
+def _go_float(number: float) -> str:
+    return str(floatToGoString(number))  # type: ignore[no-untyped-call]
+
+
+def _header(name: str) -> str:
+    help_text = METRICS[name].replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {name} {help_text}\n# TYPE {name} gauge\n"
 
 
 def _dead_letters(snapshot: ExporterSnapshot, cluster: str) -> list[Metric]:
@@ -272,8 +384,11 @@ class MetricsPage:
         self._age_lock = threading.Lock()
         self._static = CollectorRegistry(auto_describe=False)
         self._static.register(
-            SnapshotCollector(lambda: self._rendering, cluster_name, clock, age=False)
+            SnapshotCollector(
+                lambda: self._rendering, cluster_name, clock, age=False, share_partitions=False
+            )
         )
+        self._cluster = cluster_name
         self._rendering = ExporterSnapshot()
         self._age = CollectorRegistry(auto_describe=False)
         self._age.register(_AgeCollector(lambda: self._aged, cluster_name, clock))
@@ -285,7 +400,9 @@ class MetricsPage:
             snapshot = self._current()
         with self._render_lock:
             self._rendering = snapshot
-            body = generate_latest(self._static)
+            body = share_partition_text(snapshot, self._cluster).encode() + generate_latest(
+                self._static
+            )
             self.renders += 1
             self._published = (snapshot, body, gzip.compress(body, compresslevel=6, mtime=0))
 
