@@ -29,7 +29,6 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
-    NewTopic,
 )
 
 from kshare_cli.errors import ExitCode
@@ -37,6 +36,7 @@ from kshare_cli.kafka.versions import KafkaVersion
 from kshare_cli.sandbox.share import share_groups
 from tests.cli.conftest import Kshare, assert_one_error_line, validate
 from tests.support.golden import GOLDEN
+from tests.support.records import create_topic
 from tests.support.sandbox_thread import SandboxThread
 
 RECORDED = GOLDEN.parent / "kafka-4.4" / "tool-output" / "kafka-configs"
@@ -60,17 +60,21 @@ def kafka_44(*, share_version: int = 2) -> SandboxThread:
     return SandboxThread(kafka_version="4.4", share_version=share_version)
 
 
-def create_topic(sandbox: SandboxThread, name: str, config: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
-    for future in admin.create_topics([NewTopic(name, 2, 1, config=config)]).values():
-        future.result(30)
-
-
 @pytest.fixture(scope="module")
 def sandbox_44() -> Iterator[SandboxThread]:
     with kafka_44() as sandbox:
-        create_topic(sandbox, "dlq.golden-dg", {"errors.deadletterqueue.group.enable": "true"})
-        create_topic(sandbox, "dlq.golden-dg2", {"errors.deadletterqueue.group.enable": "true"})
+        create_topic(
+            sandbox,
+            "dlq.golden-dg",
+            2,
+            topic_config={"errors.deadletterqueue.group.enable": "true"},
+        )
+        create_topic(
+            sandbox,
+            "dlq.golden-dg2",
+            2,
+            topic_config={"errors.deadletterqueue.group.enable": "true"},
+        )
         yield sandbox
 
 
@@ -215,7 +219,7 @@ def test_the_table_and_json_show_the_dlq_configs(kshare_44: Kshare) -> None:
 def test_a_topic_without_group_enable_is_named(
     kshare_44: Kshare, sandbox_44: SandboxThread
 ) -> None:
-    create_topic(sandbox_44, "dlq.plain", {})
+    create_topic(sandbox_44, "dlq.plain", 2)
     result = kshare_44.run(
         "config", "set", "golden-dk", "errors.deadletterqueue.topic.name=dlq.plain"
     )
@@ -265,7 +269,9 @@ def test_a_topic_without_group_enable_is_named(
 
 def test_share_version_1_is_said_plainly(tmp_path: Path) -> None:
     with kafka_44(share_version=1) as sandbox:
-        create_topic(sandbox, "dlq.g", {"errors.deadletterqueue.group.enable": "true"})
+        create_topic(
+            sandbox, "dlq.g", 2, topic_config={"errors.deadletterqueue.group.enable": "true"}
+        )
         kshare = Kshare(sandbox.bootstrap, None, tmp_path / "config.toml")
         result = kshare.run("config", "set", "g", "errors.deadletterqueue.topic.name=dlq.g")
         assert (result.exit_code, result.stdout) == (0, "Completed updating config for group g.\n")

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kshare_cli.dataplane.clients import new_reader
@@ -29,6 +29,7 @@ from kshare_cli.dataplane.errors import is_retriable
 from kshare_cli.dataplane.offsets import offsets_for_times, watermark_offsets
 from kshare_cli.kafka.api_keys import LIST_OFFSETS
 from tests.support.rdkafka_mock import RdkafkaMockCluster
+from tests.support.records import produce
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import PROMPTLY_S
@@ -36,13 +37,6 @@ from tests.support.waiting import PROMPTLY_S
 NOT_LEADER = KafkaError.NOT_LEADER_FOR_PARTITION  # Kafka's NOT_LEADER_OR_FOLLOWER, 6
 #: What a bounded read may overrun its deadline by: the attempt under way when it passes.
 MARGIN_S = 1.0
-
-
-def _produce(bootstrap: str, topic: str, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for index in range(count):
-        producer.produce(topic, f"r{index}".encode(), partition=0)
-    assert producer.flush(30) == 0
 
 
 @pytest.fixture
@@ -53,7 +47,7 @@ def moving(sandbox_cluster: StartCluster) -> Iterator[tuple[SandboxThread, str, 
     admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(30)
-    _produce(sandbox.bootstrap, topic, 3)
+    produce(sandbox, topic, {0: 3})
     reader = new_reader({"bootstrap.servers": sandbox.bootstrap}, "test")
     try:
         assert reader.get_watermark_offsets(TopicPartition(topic, 0), 10, cached=False) == (0, 3)
@@ -97,7 +91,7 @@ def test_end_offsets_follow_a_leader_that_moved(
 def mock_topic(rdkafka_mock: RdkafkaMockCluster) -> Iterator[tuple[Consumer, str]]:
     topic = f"mocked-{uuid.uuid4().hex[:8]}"
     rdkafka_mock.create_topic(topic, 1)
-    _produce(rdkafka_mock.bootstrap_servers, topic, 2)
+    produce({"bootstrap.servers": rdkafka_mock.bootstrap_servers}, topic, {0: 2})
     reader = new_reader({"bootstrap.servers": rdkafka_mock.bootstrap_servers}, "test")
     try:
         yield reader, topic

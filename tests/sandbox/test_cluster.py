@@ -22,7 +22,6 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
 )
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.describe_share_group_offsets.v1.request import (
@@ -47,6 +46,7 @@ from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, java_string_hash, k
 from kshare_cli.wire.framing import encode_request
 from tests.support import scenarios
 from tests.support.raw import call
+from tests.support.records import create_topic
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
@@ -87,12 +87,6 @@ def _nodes(address: str) -> list[int]:
     return sorted(broker.node_id for broker in _metadata(address).brokers)
 
 
-def _create(sandbox: SandboxThread, topic: str, partitions: int, replicas: int = 3) -> None:
-    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
-    for future in admin.create_topics([NewTopic(topic, partitions, replicas)]).values():
-        future.result(15)
-
-
 def _find_coordinator(address: str, key: str, key_type: int = 0) -> Any:
     response = call(
         address,
@@ -113,7 +107,7 @@ def test_clients_work_across_three_nodes_that_lead_different_partitions(
     sandbox: SandboxThread,
 ) -> None:
     topic = f"spread-{uuid.uuid4().hex[:8]}"
-    _create(sandbox, topic, 3)
+    create_topic(sandbox, topic, 3, replicas=3)
     addresses = sandbox.addresses
     assert sorted(addresses) == [1, 2, 3]
     assert len(set(addresses.values())) == 3
@@ -148,7 +142,7 @@ def test_clients_work_across_three_nodes_that_lead_different_partitions(
     assert seen == {(p, o) for p in range(3) for o in range(10)}
 
     queue = f"queue-{topic}"
-    _create(sandbox, queue, 3)
+    create_topic(sandbox, queue, 3, replicas=3)
     assert sorted(leader for leader, _ in _leaders(sandbox.bootstrap, queue).values()) == [1, 2, 3]
     group = f"share-{topic}"
 
@@ -253,7 +247,7 @@ def test_a_request_to_a_node_that_does_not_lead_the_partition_gets_not_leader_or
     sandbox: SandboxThread,
 ) -> None:
     topic = f"leaders-{uuid.uuid4().hex[:8]}"
-    _create(sandbox, topic, 1)
+    create_topic(sandbox, topic, 1, replicas=3)
     ((leader, epoch),) = _leaders(sandbox.bootstrap, topic).values()
     follower = next(node for node in sandbox.addresses if node != leader)
     at_leader, at_follower = sandbox.addresses[leader], sandbox.addresses[follower]
@@ -377,7 +371,7 @@ def test_a_stopped_node_refuses_and_stays_in_metadata_until_it_is_fenced(
     sandbox: SandboxThread,
 ) -> None:
     topic = f"fenced-{uuid.uuid4().hex[:8]}"
-    _create(sandbox, topic, 3)
+    create_topic(sandbox, topic, 3, replicas=3)
     before = _leaders(sandbox.bootstrap, topic)
     victim = 2
     led = {p for p, (leader, _) in before.items() if leader == victim}
@@ -437,7 +431,7 @@ def test_a_partition_whose_only_replica_is_fenced_has_no_leader_until_it_returns
     sandbox: SandboxThread,
 ) -> None:
     topic = f"single-{uuid.uuid4().hex[:8]}"
-    _create(sandbox, topic, 3, replicas=1)
+    create_topic(sandbox, topic, 3)
     before = _leaders(sandbox.bootstrap, topic)
     partition = next(p for p, (leader, _) in before.items() if leader == 3)
     sandbox.stop_node(3)
@@ -553,7 +547,7 @@ def test_describe_offsets_says_not_leader_or_follower_while_a_share_coordinator_
     )
 
     topic = f"moving-{uuid.uuid4().hex[:8]}"
-    _create(sandbox, topic, 1)
+    create_topic(sandbox, topic, 1, replicas=3)
     (described,) = _metadata(sandbox.bootstrap, topic).topics
     group = f"moving-{uuid.uuid4().hex[:8]}"
     coordinator = _find_coordinator(sandbox.bootstrap, group)

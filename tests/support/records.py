@@ -1,9 +1,9 @@
 """Topics and records for a test, made with third-party clients (confluent-kafka).
 
 One home for what most integration tests start with: create a topic, put records on
-given partitions. Both take the ``Cluster`` a test has, or a client config
-(``{"bootstrap.servers": sandbox.bootstrap}``), so they work on the sandbox and on a
-real cluster alike. Deadlines are generous: a loaded machine must not fail a test here.
+given partitions. Both take the ``Cluster`` a test has, a ``SandboxThread``, or a client
+config, so they work on the sandbox and on a real cluster alike. Deadlines are generous:
+a loaded machine must not fail a test here.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.sandbox import Cluster
+from tests.support.sandbox_thread import SandboxThread
 
 #: How long a topic creation or a producer's flush may take before the test fails.
 CLIENT_DEADLINE_S: Final = 30.0
 
-#: A broker to talk to: the suite's ``Cluster`` (with its client properties) or a config.
-Target = Cluster | Mapping[str, Any]
+#: A broker to talk to: the suite's ``Cluster`` (with its client properties), a sandbox
+#: of a test's own, or a client config.
+Target = Cluster | SandboxThread | Mapping[str, Any]
 
 #: What ``produce`` writes as the value of the ``index``-th record of a partition.
 ValueOf = Callable[[int, int], bytes]
@@ -28,7 +30,11 @@ ValueOf = Callable[[int, int], bytes]
 
 def client_config(target: Target) -> dict[str, Any]:
     """The confluent-kafka config for ``target``."""
-    return target.config() if isinstance(target, Cluster) else dict(target)
+    if isinstance(target, Cluster):
+        return target.config()
+    if isinstance(target, SandboxThread):
+        return {"bootstrap.servers": target.bootstrap}
+    return dict(target)
 
 
 def numbered(partition: int, index: int) -> bytes:
