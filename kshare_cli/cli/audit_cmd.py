@@ -33,10 +33,7 @@ import enum
 import inspect
 import re
 import shutil
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
@@ -49,8 +46,9 @@ from kshare_cli.errors import UsageError
 from kshare_cli.topic_names import check_topic_name
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming.query import StreamingQuery
 
     from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.services.audit import (
@@ -58,7 +56,6 @@ if TYPE_CHECKING:
         AuditRequest,
         AuditResult,
         DeadLetterCount,
-        ResolvedScope,
     )
 
 DEFAULT_MASTER: Final = "local[*]"
@@ -578,13 +575,10 @@ def capture(
     )
     invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
     common.run(lambda: audit.check_state_topic(settings, timeout_s), invocation)
-    common.edge(
-        lambda: _capture_phase(settings, to, groups or None, master, until_caught_up),
-        invocation,
-    )
+    common.edge(lambda: _capture(settings, to, groups or None, master, until_caught_up), invocation)
 
 
-def _capture_phase(
+def _capture(
     settings: ConnectionSettings,
     directory: Path,
     groups: tuple[str, ...] | None,
@@ -594,19 +588,8 @@ def _capture_phase(
     """Run the capture stream until it has caught up or Ctrl-C (exit 0 either way)."""
     from kshare_cli.services import audit
 
-    failures = audit.job_failures()
-    with _spark_running(master) as (spark, log_dir):
-        try:
-            query = audit.capture_state(
-                spark, settings, directory, groups, until_caught_up=until_caught_up
-            )
-            failed = _watch(query)
-            query.stop()
-        except failures as error:
-            raise audit.job_failure(error, log_dir) from None
-        if failed is not None:
-            raise audit.job_failure(failed, log_dir)
-        typer.echo(f"kshare: captured the state records into {directory}", err=True)
+    audit.capture(settings, directory, groups, master=master, until_caught_up=until_caught_up)
+    typer.echo(f"kshare: captured the state records into {directory}", err=True)
 
 
 # --------------------------------------------------------------------------- the run
@@ -662,161 +645,50 @@ def _audit(job_name: str, options: JobOptions) -> None:
     resolved = common.run(lambda: audit.resolve_scope(settings, request, timeout_s), invocation)
     for note in resolved.notes:
         typer.echo(f"kshare: {note}", err=True)
-    common.edge(lambda: _spark_phase(settings, request, resolved, options.fmt), invocation)
+    common.edge(
+        lambda: audit.run_job(settings, request, resolved, _Terminal(request, options.fmt)),
+        invocation,
+    )
 
 
-def _spark_phase(
-    settings: ConnectionSettings,
-    request: AuditRequest,
-    resolved: ResolvedScope,
-    fmt: Format,
-) -> None:
-    from kshare_cli.cli.audit_progress import SparkProgress, stderr_is_terminal
-    from kshare_cli.services import audit
+class _Terminal:
+    """Where the audit's answers go (``audit.AuditOutput``): the batch's rows to stdout (or
+    where they went, to stderr), the follow's rows as they come, Spark's progress on a
+    terminal while the batch runs."""
 
-    failures = audit.job_failures()
-    with _spark_running(request.master) as (spark, log_dir):
+    def __init__(self, request: AuditRequest, fmt: Format) -> None:
+        self._request = request
+        self._fmt = fmt
         # CSV's header goes out once: with the batch's rows, or with the first follow rows.
-        header_printed = [False]
+        self._csv_header_printed = False
 
-        def emit(job: AuditJob, rows: object) -> None:
-            _emit(job, rows, fmt, settings, request, header_printed, resolved)
+    def progress(self, spark: SparkSession) -> AbstractContextManager[object]:
+        from kshare_cli.cli.audit_progress import SparkProgress, stderr_is_terminal
 
-        cancelling = _JobCanceller(spark)
-        cancel = _CtrlC(on_interrupt=cancelling.run)
-        try:
-            with SparkProgress(spark, enabled=stderr_is_terminal()), cancel:
-                result, follow = audit.run_audit(spark, settings, request, resolved, emit=emit)
-        except failures as error:
-            if cancel.is_set():
-                raise KeyboardInterrupt from None
-            raise audit.job_failure(error, log_dir) from None
-        finally:
-            cancelling.stop()
-        if cancel.is_set():
-            raise KeyboardInterrupt
-        header_printed[0] = _finish(result, request, resolved, fmt)
-        if follow is None:
-            return
-        query = follow.start()
-        try:
-            if (failed := _watch(query)) is not None:
-                raise audit.job_failure(follow.failure or failed, log_dir)
-        except failures as error:
-            raise audit.job_failure(follow.failure or error, log_dir) from None
-        finally:
-            follow.stop()
-        if follow.failure is not None:
-            raise audit.job_failure(follow.failure, log_dir)
+        return SparkProgress(spark, enabled=stderr_is_terminal())
+
+    def result(self, result: AuditResult) -> None:
+        self._csv_header_printed = _finish(result, self._request, self._fmt)
+
+    def rows(self, job: AuditJob, rows: Sequence[Any]) -> None:
+        from kshare_cli.render.audit import render_rows
+
+        text = render_rows(
+            job,
+            rows,
+            self._fmt.value,
+            width=_terminal_width(),
+            csv_header=not self._csv_header_printed,
+        )
+        self._csv_header_printed = True
+        common.stdout_write(text)
+
+    def dead_letters(self, count: DeadLetterCount) -> None:
+        assert self._request.dlq_topic is not None
+        typer.echo(_dead_letters_line(count, self._request.dlq_topic), err=True)
 
 
-@contextmanager
-def _spark_running(master: str) -> Iterator[tuple[SparkSession, str | None]]:
-    """A Spark session for the block and the directory of its log (None: the process's own
-    session, left running); one this started is stopped after the block, and its log
-    removed unless the block failed (the failure's line names it).
-
-    PySpark's launcher leaves its JVM running if interrupted while it waits for it (the
-    JVM ignores SIGINT): a Ctrl-C while Spark starts lets the start finish, then stops it,
-    then exits (130).
-    """
-    from kshare_cli.services import audit
-
-    starting = _CtrlC()
-    with starting:
-        spark, log_dir = audit.start_spark(master)
-    if starting.is_set():
-        if log_dir is not None:
-            spark.stop()
-            shutil.rmtree(log_dir, ignore_errors=True)
-        raise KeyboardInterrupt
-    succeeded = False
-    try:
-        yield spark, log_dir
-        succeeded = True
-    finally:
-        if log_dir is not None:
-            spark.stop()
-            if succeeded:
-                shutil.rmtree(log_dir, ignore_errors=True)
-
-
-def _watch(query: StreamingQuery) -> BaseException | None:
-    """Wait until the stream ends or Ctrl-C (which stops waiting, not the stream); the
-    stream's failure, or None."""
-    interrupted = _CtrlC()
-    with interrupted:
-        while not interrupted.wait(0.5) and query.isActive:
-            pass
-        return None if interrupted.is_set() else query.exception()
-
-
-class _JobCanceller:
-    """After a Ctrl-C, cancels the Spark jobs running and every one started later, until
-    stopped.
-
-    A Ctrl-C while no job runs (the Kafka source plans its read in a Python worker, the
-    job counts what it read between jobs) cancelled nothing, and the jobs started after
-    it ran to their end before the command exited 130: minutes on a big state topic.
-    """
-
-    def __init__(self, spark: SparkSession, every_s: float = 0.2) -> None:
-        self._spark = spark
-        self._every_s = every_s
-        self._stopped = threading.Event()
-        self._lock = threading.Lock()  # no cancel once stop() returned: Spark stops next
-
-    def run(self) -> None:
-        while True:
-            with self._lock:
-                if self._stopped.is_set():
-                    return
-                self._spark.sparkContext.cancelAllJobs()
-            self._stopped.wait(self._every_s)
-
-    def stop(self) -> None:
-        with self._lock:
-            self._stopped.set()
-
-
-class _CtrlC(threading.Event):
-    """While entered, the first Ctrl-C (SIGINT) sets this event (and starts on_interrupt in
-    a thread of its own) instead of raising KeyboardInterrupt.
-
-    PySpark's own handler, like Python's default, raises KeyboardInterrupt in
-    the main thread, which is usually inside a py4j call to the JVM: py4j
-    then fails the call, logs a trace of it on stderr, and the job or the
-    stream's micro-batch fails with it. With this, --follow stops between
-    micro-batches and exits 0, and a batch job's Spark jobs are cancelled
-    from another thread (its own py4j connection) and the command exits 130
-    with one line. The handler is restored on exit, so a second Ctrl-C while
-    stopping still interrupts.
-    """
-
-    def __init__(self, on_interrupt: Callable[[], object] | None = None) -> None:
-        super().__init__()
-        self._on_interrupt = on_interrupt
-
-    def _handle(self, signum: int, frame: object) -> None:
-        first = not self.is_set()
-        self.set()
-        if first and self._on_interrupt is not None:
-            threading.Thread(target=self._on_interrupt, daemon=True).start()
-
-    def __enter__(self) -> _CtrlC:
-        self._previous: Any = None
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-
-def _finish(
-    result: AuditResult, request: AuditRequest, resolved: ResolvedScope, fmt: Format
-) -> bool:
+def _finish(result: AuditResult, request: AuditRequest, fmt: Format) -> bool:
     """Rows to stdout (or where they went to stderr), notes, the report; whether rows were
     printed."""
     from kshare_cli.render.audit import history_lines, render_audit
@@ -842,31 +714,6 @@ def _finish(
         )
         typer.echo(f"kshare: wrote the report to {request.report}", err=True)
     return result.written is None and result.dead_letters is None
-
-
-def _emit(
-    job: AuditJob,
-    rows: object,
-    fmt: Format,
-    settings: ConnectionSettings,
-    request: AuditRequest,
-    csv_header: list[bool],
-    resolved: ResolvedScope,
-) -> None:
-    """A --follow micro-batch's rows: to stdout, or to the dead-letter topic."""
-    from collections.abc import Sequence
-
-    from kshare_cli.render.audit import render_rows
-    from kshare_cli.services.audit import produce_follow_dead_letters
-
-    assert isinstance(rows, Sequence)
-    if request.dlq_topic is not None:
-        count = produce_follow_dead_letters(rows, settings, request, resolved)
-        typer.echo(_dead_letters_line(count, request.dlq_topic), err=True)
-        return
-    text = render_rows(job, rows, fmt.value, width=_terminal_width(), csv_header=not csv_header[0])
-    csv_header[0] = True
-    common.stdout_write(text)
 
 
 def _dead_letters_line(count: DeadLetterCount, topic: str) -> str:

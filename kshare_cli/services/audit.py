@@ -30,19 +30,20 @@ when there is one (it names topic and partition), else Spark's first line.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 import re
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from kshare_cli.admin.models import GroupFailure, GroupOffsets, TopicPartition
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode, KshareError, NotFound, Refused, UsageError
+from kshare_cli.pipeline.lifecycle import SPARK_LOG
 from kshare_cli.pipeline.models import (
     ArchivedRecord,
     AuditJob,
@@ -56,13 +57,16 @@ from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_p
 from kshare_cli.state.replay import SharePartitionKey
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from kshare_cli.admin.models import ShareGroupOffsets
     from kshare_cli.admin.share_groups import ShareGroupAdmin
+    from kshare_cli.pipeline.batch import BatchAudit, DeadLetterTarget
     from kshare_cli.pipeline.follow import AuditFollow, Emit
     from kshare_cli.pipeline.jobs import AuditScope, FileFormat
     from kshare_cli.pipeline.kafka_source import Connector
+    from kshare_cli.wire.cluster import TopicMetadata
 
 __all__ = [
     "SPARK_CONNECTOR_MISSING",
@@ -70,36 +74,34 @@ __all__ = [
     "SPARK_MISSING",
     "AuditFailed",
     "AuditJob",
+    "AuditOutput",
     "AuditRequest",
     "AuditResult",
     "DeadLetterCount",
     "ResolvedScope",
     "SharePartitionHistory",
     "SparkConnectorMissing",
-    "capture_state",
+    "batch_audit",
+    "capture",
     "check_group",
     "check_history",
     "check_spark_connector",
     "check_state_topic",
     "job_failure",
-    "job_failures",
     "produce_follow_dead_letters",
     "report_now",
     "require_spark",
     "resolve_scope",
     "run_audit",
+    "run_job",
     "spark_failure",
     "start_capture",
-    "start_spark",
 ]
 
 SPARK_MISSING: Final = (
     "kshare audit needs the spark extra (PySpark, about 800 MB, and a Java 17+ runtime); "
     "from a clone: .venv/bin/pip install -e '.[spark]'"
 )
-#: The file, in a directory of its own, that a Spark session this command starts logs to.
-SPARK_LOG: Final = "spark.log"
-
 _ZERO_UUID: Final = uuid.UUID(int=0)
 _SOURCE_ERROR: Final = re.compile(r"KafkaSourceError: (.+)")
 _DEAD_LETTER_ERROR: Final = re.compile(r"DeadLetterError: (.+)")
@@ -232,99 +234,134 @@ def start_capture(directory: Path, groups: tuple[str, ...] | None) -> None:
 async def resolve_scope(
     settings: ConnectionSettings, request: AuditRequest, timeout_s: float
 ) -> ResolvedScope:
-    from kshare_cli.pipeline.jobs import AuditScope
-
+    """What the audit reads and how, asked of the cluster within the timeout, before Spark
+    starts: everything the cluster can refuse is refused here."""
     session = Session(settings, timeout_s)
 
     async def work() -> ResolvedScope:
         async with session.admin() as admin:
-            client = admin.client
-            everything = await client.metadata(None, refresh=True)
-            wanted = [*request.topics, SHARE_STATE_TOPIC]
-            if request.dlq_topic is not None:
-                wanted.append(request.dlq_topic)
-            named = await client.metadata(wanted, refresh=True)
-            topics = {**everything.topics, **named.topics}
-            for topic in (*request.topics, *filter(None, [request.dlq_topic])):
-                found = topics.get(topic)
-                if found is None or found.error_code != 0:
-                    raise NotFound(f"topic '{topic}' does not exist")
-            names = {
-                kafka_uuid(metadata.topic_id): name
-                for name, metadata in topics.items()
-                if metadata.error_code == 0 and metadata.topic_id != _ZERO_UUID
-            }
-            state = topics.get(SHARE_STATE_TOPIC)
-            state_exists = state is not None and state.error_code == 0 and bool(state.partitions)
-            partitions: tuple[int, ...] | None = None
-            end_offsets: dict[str, dict[str, int]] | None = None
-            selected: frozenset[str] | None = None
-            if request.topics:
-                selected = frozenset(kafka_uuid(topics[topic].topic_id) for topic in request.topics)
-            if state is not None and state_exists:
-                count = len(state.partitions)
-                if request.topics:
-                    partitions = tuple(
-                        sorted(
-                            {
-                                state_partition_for(
-                                    SharePartitionKey(
-                                        request.group_id, topics[topic].topic_id, partition
-                                    ),
-                                    count,
-                                )
-                                for topic in request.topics
-                                for partition in topics[topic].partitions
-                            }
-                        )
-                    )
-                read = partitions if partitions is not None else tuple(sorted(state.partitions))
-                ends = await admin.log_end_offsets(
-                    TopicPartition(SHARE_STATE_TOPIC, partition) for partition in read
-                )
-                for tp, error in ends.errors().items():
-                    raise AuditFailed(f"end offset of {tp} cannot be read: {error}")
-                end_offsets = {
-                    SHARE_STATE_TOPIC: {
-                        str(tp.partition): offset for tp, offset in ends.offsets.items()
-                    }
-                }
-            # Right after the state topic's end offsets (the state the batch reads), the log
-            # end offsets it is measured against: the latest point's lag is then one moment's,
-            # as describe's is, not the state of then against a log of seconds later (the
-            # job takes that long). State first, so no window reaches past its log's end.
-            offsets = await admin.list_share_partition_offsets([request.group_id])
-            check_group(request, offsets.get(request.group_id))
-            source_ends = {
-                (each.topic, each.partition): each.end_offset
-                for group in offsets.succeeded()
-                for each in group.partitions
-                if each.end_offset is not None
-            }
-            limit = None
-            if request.job is AuditJob.ARCHIVED or request.report is not None:
-                limit = await delivery_count_limit(admin, request.group_id)
-            dead_letters = _NO_BROKER_DLQ
-            if request.dlq_topic is not None:
-                dead_letters = await _broker_dead_letters(session, admin, request)
-            return ResolvedScope(
-                AuditScope(
-                    request.group_id,
-                    names,
-                    selected,
-                    partitions,
-                    end_offsets,
-                    request.since_ms,
-                    request.read_source,
-                    connector=request.connector,
-                    source_end_offsets=source_ends,
-                ),
-                state_exists,
-                limit,
-                *dead_letters,
-            )
+            return await _resolved(session, admin, request)
 
     return await session.bounded(work(), "asking the cluster about the audit")
+
+
+async def _resolved(
+    session: Session, admin: ShareGroupAdmin, request: AuditRequest
+) -> ResolvedScope:
+    from kshare_cli.pipeline.jobs import AuditScope
+
+    topics = await _topics(admin, request)
+    state = topics.get(SHARE_STATE_TOPIC)
+    state_exists = state is not None and state.error_code == 0 and bool(state.partitions)
+    partitions: tuple[int, ...] | None = None
+    end_offsets: dict[str, dict[str, int]] | None = None
+    if state is not None and state_exists:
+        partitions = _state_partitions(request, topics, len(state.partitions))
+        read = partitions if partitions is not None else tuple(sorted(state.partitions))
+        end_offsets = await _state_end_offsets(admin, read)
+    # Right after the state topic's end offsets (the state the batch reads), the log
+    # end offsets it is measured against: the latest point's lag is then one moment's,
+    # as describe's is, not the state of then against a log of seconds later (the
+    # job takes that long). State first, so no window reaches past its log's end.
+    offsets = await admin.list_share_partition_offsets([request.group_id])
+    check_group(request, offsets.get(request.group_id))
+    limit = None
+    if request.job is AuditJob.ARCHIVED or request.report is not None:
+        limit = await delivery_count_limit(admin, request.group_id)
+    dead_letters = _NO_BROKER_DLQ
+    if request.dlq_topic is not None:
+        dead_letters = await _broker_dead_letters(session, admin, request)
+    scope = AuditScope(
+        request.group_id,
+        _topic_names(topics),
+        _selected_topics(request, topics),
+        partitions,
+        end_offsets,
+        request.since_ms,
+        request.read_source,
+        connector=request.connector,
+        source_end_offsets=_source_end_offsets(offsets),
+    )
+    return ResolvedScope(scope, state_exists, limit, *dead_letters)
+
+
+async def _topics(admin: ShareGroupAdmin, request: AuditRequest) -> Mapping[str, TopicMetadata]:
+    """Every topic (the state topic knows only ids: their names), and the state topic and
+    the named ones as a request naming them answers; NotFound (exit 5) for a --topic or
+    --dlq-topic that does not exist."""
+    client = admin.client
+    everything = await client.metadata(None, refresh=True)
+    wanted = [*request.topics, SHARE_STATE_TOPIC]
+    if request.dlq_topic is not None:
+        wanted.append(request.dlq_topic)
+    named = await client.metadata(wanted, refresh=True)
+    topics = {**everything.topics, **named.topics}
+    for topic in (*request.topics, *filter(None, [request.dlq_topic])):
+        found = topics.get(topic)
+        if found is None or found.error_code != 0:
+            raise NotFound(f"topic '{topic}' does not exist")
+    return topics
+
+
+def _topic_names(topics: Mapping[str, TopicMetadata]) -> dict[str, str]:
+    """Kafka's base64 topic id -> name, of every topic that has an id."""
+    return {
+        kafka_uuid(metadata.topic_id): name
+        for name, metadata in topics.items()
+        if metadata.error_code == 0 and metadata.topic_id != _ZERO_UUID
+    }
+
+
+def _selected_topics(
+    request: AuditRequest, topics: Mapping[str, TopicMetadata]
+) -> frozenset[str] | None:
+    """The ids of --topic's topics; None: every topic of the group."""
+    if not request.topics:
+        return None
+    return frozenset(kafka_uuid(topics[topic].topic_id) for topic in request.topics)
+
+
+def _state_partitions(
+    request: AuditRequest, topics: Mapping[str, TopicMetadata], count: int
+) -> tuple[int, ...] | None:
+    """With --topic, the state-topic partitions (of count) that can hold the group's
+    share-partitions of those topics; None: all of them."""
+    if not request.topics:
+        return None
+    return tuple(
+        sorted(
+            {
+                state_partition_for(
+                    SharePartitionKey(request.group_id, topics[topic].topic_id, partition),
+                    count,
+                )
+                for topic in request.topics
+                for partition in topics[topic].partitions
+            }
+        )
+    )
+
+
+async def _state_end_offsets(
+    admin: ShareGroupAdmin, partitions: tuple[int, ...]
+) -> dict[str, dict[str, int]]:
+    """Where the batch stops reading the state topic's partitions, and a follow starts."""
+    ends = await admin.log_end_offsets(
+        TopicPartition(SHARE_STATE_TOPIC, partition) for partition in partitions
+    )
+    for tp, error in ends.errors().items():
+        raise AuditFailed(f"end offset of {tp} cannot be read: {error}")
+    return {SHARE_STATE_TOPIC: {str(tp.partition): offset for tp, offset in ends.offsets.items()}}
+
+
+def _source_end_offsets(offsets: ShareGroupOffsets) -> dict[tuple[str, int], int]:
+    """The log end offset of each (topic, partition) the group's offsets carried."""
+    return {
+        (each.topic, each.partition): each.end_offset
+        for group in offsets.succeeded()
+        for each in group.partitions
+        if each.end_offset is not None
+    }
 
 
 _NO_BROKER_DLQ: Final[tuple[bool, str | None, tuple[str, ...]]] = (False, None, ())
@@ -431,6 +468,54 @@ def spark_failure(error: BaseException) -> AuditFailed:
     return AuditFailed(f"the Spark job failed: {first}")
 
 
+class AuditOutput(Protocol):
+    """Where a running audit's answers go: the command's renderer.
+
+    progress is drawn around the batch (it reads Spark's progress from the
+    session); result gets the batch's answer; a --follow micro-batch's rows
+    go to rows, or, with --dlq-topic, what producing them did to dead_letters.
+    """
+
+    def progress(self, spark: SparkSession) -> AbstractContextManager[object]: ...
+
+    def result(self, result: AuditResult) -> None: ...
+
+    def rows(self, job: AuditJob, rows: Sequence[Any]) -> None: ...
+
+    def dead_letters(self, count: DeadLetterCount) -> None: ...
+
+
+def run_job(
+    settings: ConnectionSettings,
+    request: AuditRequest,
+    resolved: ResolvedScope,
+    output: AuditOutput,
+) -> None:
+    """The audit in a Spark session of its own (``--master``): the batch, its result to
+    output, then with --follow the follow until Ctrl-C; a Ctrl-C during the batch cancels
+    its Spark jobs and raises KeyboardInterrupt, a failure is one line (AuditFailed)."""
+    from kshare_cli.pipeline import lifecycle
+
+    def emit(job: AuditJob, rows: Sequence[Any]) -> None:
+        if request.dlq_topic is None:
+            output.rows(job, rows)
+        else:
+            output.dead_letters(produce_follow_dead_letters(rows, settings, request, resolved))
+
+    try:
+        with lifecycle.spark_started(request.master) as run:
+            result, follow = lifecycle.run_batch(
+                run,
+                lambda: run_audit(run.spark, settings, request, resolved, emit=emit),
+                display=output.progress,
+            )
+            output.result(result)
+            if follow is not None:
+                lifecycle.follow_until_interrupted(run, follow)
+    except lifecycle.JobFailed as failed:
+        raise job_failure(failed.cause, failed.log_dir) from None
+
+
 def run_audit(
     spark: SparkSession,
     settings: ConnectionSettings,
@@ -446,182 +531,52 @@ def run_audit(
     decode); which share-partitions' history was pruned, and which of their offsets
     are unknown, is its ``history``, which ``render.audit.history_lines`` words.
     """
-    from pyspark import StorageLevel
+    from kshare_cli.pipeline.batch import audit_batch
 
-    from kshare_cli.pipeline import jobs
-    from kshare_cli.pipeline.dead_letters import produce_dead_letters, with_reasons
-    from kshare_cli.pipeline.deliveries import deliveries
-    from kshare_cli.pipeline.follow import AuditFollow
-    from kshare_cli.pipeline.timeline import replay_states
-
-    scope = resolved.scope
-    config = settings.librdkafka_config()
     if not resolved.state_topic_exists:
         note = f"the cluster has no {SHARE_STATE_TOPIC} topic: no share group has state yet"
         return AuditResult(request.job, request.group_id, notes=(note,)), None
-    disk = StorageLevel.MEMORY_AND_DISK
-    group_ids, topic_ids = (scope.group_id,), scope.topics
-    gaps: Mapping[int, int] = {}
-    if request.history_dir is not None:
-        from kshare_cli.pipeline.capture import history_records
-
-        assert scope.state_end_offsets is not None
-        ends = {int(p): end for p, end in scope.state_end_offsets[scope.state_topic].items()}
-        read = history_records(
-            spark,
-            config,
-            request.history_dir,
-            state_topic=scope.state_topic,
-            partitions=sorted(ends),
-            end_offsets=ends,
-            connector=scope.connector,
-        )
-        state, gaps = read.records, read.gaps
-    else:
-        state = jobs.extract_state_records(spark, config, scope)
-    records = jobs.group_records(state, scope).persist(disk)
-    cached: list[DataFrame] = [records]
-    try:
-        state_records = records.count()
-        history = jobs.collect_history(jobs.history_frame(spark, scope, records, gaps))
-        notes: list[str] = []
-        want = set(AuditJob) if request.report is not None else {request.job}
-        frames: dict[AuditJob, DataFrame] = {}
-        replayed = None
-        ranges = None
-        if AuditJob.TIMELINE in want:
-            replayed = replay_states(
-                records, group_ids=group_ids, topic_ids=topic_ids, with_batches=request.follow
-            )
-            replayed = replayed.persist(disk)
-            cached.append(replayed)
-            corrupt = replayed.filter("error is not null").count()
-            if corrupt:
-                notes.append(
-                    f"{corrupt} state records of the group could not be decoded; "
-                    "the state is unchanged across them (record 'corrupt' in the timeline)"
-                )
-            frames[AuditJob.TIMELINE] = jobs.timeline_frame(
-                spark, config, scope, records, replayed=replayed
-            )
-        if AuditJob.DELIVERIES in want or AuditJob.ARCHIVED in want:
-            skipped = spark.sparkContext.accumulator(0)
-            ranges = deliveries(
-                records,
-                group_ids=group_ids,
-                topic_ids=topic_ids,
-                since_ms=scope.since_ms,
-                corrupt=skipped,
-                gaps=gaps,
-            ).persist(disk)
-            cached.append(ranges)
-            ranges.count()  # each share-partition's task once: the cache, and the count
-            if skipped.value and AuditJob.TIMELINE not in want:
-                notes.append(
-                    f"{skipped.value} state records of the group could not be decoded; "
-                    "the deliveries leave them out (kshare audit timeline shows where)"
-                )
-            frames[AuditJob.DELIVERIES] = jobs.deliveries_frame(
-                spark, scope, records, ranges=ranges
-            )
-        if AuditJob.ARCHIVED in want:
-            assert ranges is not None
-            frames[AuditJob.ARCHIVED] = jobs.archived_frame(spark, config, scope, ranges)
-
-        frame = frames[request.job]
-        written = None
-        dead_letters = None
-        if request.output_dir is not None:
-            written = jobs.write_directory(frame, request.output_dir, request.output_format)
-        elif request.dlq_topic is not None:
-            dead_letters = produce_dead_letters(
-                with_reasons(
-                    (jobs.to_archived(row) for row in frame.toLocalIterator()),
-                    resolved.delivery_limit,
-                ),
-                settings.confluent_config(),
-                request.dlq_topic,
-                request.group_id,
-                **_dead_letter_format(request, resolved),
-            )
-        to_stdout = request.output_dir is None and request.dlq_topic is None
-
-        def wanted(job: AuditJob) -> bool:
-            return job in frames and (
-                request.report is not None or (to_stdout and job is request.job)
-            )
-
-        result = AuditResult(
-            request.job,
-            request.group_id,
-            timeline=jobs.collect_timeline(frames[AuditJob.TIMELINE])
-            if wanted(AuditJob.TIMELINE)
-            else (),
-            deliveries=jobs.collect_deliveries(frames[AuditJob.DELIVERIES])
-            if wanted(AuditJob.DELIVERIES)
-            else (),
-            archived=with_reasons(
-                jobs.collect_archived(frames[AuditJob.ARCHIVED]), resolved.delivery_limit
-            )
-            if wanted(AuditJob.ARCHIVED)
-            else (),
-            notes=tuple(notes),
-            written=written,
-            dead_letters=dead_letters,
-            state_records=state_records,
-            history=history,
-        )
-        follow = None
-        if request.follow and emit is not None:
-            follow = AuditFollow(spark, config, scope, request.job, _reasoned(emit, resolved))
-            if request.job is AuditJob.TIMELINE:
-                assert replayed is not None
-                follow.remember_states(replayed)
-            else:
-                assert ranges is not None
-                follow.remember_ranges(
-                    jobs.collect_deliveries(jobs.deliveries_frame(spark, _all_time(scope), records))
-                )
-                follow.remember_start_offsets(records)
-        return result, follow
-    finally:
-        for frame_ in cached:
-            frame_.unpersist()
+    return audit_batch(spark, batch_audit(settings, request, resolved), emit=emit)
 
 
-def _reasoned(emit: Emit, resolved: ResolvedScope) -> Emit:
-    """emit, given the follow's archived records with their reasons."""
-    from kshare_cli.pipeline.dead_letters import with_reasons
+def batch_audit(
+    settings: ConnectionSettings, request: AuditRequest, resolved: ResolvedScope
+) -> BatchAudit:
+    """The pipeline's batch audit of what the command line asked and the cluster said."""
+    from kshare_cli.pipeline.batch import BatchAudit
 
-    def emit_reasoned(job: AuditJob, rows: Sequence[object]) -> None:
-        if job is AuditJob.ARCHIVED:
-            archived = [row for row in rows if isinstance(row, ArchivedRecord)]
-            rows = with_reasons(archived, resolved.delivery_limit)
-        emit(job, rows)
+    return BatchAudit(
+        job=request.job,
+        scope=resolved.scope,
+        config=settings.librdkafka_config(),
+        report=request.report is not None,
+        delivery_limit=resolved.delivery_limit,
+        history_dir=request.history_dir,
+        output_dir=request.output_dir,
+        output_format=request.output_format,
+        dead_letters=_dead_letter_target(settings, request, resolved),
+        follow=request.follow,
+    )
 
-    return emit_reasoned
 
-
-def _dead_letter_format(request: AuditRequest, resolved: ResolvedScope) -> _DeadLetterFormat:
+def _dead_letter_target(
+    settings: ConnectionSettings, request: AuditRequest, resolved: ResolvedScope
+) -> DeadLetterTarget | None:
     """How --dlq-topic writes: Kafka's format, the record with --copy-record or the group's
     copy.record.enable, its headers with --keep-headers; beside the broker's own DLQ."""
-    return {
-        "delivery_limit": resolved.delivery_limit,
-        "copy_record": request.copy_record or resolved.copy_record,
-        "keep_headers": request.keep_headers,
-        "broker_topic": resolved.broker_dlq_topic,
-    }
+    from kshare_cli.pipeline.batch import DeadLetterTarget
 
-
-class _DeadLetterFormat(TypedDict):
-    delivery_limit: int | None
-    copy_record: bool
-    keep_headers: bool
-    broker_topic: str | None
-
-
-def _all_time(scope: AuditScope) -> AuditScope:
-    return dataclasses.replace(scope, since_ms=None)
+    if request.dlq_topic is None:
+        return None
+    return DeadLetterTarget(
+        config=settings.confluent_config(),
+        topic=request.dlq_topic,
+        group_id=request.group_id,
+        delivery_limit=resolved.delivery_limit,
+        copy_record=request.copy_record or resolved.copy_record,
+        keep_headers=request.keep_headers,
+        broker_topic=resolved.broker_dlq_topic,
+    )
 
 
 def report_now() -> datetime.datetime:
@@ -631,79 +586,42 @@ def report_now() -> datetime.datetime:
 # --------------------------------------------------------------------------- Spark
 
 
-def start_spark(master: str) -> tuple[SparkSession, str | None]:
-    """The session to run in and, when this call started it (and so the caller stops it),
-    the directory of its log.
-
-    A process that already has a session (a test, a notebook) keeps it. A new
-    one gets its JVM's stderr -- Spark's startup and log lines -- in a log
-    file (SPARK_LOG), so that stderr carries kshare's lines only; the caller
-    names the file if the job fails and removes it if it succeeds.
-    """
-    from kshare_cli.pipeline.session import spark_running, spark_session
-
-    if spark_running():
-        return spark_session(master, log_level="ERROR"), None
-    config: dict[str, str] = {}
-    if master.startswith("local"):
-        # A local run's UI would only hold a port; its shuffles are small.
-        config["spark.ui.enabled"] = "false"
-        config["spark.sql.shuffle.partitions"] = str(max(2 * (os.cpu_count() or 1), 4))
-    import tempfile
-
-    log_dir = tempfile.mkdtemp(prefix="kshare-audit-")
-    log_path = os.path.join(log_dir, SPARK_LOG)
-    saved = os.dup(2)
-    try:
-        with open(log_path, "ab") as log:
-            os.dup2(log.fileno(), 2)
-            try:
-                session = spark_session(master, config=config, log_level="ERROR")
-            finally:
-                os.dup2(saved, 2)
-    finally:
-        os.close(saved)
-    return session, log_dir
-
-
-def job_failures() -> tuple[type[BaseException], ...]:
-    """What a failed Spark job, capture or dead-letter load raises (for ``job_failure``)."""
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
-    from pyspark.errors import PySparkException
-
-    from kshare_cli.pipeline.dead_letters import DeadLetterError
-    from kshare_cli.pipeline.kafka_source import KafkaSourceError
-
-    return (PySparkException, Py4JError, KafkaSourceError, DeadLetterError)
-
-
 def job_failure(error: BaseException, log_dir: str | None) -> KshareError:
-    """The one line for a failed job, naming Spark's log when ``start_spark`` started Spark."""
+    """The one line for a failed job, naming Spark's log when the audit started Spark."""
     failure = spark_failure(error)
     if log_dir is not None:
         failure = type(failure)(f"{failure} (Spark's log: {os.path.join(log_dir, SPARK_LOG)})")
     return failure
 
 
-def capture_state(
-    spark: SparkSession,
+def capture(
     settings: ConnectionSettings,
     directory: Path,
     groups: tuple[str, ...] | None,
     *,
+    master: str,
     until_caught_up: bool,
-) -> StreamingQuery:
-    """The started stream that copies the groups' state records into directory
-    (``start_capture`` wrote its manifest); groups None: every group."""
+) -> None:
+    """Run the stream that copies the groups' state records into directory
+    (``start_capture`` wrote its manifest; groups None: every group) in a Spark session of
+    its own, until it has caught up or Ctrl-C; a failure is one line (AuditFailed)."""
+    from kshare_cli.pipeline import lifecycle
     from kshare_cli.pipeline.capture import CaptureManifest, capture_query
 
-    return capture_query(
-        spark,
-        settings.librdkafka_config(),
-        directory,
-        CaptureManifest(SHARE_STATE_TOPIC, groups),
-        until_caught_up=until_caught_up,
-    )
+    def start(spark: SparkSession) -> StreamingQuery:
+        return capture_query(
+            spark,
+            settings.librdkafka_config(),
+            directory,
+            CaptureManifest(SHARE_STATE_TOPIC, groups),
+            until_caught_up=until_caught_up,
+        )
+
+    try:
+        with lifecycle.spark_started(master) as run:
+            lifecycle.stream_until_interrupted(run, lambda: start(run.spark))
+    except lifecycle.JobFailed as failed:
+        raise job_failure(failed.cause, failed.log_dir) from None
 
 
 def produce_follow_dead_letters(
@@ -713,14 +631,6 @@ def produce_follow_dead_letters(
     resolved: ResolvedScope,
 ) -> DeadLetterCount:
     """A --follow micro-batch's archived records, produced to the dead-letter topic."""
-    from kshare_cli.pipeline.dead_letters import produce_dead_letters
-
-    assert request.dlq_topic is not None
-    records = [row for row in rows if isinstance(row, ArchivedRecord)]
-    return produce_dead_letters(
-        records,
-        settings.confluent_config(),
-        request.dlq_topic,
-        request.group_id,
-        **_dead_letter_format(request, resolved),
-    )
+    target = _dead_letter_target(settings, request, resolved)
+    assert target is not None
+    return target.produce([row for row in rows if isinstance(row, ArchivedRecord)])
