@@ -38,9 +38,9 @@ from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.groups_screen import GroupsScreen
-from kshare_cli.tui.history import (
+from kshare_cli.tui.lag_history import (
     HistoryStore,
-    Sample,
+    LagReading,
     completed_key,
     group_key,
     partition_key,
@@ -217,8 +217,9 @@ class DashboardApp(App[None]):
     # -- history ---------------------------------------------------------------
 
     def record_group(self, inflight: GroupInflight, at: float) -> None:
-        """Add one sample per share-partition, and the group's total, to the history."""
+        """Add one reading per share-partition, and the group's totals, to the history."""
         history = self.history
+        series_of = history.series
         group_id = inflight.group_id
         keys = []
         start_sum: int | None = 0
@@ -228,35 +229,31 @@ class DashboardApp(App[None]):
             window = partition.window
             key = partition_key(group_id, partition.topic, partition.partition)
             keys.append(key)
-            sample = Sample.of(
-                at,
-                partition.lag,
-                partition.start_offset,
-                None if window is None else window.delivery_complete_count,
-                partition.end_offset,
-            )
-            series = history.add(key, sample)
+            series = series_of(key)
+            start_offset, end_offset = partition.start_offset, partition.end_offset
+            complete = None if window is None else window.delivery_complete_count
+            series.record(at, partition.lag, start_offset, complete, end_offset)
             moved = None if window is None else window.start_offset_moved
             if moved is None:
                 series.recorded_move(None, exact=False)
             else:
                 series.recorded_move(moved.at_ms / 1000, exact=moved.exact)
-            start_sum = _plus(start_sum, sample.start_offset)
-            complete_sum = _plus(complete_sum, sample.delivery_complete_count)
-            end_sum = _plus(end_sum, sample.end_offset)
+            start_sum = _plus(start_sum, start_offset)
+            complete_sum = _plus(complete_sum, complete)
+            end_sum = _plus(end_sum, end_offset)
         history.retain(keys, prefix=("p", group_id))
         total = _whole_total(inflight.total_lag, inflight.total_lag_complete)
-        history.add(group_key(group_id), Sample.of(at, total))
+        history.add(group_key(group_id), LagReading.of(at, total))
         if inflight.partitions:
             history.add(
                 completed_key(group_id),
-                Sample(at, total, start_sum, complete_sum, end_sum),
+                LagReading(at, total, start_sum, complete_sum, end_sum),
             )
 
     def record_overview(self, overview: GroupsOverview, at: float) -> None:
         for group in overview.groups:
             total = _whole_total(group.total_lag, group.total_lag_complete)
-            self.history.add(group_key(group.group_id), Sample.of(at, total))
+            self.history.add(group_key(group.group_id), LagReading.of(at, total))
 
     # -- actions ---------------------------------------------------------------
 
@@ -344,5 +341,5 @@ def _whole_total(total: int | None, complete: bool | None) -> int | None:
 
 
 def _plus(total: int | None, value: int | None) -> int | None:
-    """A sum that becomes unknown as soon as one part is."""
-    return None if total is None or value is None else total + value
+    """A sum that becomes unknown as soon as one part is (Kafka's -1 sentinels are unknown)."""
+    return None if total is None or value is None or value < 0 else total + value

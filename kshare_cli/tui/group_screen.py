@@ -28,7 +28,7 @@ there for it by reason, the newest one's age on the dashboard's clock.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from rich.cells import cell_len, set_cell_size
@@ -44,17 +44,17 @@ from textual.widgets import Footer, Header, Input, Static
 
 from kshare_cli.render.inflight import LEGEND, strip_text
 from kshare_cli.render.offsets import lag_text, total_lag_text
+from kshare_cli.services import health
 from kshare_cli.services.dashboard import GroupDeadLetterQueue, GroupInflight, PartitionInflight
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow
 from kshare_cli.tui import humanize as fmt
-from kshare_cli.tui.history import (
+from kshare_cli.tui.lag_history import (
     Flow,
     completed_key,
     group_key,
     partition_key,
     sparkline,
 )
-from kshare_cli.tui.history import is_stalled as is_stalled_now
 from kshare_cli.tui.live_screen import LiveScreen, one_line
 from kshare_cli.tui.partition_screen import PartitionScreen
 from kshare_cli.tui.source import DeadLetterSource, TimeLagSource
@@ -474,61 +474,40 @@ class GroupScreen(LiveScreen[GroupInflight]):
                 self._show_dead_letters(now)
 
     def _show_partitions(self, data: GroupInflight, now: float) -> None:
-        """Bring every row up to date; the table redraws only the cells that changed.
+        """Bring every row up to date; the view redraws only the rows that changed.
 
         This runs for every share-partition on every refresh and once a second for
         the ages, so it stays lean: one history lookup per row, values compared
-        as plain tuples; cells are drawn only when the table shows them, and so is
-        what only a cell needs (the sparkline from its lags, the age text from its
-        seconds): at 10,000 share-partitions that was a quarter of a refresh.
+        as plain tuples; a line is drawn only when the view shows it, and so is
+        what only a cell needs (the sparkline from its lags, the strip from its
+        window, the age text from its seconds).
         """
         if self._rows is None:
             return
-        dashboard = self.dashboard
-        series_of = dashboard.history.get
-        stall_after_s = dashboard.stall_after_s
+        series_of = self.dashboard.history.get
+        stall_after_s = self.dashboard.stall_after_s
         needle = self.filter_text.strip().lower()
-        spark_width = _SPARK_WIDTH
         group_id = data.group_id
-        oldest_unacknowledged = self._oldest_unacknowledged
-        no_time_lag = fmt.short(0)
+        time_lag_of = self._time_lag_text(now)
         rows = []
         stalled = []
         shown: dict[str, PartitionInflight] = {}
         for partition in data.partitions:
-            topic, number = partition.topic, partition.partition
+            topic, number, lag = partition.topic, partition.partition, partition.lag
             series = series_of(partition_key(group_id, topic, number))
-            lags: tuple[int | None, ...] | None
-            moved: tuple[float, bool] | None
             if series is None:
                 lags, moved, is_stalled = None, None, False
             else:
-                lags = tuple(series.recent_lags(spark_width))
-                since_moved = series.since_moved(now)
-                if since_moved is None:
-                    moved, is_stalled = None, False
-                else:
-                    moved = (since_moved.seconds, since_moved.lower_bound)
-                    is_stalled = is_stalled_now(partition.lag, since_moved, stall_after_s)
+                lags = series.recent_lags(_SPARK_WIDTH)
+                moved = series.unmoved(now)
+                is_stalled = moved is not None and health.is_stalled(lag, moved[0], stall_after_s)
             if is_stalled:
                 stalled.append(partition)
             if needle and needle not in f"{topic}:{number}".lower():
                 continue
             key = partition_row_key(topic, number)
             shown[key] = partition
-            if partition.lag == 0:
-                time_lag = no_time_lag  # nothing waits
-            else:
-                stamp = oldest_unacknowledged.get((topic, number))
-                time_lag = fmt.UNKNOWN if stamp is None else fmt.short(now - stamp / 1000)
-            window = partition.window
-            strip: object
-            if partition.error is not None:
-                strip = partition.error.name
-            elif window is None:
-                strip = None
-            else:
-                strip = (window, partition.end_offset)
+            error = partition.error
             rows.append(
                 (
                     key,
@@ -537,12 +516,12 @@ class GroupScreen(LiveScreen[GroupInflight]):
                         number,
                         partition.start_offset,
                         partition.end_offset,
-                        partition.lag,
+                        lag,
                         partition.lag_source,
-                        time_lag,
+                        time_lag_of(topic, number, lag),
                         lags,
-                        strip,
-                        window,
+                        None if error is None else error.name,
+                        partition.window,
                         moved,
                         is_stalled,
                     ),
@@ -552,6 +531,19 @@ class GroupScreen(LiveScreen[GroupInflight]):
         self._rows.sync(rows)
         self.stalled = tuple(stalled)
         self._show_stall()
+
+    def _time_lag_text(self, now: float) -> Callable[[str, int, int | None], str]:
+        """The TIME LAG cell of a share-partition (topic, partition, lag) at ``now``."""
+        oldest_unacknowledged = self._oldest_unacknowledged
+        no_time_lag = fmt.short(0)
+
+        def text(topic: str, number: int, lag: int | None) -> str:
+            if lag == 0:
+                return no_time_lag  # nothing waits
+            stamp = oldest_unacknowledged.get((topic, number))
+            return fmt.UNKNOWN if stamp is None else fmt.short(now - stamp / 1000)
+
+        return text
 
     def _render_row(self, value: Any) -> list[Segment]:
         (
@@ -563,7 +555,7 @@ class GroupScreen(LiveScreen[GroupInflight]):
             lag_source,
             time_lag,
             lags,
-            strip,
+            error,
             window,
             since_moved,
             stalled,
@@ -582,20 +574,18 @@ class GroupScreen(LiveScreen[GroupInflight]):
             (lag_text(lag, lag_source), ""),
             (time_lag, ""),
             (spark, "cyan"),
-            self._strip(strip),
+            self._strip(error, window, end_offset),
             (fmt.UNKNOWN if window is None else fmt.number(window.archived), ""),
             (f"⚠ {moved}", "bold red") if stalled else (moved, ""),
         ]
         return lay_out(cells, self._widths)
 
-    def _strip(self, value: object) -> Cell:
-        if value is None:
+    def _strip(self, error: str | None, window: InFlightWindow | None, end_offset: int) -> Cell:
+        """The window's strip; the share-partition's error instead, in red; nothing without."""
+        if error is not None:
+            return (error, "red")
+        if window is None:
             return ("", "")
-        if isinstance(value, str):  # the share-partition's error instead of a window
-            return (value, "red")
-        assert isinstance(value, tuple)
-        window, end_offset = value
-        assert isinstance(window, InFlightWindow)
         return strip_text(window.cells(self.window_width, end_offset), self._limit)
 
     def _show_stall(self) -> None:

@@ -5,7 +5,7 @@ direction it took, how fast the backlog shrinks (net drain: the decrease of
 the total lag per second) and when it would be gone at that pace. The
 listing carries no offsets, so what is consumed and what arrives is on the
 group screen; the net drain and the time to empty are the same figures,
-from the same functions (``tui.history.Flow``), as there.
+from the same functions (``tui.lag_history.Flow``), as there.
 
 A broker that does not answer costs only its own groups: the others are fresh
 at every refresh, and a group that a refresh could not read (its coordinator
@@ -41,7 +41,7 @@ from kshare_cli.services.dashboard import (
 )
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.group_screen import GroupScreen
-from kshare_cli.tui.history import group_key
+from kshare_cli.tui.lag_history import group_key
 from kshare_cli.tui.live_screen import LiveScreen
 from kshare_cli.tui.source import ClusterFactsSource
 from kshare_cli.tui.widgets import FastTable, FilterInput, TableSync

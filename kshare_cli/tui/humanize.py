@@ -11,7 +11,7 @@ import math
 from typing import Final
 
 from kshare_cli.render.ages import format_age
-from kshare_cli.tui.history import Flow
+from kshare_cli.tui.lag_history import Flow
 
 __all__ = [
     "NEVER",

@@ -4,9 +4,9 @@ A single describe says where a share-partition is; an on-call engineer needs
 where it is going: is the lag growing, how fast are records being completed,
 when will the backlog be gone, and has the start offset stopped moving (a
 poison record, a stuck consumer). Kafka answers none of that, so the
-dashboard keeps a short history of samples per share-partition and per group
+dashboard keeps a short history of readings per share-partition and per group
 and derives it here, without I/O and without Textual, so every figure on
-screen is a unit-tested function of the samples.
+screen is a unit-tested function of the readings.
 
 Definitions (the help screen shows them too), one word each, the same on
 every screen:
@@ -42,6 +42,7 @@ every screen:
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -55,7 +56,7 @@ __all__ = [
     "Flow",
     "History",
     "HistoryStore",
-    "Sample",
+    "LagReading",
     "SinceMoved",
     "Trend",
     "arrival_rate",
@@ -71,7 +72,7 @@ __all__ = [
     "time_to_empty",
 ]
 
-#: Samples kept per series: two minutes at the default 2 s refresh, and the widest sparkline.
+#: Readings kept per series: two minutes at the default 2 s refresh, and the widest sparkline.
 DEFAULT_CAPACITY: Final = 120
 #: Rates and trends look this far back: long enough to smooth one slow refresh.
 DEFAULT_RATE_WINDOW_S: Final = 60.0
@@ -79,10 +80,12 @@ DEFAULT_RATE_WINDOW_S: Final = 60.0
 _SPARK_BLOCKS: Final = "▁▂▃▄▅▆▇█"
 #: A flat series above zero: the middle of the blocks.
 _SPARK_FLAT: Final = _SPARK_BLOCKS[3]
+#: An unknown figure in a ``History``'s columns (no offset, lag or count reaches it).
+_UNKNOWN: Final = -(2**63)
 
 
 @dataclass(frozen=True, slots=True)
-class Sample:
+class LagReading:
     """One observation of a share-partition (or a group's totals) at ``at`` (clock seconds).
 
     Unknown values are None; a delivery-complete count of -1 (Kafka's "unknown")
@@ -103,8 +106,8 @@ class Sample:
         start_offset: int | None = None,
         delivery_complete_count: int | None = None,
         end_offset: int | None = None,
-    ) -> Sample:
-        """A sample with Kafka's -1 sentinels turned into None."""
+    ) -> LagReading:
+        """A reading with Kafka's -1 sentinels turned into None."""
         return cls(
             at,
             lag,
@@ -134,19 +137,21 @@ class SinceMoved:
     lower_bound: bool
 
 
-def _recent(samples: Sequence[Sample], window_s: float) -> Sequence[Sample]:
-    if not samples:
-        return samples
-    horizon = samples[-1].at - window_s
-    first = len(samples) - 1
-    while first > 0 and samples[first - 1].at >= horizon:
+def _recent(readings: Sequence[LagReading], window_s: float) -> Sequence[LagReading]:
+    if not readings:
+        return readings
+    horizon = readings[-1].at - window_s
+    first = len(readings) - 1
+    while first > 0 and readings[first - 1].at >= horizon:
         first -= 1
-    return samples[first:]
+    return readings[first:]
 
 
-def lag_trend(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S) -> Trend | None:
+def lag_trend(
+    readings: Sequence[LagReading], window_s: float = DEFAULT_RATE_WINDOW_S
+) -> Trend | None:
     """Lag now against the oldest known lag in the window; None with fewer than two lags."""
-    lags = [sample.lag for sample in _recent(samples, window_s) if sample.lag is not None]
+    lags = [reading.lag for reading in _recent(readings, window_s) if reading.lag is not None]
     if len(lags) < 2:
         return None
     if lags[-1] > lags[0]:
@@ -156,24 +161,26 @@ def lag_trend(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
     return Trend.FLAT
 
 
-def _completed(sample: Sample, other: Sample) -> int | None:
+def _completed(reading: LagReading, other: LagReading) -> int | None:
     """The completed position, counting the delivery-complete count only if ``other`` has one."""
-    if sample.start_offset is None:
+    if reading.start_offset is None:
         return None
-    if sample.delivery_complete_count is None or other.delivery_complete_count is None:
-        return sample.start_offset
-    return sample.start_offset + sample.delivery_complete_count
+    if reading.delivery_complete_count is None or other.delivery_complete_count is None:
+        return reading.start_offset
+    return reading.start_offset + reading.delivery_complete_count
 
 
 def _growth_rate(
-    samples: Sequence[Sample], window_s: float, position: Callable[[Sample, Sample], int | None]
+    readings: Sequence[LagReading],
+    window_s: float,
+    position: Callable[[LagReading, LagReading], int | None],
 ) -> float | None:
-    """Growth of ``position(sample, neighbour)`` per second over the steps where it is known.
+    """Growth of ``position(reading, neighbour)`` per second over the steps where it is known.
 
     A step backwards (an offset reset, a recreated topic) counts as no growth,
     not as negative growth. None with no known step or no time between them.
     """
-    recent = _recent(samples, window_s)
+    recent = _recent(readings, window_s)
     grown = 0
     span = 0.0
     known = False
@@ -190,28 +197,28 @@ def _growth_rate(
 
 
 def consumption_rate(
-    samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
+    readings: Sequence[LagReading], window_s: float = DEFAULT_RATE_WINDOW_S
 ) -> float | None:
     """consumed/s: records completed per second over the window (see the module docstring)."""
-    return _growth_rate(samples, window_s, _completed)
+    return _growth_rate(readings, window_s, _completed)
 
 
 def arrival_rate(
-    samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
+    readings: Sequence[LagReading], window_s: float = DEFAULT_RATE_WINDOW_S
 ) -> float | None:
     """arriving/s: records appended to the share-partitions per second (log end offset growth)."""
-    return _growth_rate(samples, window_s, lambda sample, _: sample.end_offset)
+    return _growth_rate(readings, window_s, lambda reading, _: reading.end_offset)
 
 
 def net_drain_rate(
-    samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S
+    readings: Sequence[LagReading], window_s: float = DEFAULT_RATE_WINDOW_S
 ) -> float | None:
     """net drain/s: how fast the lag shrinks, -(d lag / dt); negative while it grows.
 
     From the oldest and newest known lag in the window; None with fewer than
     two or no time between them.
     """
-    known = [sample for sample in _recent(samples, window_s) if sample.lag is not None]
+    known = [reading for reading in _recent(readings, window_s) if reading.lag is not None]
     if len(known) < 2:
         return None
     first, last = known[0], known[-1]
@@ -257,13 +264,13 @@ class Flow:
         return time_to_empty(self.lag, self.net_drain_per_s)
 
 
-def flow(samples: Sequence[Sample], window_s: float = DEFAULT_RATE_WINDOW_S) -> Flow:
+def flow(readings: Sequence[LagReading], window_s: float = DEFAULT_RATE_WINDOW_S) -> Flow:
     """The flow of a series: its latest lag and its rates over the window."""
     return Flow(
-        lag=samples[-1].lag if samples else None,
-        consumed_per_s=consumption_rate(samples, window_s),
-        arriving_per_s=arrival_rate(samples, window_s),
-        net_drain_per_s=net_drain_rate(samples, window_s),
+        lag=readings[-1].lag if readings else None,
+        consumed_per_s=consumption_rate(readings, window_s),
+        arriving_per_s=arrival_rate(readings, window_s),
+        net_drain_per_s=net_drain_rate(readings, window_s),
     )
 
 
@@ -320,92 +327,211 @@ def partition_key(group_id: str, topic: str, partition: int) -> tuple[str, str, 
 
 
 class History:
-    """The bounded sample series of one share-partition or group.
+    """The bounded series of readings of one share-partition or group.
 
-    Samples arrive in clock order; one taken at the same instant as the
+    Readings arrive in clock order; one taken at the same instant as the
     previous replaces it (a fixed clock, or two refreshes in one tick), so
     spans are never zero. The instant the start offset last changed is kept
-    apart from the samples, so it survives their rotation.
+    apart from the readings, so it survives their rotation.
+
+    The readings are kept as columns of machine numbers (``array``), one per
+    field, not as objects: at 10,000 share-partitions and 120 readings each, a
+    million small objects made every full garbage collection of the dashboard's
+    process walk them, and a refresh paid for it. ``LagReading`` objects are
+    built only for what a figure reads (the rate window, ``readings``). The
+    columns grow by a quarter of the capacity before the oldest readings are
+    cut, so a refresh pays one cut every few dozen readings, not one per reading.
     """
 
-    __slots__ = ("_capacity", "_first_offset_at", "_moved_at", "_recorded", "_samples")
+    __slots__ = (
+        "_at",
+        "_capacity",
+        "_complete",
+        "_end",
+        "_first_offset_at",
+        "_known_lags",
+        "_lag",
+        "_limit",
+        "_moved_at",
+        "_recorded",
+        "_start",
+    )
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self._samples: list[Sample] = []
         self._capacity = max(capacity, 2)
+        self._limit = self._capacity + max(self._capacity // 4, 1)
+        self._at = array("d")
+        self._lag = array("q")
+        self._start = array("q")
+        self._complete = array("q")
+        self._end = array("q")
+        self._known_lags = 0
         self._first_offset_at: float | None = None
         self._moved_at: float | None = None
         self._recorded: tuple[float, bool] | None = None
 
-    def add(self, sample: Sample) -> None:
-        samples = self._samples
-        if samples and sample.at < samples[-1].at:
-            return  # a late answer from an older fetch: the newer one already counts
-        previous = samples[-1] if samples else None
-        if previous is not None and sample.at == previous.at:
-            samples.pop()
-            previous = samples[-1] if samples else None
-        if self._first_offset_at is None and sample.start_offset is not None:
-            self._first_offset_at = sample.at
-        if (
-            previous is not None
-            and sample.start_offset is not None
-            and previous.start_offset is not None
-            and sample.start_offset != previous.start_offset
-        ):
-            self._moved_at = sample.at
-        samples.append(sample)
-        if len(samples) > self._capacity:
-            del samples[0]
+    def add(self, reading: LagReading) -> None:
+        self.record(
+            reading.at,
+            reading.lag,
+            reading.start_offset,
+            reading.delivery_complete_count,
+            reading.end_offset,
+        )
+
+    def record(
+        self,
+        at: float,
+        lag: int | None,
+        start_offset: int | None = None,
+        delivery_complete_count: int | None = None,
+        end_offset: int | None = None,
+    ) -> None:
+        """Add a reading from its figures; Kafka's -1 sentinels (any offset below 0) are unknown.
+
+        ``add`` without the ``LagReading``: a refresh of 10,000 share-partitions
+        records without building 10,000 objects.
+        """
+        times = self._at
+        if times and at <= times[-1]:
+            if at < times[-1]:
+                return  # a late answer from an older fetch: the newer one already counts
+            self._drop_last()
+        starts = self._start
+        if start_offset is None or start_offset < 0:
+            starts.append(_UNKNOWN)
+        else:
+            if self._first_offset_at is None:
+                self._first_offset_at = at
+            if starts and starts[-1] != start_offset and starts[-1] != _UNKNOWN:
+                self._moved_at = at
+            starts.append(start_offset)
+        times.append(at)
+        if lag is None:
+            self._lag.append(_UNKNOWN)
+            self._known_lags = 0
+        else:
+            self._lag.append(lag)
+            self._known_lags += 1
+        self._complete.append(
+            _UNKNOWN
+            if delivery_complete_count is None or delivery_complete_count < 0
+            else delivery_complete_count
+        )
+        self._end.append(_UNKNOWN if end_offset is None or end_offset < 0 else end_offset)
+        if len(times) > self._limit:
+            cut = len(times) - self._capacity
+            for column in self._columns():
+                del column[:cut]
+
+    def _columns(self) -> tuple[array[float], array[int], array[int], array[int], array[int]]:
+        return self._at, self._lag, self._start, self._complete, self._end
+
+    def _drop_last(self) -> None:
+        for column in self._columns():
+            del column[-1]
+        self._known_lags = 0  # unknown how far the run of known lags reached: none, to be safe
 
     def recorded_move(self, at: float | None, *, exact: bool) -> None:
         """What the state topic's records say of the start offset's last change: at ``at``
         (clock seconds) if ``exact``, else at ``at`` or earlier (pruned before); None: nothing."""
         self._recorded = None if at is None else (at, exact)
 
-    @property
-    def samples(self) -> tuple[Sample, ...]:
-        return tuple(self._samples)
+    def __len__(self) -> int:
+        return min(len(self._at), self._capacity)
+
+    def _reading(self, index: int) -> LagReading:
+        return LagReading(
+            self._at[index],
+            _value(self._lag[index]),
+            _value(self._start[index]),
+            _value(self._complete[index]),
+            _value(self._end[index]),
+        )
+
+    def _readings(self, first: int) -> tuple[LagReading, ...]:
+        """The readings from index ``first`` (of the columns) to the newest."""
+        return tuple(self._reading(index) for index in range(first, len(self._at)))
 
     @property
-    def latest(self) -> Sample | None:
-        return self._samples[-1] if self._samples else None
+    def readings(self) -> tuple[LagReading, ...]:
+        return self._readings(len(self._at) - len(self))
+
+    @property
+    def latest(self) -> LagReading | None:
+        return self._reading(-1) if self._at else None
 
     def lags(self) -> tuple[int | None, ...]:
-        return tuple(sample.lag for sample in self._samples)
+        return self.recent_lags(len(self))
 
-    def recent_lags(self, count: int) -> list[int | None]:
-        """The last ``count`` lags (a sparkline's worth, without copying the whole series)."""
-        return [sample.lag for sample in self._samples[-count:]] if count > 0 else []
+    def recent_lags(self, count: int) -> tuple[int | None, ...]:
+        """The last ``count`` lags (a sparkline's worth, without reading the whole series).
+
+        Every row of the group screen asks on every refresh: when none of them
+        is unknown (``_known_lags`` counts the newest known lags in a row), the
+        column's tail is the answer as it stands.
+        """
+        if count <= 0:
+            return ()
+        if count > self._capacity:
+            count = self._capacity
+        tail = self._lag[-count:]
+        if self._known_lags >= count:
+            return tuple(tail)
+        return tuple(None if lag == _UNKNOWN else lag for lag in tail)
+
+    def _window(self, window_s: float) -> tuple[LagReading, ...]:
+        """The readings a figure over the last ``window_s`` seconds reads (see ``_recent``)."""
+        times = self._at
+        if not times:
+            return ()
+        horizon = times[-1] - window_s
+        oldest = len(times) - len(self)
+        first = len(times) - 1
+        while first > oldest and times[first - 1] >= horizon:
+            first -= 1
+        return self._readings(first)
 
     def trend(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> Trend | None:
-        return lag_trend(self._samples, window_s)
+        return lag_trend(self._window(window_s), window_s)
 
     def flow(self, window_s: float = DEFAULT_RATE_WINDOW_S) -> Flow:
-        return flow(self._samples, window_s)
+        return flow(self._window(window_s), window_s)
 
     def since_moved(self, now: float) -> SinceMoved | None:
-        """None before the first sample with a start offset and with no recorded move.
+        """None before the first reading with a start offset and with no recorded move.
 
         The latest change known exactly (seen here, or recorded) wins; without one,
         a lower bound from the earliest time the start offset is known unmoved.
         """
-        exact = [] if self._moved_at is None else [self._moved_at]
-        unmoved_since = [] if self._first_offset_at is None else [self._first_offset_at]
+        unmoved = self.unmoved(now)
+        return None if unmoved is None else SinceMoved(*unmoved)
+
+    def unmoved(self, now: float) -> tuple[float, bool] | None:
+        """``since_moved`` as (seconds, lower bound): what a row compares and draws."""
+        exact = self._moved_at
+        unmoved_since = self._first_offset_at
         recorded = self._recorded
         if recorded is not None:
-            (exact if recorded[1] else unmoved_since).append(recorded[0])
-        if exact:
-            return SinceMoved(max(now - max(exact), 0.0), lower_bound=False)
-        if not unmoved_since:
+            at, recorded_exact = recorded
+            if not recorded_exact:
+                unmoved_since = at if unmoved_since is None or at < unmoved_since else unmoved_since
+            elif exact is None or at > exact:
+                exact = at
+        if exact is not None:
+            return (now - exact if now > exact else 0.0, False)
+        if unmoved_since is None:
             return None
-        return SinceMoved(max(now - min(unmoved_since), 0.0), lower_bound=True)
+        return (now - unmoved_since if now > unmoved_since else 0.0, True)
 
     def stalled(self, now: float, stall_after_s: float) -> bool:
-        latest = self.latest
-        if latest is None or latest.start_offset is None:
+        if not self._at or self._start[-1] == _UNKNOWN:
             return False
-        return is_stalled(latest.lag, self.since_moved(now), stall_after_s)
+        return is_stalled(_value(self._lag[-1]), self.since_moved(now), stall_after_s)
+
+
+def _value(stored: int) -> int | None:
+    return None if stored == _UNKNOWN else stored
 
 
 class HistoryStore:
@@ -429,19 +555,22 @@ class HistoryStore:
     def get(self, key: Hashable) -> History | None:
         return self._series.get(key)
 
-    def add(self, key: Hashable, sample: Sample) -> History:
+    def add(self, key: Hashable, reading: LagReading) -> History:
         history = self.series(key)
-        history.add(sample)
+        history.add(reading)
         return history
 
     def retain(self, keys: Iterable[Hashable], *, prefix: tuple[Hashable, ...]) -> None:
-        """Forget the series whose (tuple) key starts with ``prefix`` and is not in ``keys``."""
-        wanted = set(keys)
+        """Forget the series whose (tuple) key starts with ``prefix`` and is not in ``keys``.
+
+        The set difference runs in C: a refresh of 10,000 share-partitions that
+        keeps them all compares its keys once, instead of slicing every key.
+        """
         size = len(prefix)
         for key in [
             key
-            for key in self._series
-            if isinstance(key, tuple) and key[:size] == prefix and key not in wanted
+            for key in self._series.keys() - set(keys)
+            if isinstance(key, tuple) and key[:size] == prefix
         ]:
             del self._series[key]
 

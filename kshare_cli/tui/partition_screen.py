@@ -30,7 +30,7 @@ from kshare_cli.render.offsets import lag_text
 from kshare_cli.services.dashboard import ConsumedRecord, GroupInflight, PartitionInflight
 from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow, WindowState
 from kshare_cli.tui import humanize as fmt
-from kshare_cli.tui.history import Flow, partition_key
+from kshare_cli.tui.lag_history import Flow, partition_key
 from kshare_cli.tui.live_screen import LiveScreen, one_line
 from kshare_cli.tui.widgets import FastTable, TableSync
 

@@ -260,25 +260,22 @@ class RowsView(ScrollView, can_focus=True):
         return "".join(segment.text for segment in self.row_segments(key))
 
     def sync(self, rows: Sequence[tuple[str, Any]]) -> None:
-        """Show these rows (key, values), in this order; only changed rows are drawn again."""
+        """Show these rows (key, values), in this order; only changed rows are drawn again.
+
+        Only the rows drawn before are compared (their lines are kept): a row not
+        drawn yet is built from its values when it comes into view, so a refresh
+        of 10,000 rows compares the thirty on screen, not the 10,000.
+        """
         cursor = self.cursor_key()
-        values = self._values
+        old = self._values
+        values = self._values = dict(rows)
+        order = list(values)
         lines = self._lines
         strips = self._strips
-        order = [key for key, _ in rows]
-        changed = order != self._order
-        if changed:
-            wanted = set(order)
-            for gone in [key for key in values if key not in wanted]:
-                del values[gone]
-                lines.pop(gone, None)
-                strips.pop(gone, None)
-        for key, new in rows:
-            if values.get(key, _MISSING) != new:
-                values[key] = new
-                lines.pop(key, None)
-                strips.pop(key, None)
-                changed = True
+        redrawn = [key for key in lines if values.get(key, _MISSING) != old[key]]
+        for key in redrawn:
+            del lines[key]
+            strips.pop(key, None)
         if order != self._order:
             self._order = order
             self.virtual_size = Size(self._width, len(order))
@@ -286,7 +283,8 @@ class RowsView(ScrollView, can_focus=True):
                 self.move_cursor(order.index(cursor))
             else:
                 self.move_cursor(self.cursor_row)
-        if changed:
+            self.refresh()
+        elif redrawn:
             self.refresh()
 
     def clear_cache(self) -> None:

@@ -30,7 +30,7 @@ from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.app import DashboardApp, HelpScreen
 from kshare_cli.tui.group_screen import GroupScreen, partition_row_key
 from kshare_cli.tui.groups_screen import GroupsScreen
-from kshare_cli.tui.history import partition_key
+from kshare_cli.tui.lag_history import partition_key
 from kshare_cli.tui.live_screen import LiveScreen, StatusLine
 from kshare_cli.tui.partition_screen import PartitionScreen
 from kshare_cli.tui.source import LiveSource

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from kshare_cli.tui import humanize as fmt
-from kshare_cli.tui.history import Flow
+from kshare_cli.tui.lag_history import Flow
 
 
 def test_rates_keep_their_sign() -> None:

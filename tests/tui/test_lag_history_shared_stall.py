@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kshare_cli.services import health
-from kshare_cli.tui.history import History, Sample, SinceMoved, is_stalled
+from kshare_cli.tui.lag_history import History, LagReading, SinceMoved, is_stalled
 
 
 def test_the_dashboard_asks_the_shared_rule_with_the_unmoved_seconds(
@@ -32,8 +32,8 @@ def test_the_dashboard_asks_the_shared_rule_with_the_unmoved_seconds(
 
 def test_a_history_stalls_by_the_shared_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     history = History()
-    history.add(Sample.of(0.0, 7, start_offset=3))
-    history.add(Sample.of(10.0, 7, start_offset=3))
+    history.add(LagReading.of(0.0, 7, start_offset=3))
+    history.add(LagReading.of(10.0, 7, start_offset=3))
     assert not history.stalled(10.0, 60.0)
     monkeypatch.setattr(health, "is_stalled", lambda lag, unmoved_s, after: lag == 7)
     assert history.stalled(10.0, 60.0)

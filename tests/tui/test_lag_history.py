@@ -1,4 +1,4 @@
-"""The dashboard's arithmetic on samples: trends, flow rates, time to empty, stalls, sparklines."""
+"""The dashboard's arithmetic on readings: trends, flow rates, time to empty, stalls, sparklines."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kshare_cli.tui.history import (
+from kshare_cli.tui.lag_history import (
     Flow,
     History,
     HistoryStore,
-    Sample,
+    LagReading,
     SinceMoved,
     Trend,
     arrival_rate,
@@ -28,66 +28,73 @@ from kshare_cli.tui.history import (
 
 
 def test_sample_of_turns_kafka_sentinels_into_unknowns() -> None:
-    assert Sample.of(1.0, 5, -1, -1, -1) == Sample(1.0, 5, None, None, None)
-    assert Sample.of(1.0, 5, 0, 0, 7) == Sample(1.0, 5, 0, 0, 7)
+    assert LagReading.of(1.0, 5, -1, -1, -1) == LagReading(1.0, 5, None, None, None)
+    assert LagReading.of(1.0, 5, 0, 0, 7) == LagReading(1.0, 5, 0, 0, 7)
 
 
 def test_lag_trend_compares_the_newest_lag_with_the_oldest_in_the_window() -> None:
-    rising = [Sample(0, 5), Sample(2, 3), Sample(4, 9)]
+    rising = [LagReading(0, 5), LagReading(2, 3), LagReading(4, 9)]
     assert lag_trend(rising) is Trend.UP
-    assert lag_trend([Sample(0, 9), Sample(2, 12), Sample(4, 1)]) is Trend.DOWN
-    assert lag_trend([Sample(0, 4), Sample(2, 4)]) is Trend.FLAT
-    assert lag_trend([Sample(0, 4)]) is None
-    assert lag_trend([Sample(0, None), Sample(2, 4)]) is None
+    assert lag_trend([LagReading(0, 9), LagReading(2, 12), LagReading(4, 1)]) is Trend.DOWN
+    assert lag_trend([LagReading(0, 4), LagReading(2, 4)]) is Trend.FLAT
+    assert lag_trend([LagReading(0, 4)]) is None
+    assert lag_trend([LagReading(0, None), LagReading(2, 4)]) is None
     # Only the last window_s seconds count: the lag of 100 at t=0 is forgotten.
-    assert lag_trend([Sample(0, 100), Sample(70, 5), Sample(80, 9)], window_s=60) is Trend.UP
+    assert (
+        lag_trend([LagReading(0, 100), LagReading(70, 5), LagReading(80, 9)], window_s=60)
+        is Trend.UP
+    )
 
 
 def test_consumption_counts_start_offset_plus_delivery_complete_count() -> None:
     # 10 s apart: start offset 100 -> 120 and delivery-complete count 5 -> 15: 30 records.
-    samples = [Sample(0, 50, 100, 5), Sample(10, 40, 120, 15)]
-    assert consumption_rate(samples) == pytest.approx(3.0)
+    readings = [LagReading(0, 50, 100, 5), LagReading(10, 40, 120, 15)]
+    assert consumption_rate(readings) == pytest.approx(3.0)
 
 
 def test_consumption_uses_the_start_offset_alone_where_the_count_is_unknown() -> None:
     # The count becomes known on the second step; counting it would invent 40 records.
-    samples = [Sample(0, 9, 100, None), Sample(10, 9, 110, None), Sample(20, 9, 120, 40)]
-    assert consumption_rate(samples) == pytest.approx(20 / 20)
+    readings = [
+        LagReading(0, 9, 100, None),
+        LagReading(10, 9, 110, None),
+        LagReading(20, 9, 120, 40),
+    ]
+    assert consumption_rate(readings) == pytest.approx(20 / 20)
 
 
 def test_an_offset_reset_is_no_negative_consumption() -> None:
-    samples = [Sample(0, 1, 500, 0), Sample(10, 90, 10, 0), Sample(20, 80, 30, 0)]
-    assert consumption_rate(samples) == pytest.approx(20 / 20)
+    readings = [LagReading(0, 1, 500, 0), LagReading(10, 90, 10, 0), LagReading(20, 80, 30, 0)]
+    assert consumption_rate(readings) == pytest.approx(20 / 20)
 
 
 def test_rates_are_unknown_without_two_samples_or_time_between_them() -> None:
     for rate in (consumption_rate, arrival_rate, net_drain_rate):
         assert rate([]) is None
-        assert rate([Sample(0, 1, 5, 0, 6)]) is None
-        assert rate([Sample(3, 1, 5, 0, 6), Sample(3, 1, 9, 0, 10)]) is None
+        assert rate([LagReading(0, 1, 5, 0, 6)]) is None
+        assert rate([LagReading(3, 1, 5, 0, 6), LagReading(3, 1, 9, 0, 10)]) is None
 
 
 def test_a_series_without_offsets_has_a_net_drain_but_no_consumption_or_arrivals() -> None:
     # A group total from the listing: 90 -> 60 in 10 s is a net drain of 3/s.
-    listing = [Sample(0, 90), Sample(10, 60)]
+    listing = [LagReading(0, 90), LagReading(10, 60)]
     assert net_drain_rate(listing) == pytest.approx(3.0)
     assert consumption_rate(listing) is None and arrival_rate(listing) is None
     # Growth is a negative net drain, not 0: the lag rose 3/s.
-    assert net_drain_rate([Sample(0, 60), Sample(10, 90)]) == pytest.approx(-3.0)
+    assert net_drain_rate([LagReading(0, 60), LagReading(10, 90)]) == pytest.approx(-3.0)
 
 
 def test_lag_rising_while_records_are_consumed_never_empties() -> None:
     """The issue's case: 10/s consumed, 14/s arriving: lag +4/s, so "never", not lag / 10."""
-    samples = [Sample(0, 100, 0, 0, 100), Sample(10, 140, 100, 0, 240)]
-    figures = flow(samples)
+    readings = [LagReading(0, 100, 0, 0, 100), LagReading(10, 140, 100, 0, 240)]
+    figures = flow(readings)
     assert figures == Flow(lag=140, consumed_per_s=10.0, arriving_per_s=14.0, net_drain_per_s=-4.0)
     assert figures.time_to_empty == math.inf
 
 
 def test_net_drain_is_consumed_minus_arriving_and_sets_the_time_to_empty() -> None:
     # 20/s consumed, 15/s arriving: the lag of 300 shrinks 5/s and is gone in 60 s.
-    samples = [Sample(0, 350, 0, 0, 350), Sample(10, 300, 200, 0, 500)]
-    figures = flow(samples)
+    readings = [LagReading(0, 350, 0, 0, 350), LagReading(10, 300, 200, 0, 500)]
+    figures = flow(readings)
     assert figures.consumed_per_s == pytest.approx(20.0)
     assert figures.arriving_per_s == pytest.approx(15.0)
     assert figures.net_drain_per_s == pytest.approx(5.0)
@@ -95,8 +102,12 @@ def test_net_drain_is_consumed_minus_arriving_and_sets_the_time_to_empty() -> No
 
 
 def test_arrivals_count_log_end_offset_growth_only_where_it_is_known() -> None:
-    samples = [Sample(0, 0, 0, 0, None), Sample(10, 0, 0, 0, 50), Sample(20, 0, 0, 0, 80)]
-    assert arrival_rate(samples) == pytest.approx(30 / 10)
+    readings = [
+        LagReading(0, 0, 0, 0, None),
+        LagReading(10, 0, 0, 0, 50),
+        LagReading(20, 0, 0, 0, 80),
+    ]
+    assert arrival_rate(readings) == pytest.approx(30 / 10)
 
 
 def test_time_to_empty() -> None:
@@ -120,42 +131,42 @@ def test_stalled_needs_lag_and_a_start_offset_unmoved_for_the_stall_time() -> No
 def test_history_knows_when_the_start_offset_last_moved() -> None:
     history = History()
     assert history.since_moved(100.0) is None
-    history.add(Sample(0, 10, 5, 0))
-    history.add(Sample(10, 10, 5, 0))
+    history.add(LagReading(0, 10, 5, 0))
+    history.add(LagReading(10, 10, 5, 0))
     assert history.since_moved(30.0) == SinceMoved(30.0, lower_bound=True)
-    history.add(Sample(20, 8, 7, 0))
-    history.add(Sample(40, 8, 7, 0))
+    history.add(LagReading(20, 8, 7, 0))
+    history.add(LagReading(40, 8, 7, 0))
     assert history.since_moved(50.0) == SinceMoved(30.0, lower_bound=False)
     assert history.stalled(79.0, stall_after_s=60.0) is False
     assert history.stalled(80.0, stall_after_s=60.0) is True
-    history.add(Sample(90, 0, 7, 0))
+    history.add(LagReading(90, 0, 7, 0))
     assert history.stalled(200.0, stall_after_s=60.0) is False  # no lag: nothing waits
 
 
 def test_the_move_survives_the_rotation_of_samples() -> None:
     history = History(capacity=3)
-    history.add(Sample(0, 10, 5, 0))
-    history.add(Sample(1, 10, 6, 0))
+    history.add(LagReading(0, 10, 5, 0))
+    history.add(LagReading(1, 10, 6, 0))
     for at in range(2, 10):
-        history.add(Sample(at, 10, 6, 0))
-    assert len(history.samples) == 3
+        history.add(LagReading(at, 10, 6, 0))
+    assert len(history.readings) == 3
     assert history.since_moved(20.0) == SinceMoved(19.0, lower_bound=False)
 
 
 def test_a_sample_at_the_same_instant_replaces_the_previous_and_late_ones_are_dropped() -> None:
     history = History()
-    history.add(Sample(5, 10, 1, 0))
-    history.add(Sample(5, 7, 1, 0))
-    history.add(Sample(4, 99, 0, 0))
-    assert history.samples == (Sample(5, 7, 1, 0),)
+    history.add(LagReading(5, 10, 1, 0))
+    history.add(LagReading(5, 7, 1, 0))
+    history.add(LagReading(4, 99, 0, 0))
+    assert history.readings == (LagReading(5, 7, 1, 0),)
 
 
 def test_history_figures_come_from_the_module_functions() -> None:
     history = History()
     for at, lag, start in ((0, 40, 0), (10, 30, 10), (20, 20, 20)):
-        history.add(Sample(at, lag, start, 0))
+        history.add(LagReading(at, lag, start, 0))
     assert history.trend() is Trend.DOWN
-    assert history.flow() == flow(history.samples)
+    assert history.flow() == flow(history.readings)
     assert history.flow().consumed_per_s == pytest.approx(1.0)
     assert history.flow().time_to_empty == pytest.approx(20.0)
     assert history.lags() == (40, 30, 20)
@@ -164,8 +175,8 @@ def test_history_figures_come_from_the_module_functions() -> None:
 def test_store_retains_only_the_share_partitions_still_there() -> None:
     store = HistoryStore()
     for partition in range(3):
-        store.add(partition_key("g", "t", partition), Sample(0, 1))
-    store.add(partition_key("other", "t", 0), Sample(0, 1))
+        store.add(partition_key("g", "t", partition), LagReading(0, 1))
+    store.add(partition_key("other", "t", 0), LagReading(0, 1))
     store.retain([partition_key("g", "t", 1)], prefix=("p", "g"))
     assert store.get(partition_key("g", "t", 0)) is None
     assert store.get(partition_key("g", "t", 1)) is not None
@@ -203,18 +214,18 @@ def test_consumption_of_steady_progress_is_the_total_over_the_span(
     """Whatever the step sizes, monotone progress drains at (last - first) / span."""
     at = 0.0
     start = 0
-    samples = [Sample(at, 0, start, 0)]
+    readings = [LagReading(at, 0, start, 0)]
     for completed, seconds in steps:
         at += seconds + 1
         start += completed
-        samples.append(Sample(at, 0, start, 0))
-    rate = consumption_rate(samples, window_s=math.inf)
+        readings.append(LagReading(at, 0, start, 0))
+    rate = consumption_rate(readings, window_s=math.inf)
     assert rate == pytest.approx(start / at)
 
 
 def test_since_moved_takes_the_state_topics_date_of_the_last_change() -> None:
     history = History()
-    history.add(Sample(1000.0, 5, start_offset=10))
+    history.add(LagReading(1000.0, 5, start_offset=10))
     assert history.since_moved(1006.0) == SinceMoved(6.0, lower_bound=True)
     history.recorded_move(100.0, exact=True)  # the records date the change 15 minutes back
     assert history.since_moved(1000.0) == SinceMoved(900.0, lower_bound=False)
@@ -222,6 +233,6 @@ def test_since_moved_takes_the_state_topics_date_of_the_last_change() -> None:
     assert history.since_moved(1000.0) == SinceMoved(600.0, lower_bound=True)
     history.recorded_move(None, exact=False)
     assert history.since_moved(1000.0) == SinceMoved(0.0, lower_bound=True)
-    history.add(Sample(1010.0, 5, start_offset=11))  # seen here: later than any record
+    history.add(LagReading(1010.0, 5, start_offset=11))  # seen here: later than any record
     history.recorded_move(100.0, exact=True)
     assert history.since_moved(1020.0) == SinceMoved(10.0, lower_bound=False)
