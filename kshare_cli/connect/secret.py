@@ -12,6 +12,7 @@ of one turns up (a broker's error message, a traceback).
 
 from __future__ import annotations
 
+import difflib
 import re
 import secrets
 from collections.abc import Iterable
@@ -57,13 +58,36 @@ _NOT_SECRET = re.compile(r"(\.file|\.location|\.type|\.url|\.method|\.name)$", r
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a property or JAAS option name probably holds a secret (err towards hiding)."""
+    """Whether a property or JAAS option name probably holds a secret (err towards hiding).
+
+    A property name no client defines counts as the name it is a typo of: the value of
+    ``ssl.key.pasword`` is a password all the same.
+    """
     lowered = name.lower()
     if name in _SECRET_KEYS:
         return True
     if _NOT_SECRET.search(lowered):
         return False
-    return any(word in lowered for word in _SECRET_WORDS)
+    if any(word in lowered for word in _SECRET_WORDS):
+        return True
+    return _misspelt_secret_name(name)
+
+
+def _misspelt_secret_name(name: str) -> bool:
+    """Whether ``name`` is no client's property but close to one that holds a secret."""
+    if "." not in name:
+        return False
+    from kshare_cli.connect.client_keys import JAVA_CLIENT_KEYS, LIBRDKAFKA_KEYS, is_client_key
+
+    if is_client_key(name):
+        return False
+    secret_keys = sorted(
+        key
+        for key in {*JAVA_CLIENT_KEYS, *LIBRDKAFKA_KEYS, *_SECRET_KEYS, "kshare.oauthbearer.token"}
+        if key in _SECRET_KEYS
+        or (not _NOT_SECRET.search(key) and any(word in key for word in _SECRET_WORDS))
+    )
+    return bool(difflib.get_close_matches(name, secret_keys, n=1, cutoff=0.75))
 
 
 def redact_property(key: str, value: str) -> str:
