@@ -1,11 +1,11 @@
-"""The control-plane Kafka client: bootstrap, versions, metadata, coordinators, retries.
+"""The control-plane Kafka client: bootstrap, versions, metadata, connections, deadlines.
 
 The aiokafka ``client.py`` role over kio messages: a pool of connections keyed
 by broker address (so the bootstrap connection serves its broker's node id
-too), ApiVersions negotiation per broker, a metadata and coordinator cache
-(state in ``cluster.py``), and one deadline per public call -- the client's
-timeout, or the command's deadline handed in by the caller, never a second one
-wrapped around it -- inside which dropped connections, moved leaders and moved
+too), ApiVersions negotiation per broker, a metadata cache (state in
+``cluster.py``), and one deadline per public call -- the client's timeout, or
+the command's deadline handed in by the caller, never a second one wrapped
+around it -- inside which dropped connections, moved leaders and moved
 coordinators are retried with exponential backoff after fresh metadata, as
 Java's admin client does. So is every error Kafka classes as retriable
 (``errors.is_retriable``), at each level a broker reports one: a broker's whole
@@ -14,22 +14,13 @@ coordinator), a group's, a partition's. Whatever is still unfinished at the
 deadline becomes ``TimedOut`` naming the last error seen, so an operator learns
 why, not only that, it took too long.
 
-The fan-outs (``fan_out_to_brokers``, ``fan_out_to_leaders``,
-``fan_out_to_coordinators``) never let one broker cost the whole answer: each
-branch gets a share of what is left of the deadline, a broker that fresh
-metadata still lists but that keeps refusing connections is given up after
-``UNREACHABLE_AFTER_S`` (Kafka lists a dead broker until it is fenced, about
-9 s), a broker that left the metadata is planned around, and an incompatible
-broker fails only its own part. Each such branch ends as a ``KafkaError`` for
-its broker, groups or partitions, naming the broker and the last error, while
-the others' answers stand (franz-go's kadm: partial results are data).
-
-Group RPCs go through ``fan_out_to_coordinators``: the groups are batched per
-coordinator (one FindCoordinator v4+ round trip finds them all), one request
-per coordinator carries all of its groups -- or, with ``batch_size``, a few of
-them per request, sent concurrently, at most ``max_in_flight`` at a time per
-coordinator, for RPCs a broker serves group by group -- and only the groups
-whose coordinator moved are asked again.
+The client also remembers which brokers refuse connections and which it gave up
+on, so that one dead or hung broker costs a command its wait once, not at every
+step. The fan-outs (``fan_out_to_brokers``, ``fan_out_to_leaders`` in
+``fanout.py``; ``find_coordinators``, ``fan_out_to_coordinators`` in
+``coordinators.py``) are public methods here and live in those modules, which
+reach the pool, the deadlines and that memory through the typed interfaces they
+declare (``fanout.BrokerPool``, ``coordinators.CoordinatorPool``).
 """
 
 from __future__ import annotations
@@ -40,12 +31,10 @@ import contextvars
 import logging
 import ssl
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, TypeVar
-
-from kio.schema.errors import ErrorCode
 
 from kshare_cli.connect.bootstrap import split_host_port
 from kshare_cli.connect.settings import ConnectionSettings
@@ -56,46 +45,29 @@ from kshare_cli.errors import (
     TimedOut,
     UsageError,
 )
-from kshare_cli.kafka.api_keys import FIND_COORDINATOR, METADATA
+from kshare_cli.kafka.api_keys import METADATA
+from kshare_cli.wire import coordinators, fanout
+from kshare_cli.wire.backoff import Backoff
 from kshare_cli.wire.build import build
 from kshare_cli.wire.cluster import (
     BrokerApiVersions,
     BrokerNode,
     ClusterMetadata,
     ClusterState,
+    TopicPartitionKey,
     api_name,
     format_address,
     metadata_from_response,
 )
 from kshare_cli.wire.connection import BrokerConnection
-from kshare_cli.wire.errors import (
-    COORDINATOR_MOVED,
-    BrokerUnreachable,
-    KafkaError,
-    NodeLeft,
-    NotKafka,
-    is_retriable,
-    retriable_for_topic,
-)
+from kshare_cli.wire.errors import BrokerUnreachable, KafkaError, NodeLeft, NotKafka
+from kshare_cli.wire.fanout import Body
 from kshare_cli.wire.framing import request_schema
 
 log = logging.getLogger("kshare.wire")
 
-#: FindCoordinator's key type for consumer, classic and share groups alike.
-GROUP_KEY_TYPE: Final = 0
-#: The first FindCoordinator version with ``coordinator_keys`` (KIP-699).
-BATCHED_FIND_COORDINATOR: Final = 4
-
-BACKOFF_FIRST_S: Final = 0.05
-BACKOFF_MAX_S: Final = 1.0
 #: How long a Metadata answer serves later questions without asking the broker again.
 DEFAULT_METADATA_MAX_AGE_S: Final = 5.0
-#: Requests of one fan-out in flight to one coordinator at a time. A Kafka broker
-#: reads no further request from a connection until it has answered the last (its
-#: socket server mutes the channel), so more in flight only wait in socket buffers:
-#: 32 keeps the pipe full across a round trip, far below the broker's request
-#: queue (``queued.max.requests``, 500, shared by all its clients).
-DEFAULT_MAX_IN_FLIGHT: Final = 32
 #: Of what is left of a call's deadline, the part one fan-out branch (one broker's
 #: ListGroups, one leader's ListOffsets, one coordinator's groups) may use, and the
 #: part a fan-out spends re-planning: half, so a silent broker still leaves the
@@ -120,38 +92,10 @@ BOOTSTRAP_STAGGER_S: Final = 0.5
 #: then describe, then end offsets) paid a hung broker's 5 s handshake again; after it,
 #: one attempt is made, so a broker that came back is asked within a metadata age.
 GIVE_UP_FOR_S: Final = 5.0
-#: How long a broker has to complete a fresh handshake when a coordinator held a request:
-#: on a healthy cluster a handshake takes milliseconds, so a second tells alive from hung.
-PROBE_S: Final = 1.0
-#: A group asked again alone, once its coordinator was found holding another group's
-#: request: how long it may take, and how many such connections are open at once.
-ALONE_S: Final = 2.0
-ALONE_IN_FLIGHT: Final = 8
 _ZERO_UUID: Final = uuid.UUID(int=0)
 
-Body = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 Address = tuple[str, int]
-TopicPartitionKey = tuple[str, int]
 T = TypeVar("T")
-
-
-class _Backoff:
-    """50 ms doubling to 1 s: fast when a coordinator is merely moving, gentle when down."""
-
-    def __init__(self) -> None:
-        self._delay = BACKOFF_FIRST_S
-
-    def fits_before(self, deadline: float) -> bool:
-        """Whether waiting once more still ends before ``deadline``."""
-        return asyncio.get_running_loop().time() + self._delay < deadline
-
-    def fits_within(self, remaining_s: float) -> bool:
-        """Whether waiting once more still leaves time, of ``remaining_s``, to ask again."""
-        return self._delay < remaining_s
-
-    async def wait(self) -> None:
-        await asyncio.sleep(self._delay)
-        self._delay = min(self._delay * 2, BACKOFF_MAX_S)
 
 
 @dataclass(slots=True)
@@ -166,21 +110,6 @@ class _Call:
     deadline: float
     last_error: str | None = None
     parent: _Call | None = None
-
-
-def transport_error(error: Exception) -> KafkaError:
-    """A branch that could not be asked, in Kafka's words, keeping our own message.
-
-    Timed out: REQUEST_TIMED_OUT; a broker without the API or version needed:
-    UNSUPPORTED_VERSION; unreachable or dropped: NETWORK_EXCEPTION.
-    """
-    if isinstance(error, TimedOut):
-        code = ErrorCode.request_timed_out
-    elif isinstance(error, IncompatibleBroker):
-        code = ErrorCode.unsupported_version
-    else:
-        code = ErrorCode.network_exception
-    return KafkaError.of(code, str(error))
 
 
 class KafkaClient:
@@ -280,7 +209,7 @@ class KafkaClient:
             async with asyncio.timeout_at(deadline):
                 while chosen is None:
                     if started < len(self._bootstrap):
-                        task = loop.create_task(self._open(self._bootstrap[started]))
+                        task = loop.create_task(self.open_connection(self._bootstrap[started]))
                         attempts[task] = started
                         started += 1
                     if not attempts:
@@ -400,14 +329,14 @@ class KafkaClient:
         finally:
             self._call.reset(token)
 
-    def _note(self, error: object) -> None:
+    def note(self, error: object) -> None:
         call = self._call.get()
         while call is not None:
             call.last_error = str(error)
             call = call.parent
         log.debug("retrying after: %s", error)
 
-    async def _within_share(self, work: Callable[[], Awaitable[T]]) -> T:
+    async def within_share(self, work: Callable[[], Awaitable[T]]) -> T:
         """Run one fan-out branch within ``BRANCH_SHARE`` of what is left of the call
         (at most ``BRANCH_MAX_S``).
 
@@ -432,7 +361,7 @@ class KafkaClient:
         finally:
             self._call.reset(token)
 
-    def _share_deadline(self) -> float:
+    def share_deadline(self) -> float:
         """Until when a fan-out may keep re-planning: ``BRANCH_SHARE`` of what is left."""
         now = asyncio.get_running_loop().time()
         return now + self.remaining_s() * BRANCH_SHARE
@@ -468,7 +397,9 @@ class KafkaClient:
     def _count_request(self) -> None:
         self.round_trips += 1
 
-    async def _open(self, address: Address) -> BrokerConnection:
+    async def open_connection(self, address: Address) -> BrokerConnection:
+        """A new connection to ``address`` outside the pool (the pool's own go through
+        ``connection``); the caller closes it."""
         return await BrokerConnection.open(
             address[0],
             address[1],
@@ -478,7 +409,7 @@ class KafkaClient:
             on_request=self._count_request,
         )
 
-    async def _connection(self, address: Address) -> BrokerConnection:
+    async def connection(self, address: Address) -> BrokerConnection:
         """A live connection to ``address``, opening one (once, however many ask) if needed."""
         existing = self._connections.get(address)
         if existing is not None and not existing.closed:
@@ -487,7 +418,7 @@ class KafkaClient:
             del self._connections[address]
         task = self._connecting.get(address)
         if task is None:
-            task = asyncio.get_running_loop().create_task(self._open(address))
+            task = asyncio.get_running_loop().create_task(self.open_connection(address))
             self._connecting[address] = task
 
             def settled(done: asyncio.Task[BrokerConnection]) -> None:
@@ -516,12 +447,20 @@ class KafkaClient:
         failure: ConnectionFailed | None = None
         for address in dict.fromkeys(candidates):
             try:
-                return await self._connection(address)
+                return await self.connection(address)
             except (AuthenticationFailed, IncompatibleBroker):
                 raise
             except ConnectionFailed as error:
                 failure = error
         raise failure or ConnectionFailed("no broker to connect to")
+
+    async def adopt_connection(self, node: BrokerNode, fresh: BrokerConnection) -> None:
+        """Make ``fresh`` the pool's connection to ``node``, closing the one it replaces
+        (a request stuck on that one would hold every later request behind it)."""
+        stuck = self._connections.pop(node.address, None)
+        self._connections[node.address] = fresh
+        if stuck is not None and stuck is not fresh:
+            await stuck.close()
 
     async def _node(self, node_id: int) -> BrokerNode:
         found = self._cluster.broker(node_id)
@@ -542,7 +481,12 @@ class KafkaClient:
         failing = self._failing.get(node_id)
         return 0.0 if failing is None else asyncio.get_running_loop().time() - failing[0]
 
-    async def _connection_failed(self, node: BrokerNode, error: ConnectionFailed) -> None:
+    def refusing_too_long(self, node_id: int) -> bool:
+        """Whether ``node_id`` has refused connections for ``UNREACHABLE_AFTER_S``: a
+        fan-out stops planning on it coming back (its answer is its failure)."""
+        return self._failing_for(node_id) >= UNREACHABLE_AFTER_S
+
+    async def connection_failed(self, node: BrokerNode, error: ConnectionFailed) -> None:
         """After a connection to ``node`` could not be opened: re-plan, retry, or give up.
 
         Fresh metadata decides (the node may be gone): NodeLeft when it no longer
@@ -552,7 +496,7 @@ class KafkaClient:
         now = asyncio.get_running_loop().time()
         since = self._failing.get(node.node_id, (now, ""))[0]
         self._failing[node.node_id] = (since, str(error))
-        self._note(f"broker {node.node_id} ({node}): {str(error).removeprefix(f'{node}: ')}")
+        self.note(f"broker {node.node_id} ({node}): {str(error).removeprefix(f'{node}: ')}")
         try:
             metadata = await self.metadata([], refresh=True)
         except (AuthenticationFailed, IncompatibleBroker):
@@ -573,7 +517,7 @@ class KafkaClient:
             self._given_up[node.node_id] = (now, unreachable)
             raise unreachable
 
-    def _check_given_up(self, node: BrokerNode) -> None:
+    def check_given_up(self, node: BrokerNode) -> None:
         """Raise the broker's BrokerUnreachable again if it was given up on a moment ago."""
         entry = self._given_up.get(node.node_id)
         if entry is None:
@@ -587,7 +531,7 @@ class KafkaClient:
             raise unreachable
         del self._given_up[node.node_id]
 
-    async def _give_up(self, node: BrokerNode | None, error: BaseException) -> None:
+    async def give_up(self, node: BrokerNode | None, error: BaseException) -> None:
         """A fan-out branch to ``node`` ran out of its share without an answer (a hung broker).
 
         Its connection is closed (a request stuck on it would hold every later one) and
@@ -605,7 +549,13 @@ class KafkaClient:
         if connection is not None:
             await connection.close()
 
-    def _answered(self, node_id: int) -> None:
+    def given_up_recently(self, node_id: int) -> bool:
+        """Whether ``node_id`` was given up on less than ``GIVE_UP_FOR_S`` ago."""
+        entry = self._given_up.get(node_id)
+        return entry is not None and asyncio.get_running_loop().time() - entry[0] < GIVE_UP_FOR_S
+
+    def answered(self, node_id: int) -> None:
+        """``node_id`` answered: it is neither refusing nor given up on any more."""
         self._failing.pop(node_id, None)
         self._given_up.pop(node_id, None)
 
@@ -624,6 +574,20 @@ class KafkaClient:
         data = body(version) if callable(body) else body
         payload = build(request_schema(api_key, version), data)
         return version, await connection.send(payload)
+
+    async def attempt(
+        self,
+        connection: BrokerConnection,
+        api_key: int,
+        body: Body,
+        min_version: int,
+        max_version: int | None,
+    ) -> tuple[int, Any]:
+        """One request on ``connection``, not retried (the coordinator fan-out's own sends).
+
+        Through ``_attempt``, the one place every request leaves the client.
+        """
+        return await self._attempt(connection, api_key, body, min_version, max_version)
 
     async def request(
         self,
@@ -644,7 +608,7 @@ class KafkaClient:
         again), BrokerUnreachable once it has refused for ``UNREACHABLE_AFTER_S``.
         """
         async with self._bounded(api_name(api_key)):
-            backoff = _Backoff()
+            backoff = Backoff()
             while True:
                 try:
                     if node is None:
@@ -656,7 +620,7 @@ class KafkaClient:
                 except (AuthenticationFailed, IncompatibleBroker, NodeLeft, BrokerUnreachable):
                     raise
                 except ConnectionFailed as error:
-                    self._note(error)
+                    self.note(error)
                 await backoff.wait()
 
     async def _request_node(
@@ -668,17 +632,17 @@ class KafkaClient:
         max_version: int | None,
     ) -> tuple[int, Any]:
         broker = await self._node(node_id)
-        self._check_given_up(broker)
+        self.check_given_up(broker)
         try:
-            connection = await self._connection(broker.address)
+            connection = await self.connection(broker.address)
         except (AuthenticationFailed, IncompatibleBroker):
             raise
         except ConnectionFailed as error:
             # Refused, unreachable, or lost during the handshake (not Kafka, or hung).
-            await self._connection_failed(broker, error)
+            await self.connection_failed(broker, error)
             raise
         answer = await self._attempt(connection, api_key, body, min_version, max_version)
-        self._answered(node_id)
+        self.answered(node_id)
         return answer
 
     # -- metadata ----------------------------------------------------------------
@@ -743,85 +707,22 @@ class KafkaClient:
                     del self._metadata_pending[question]
             return metadata
 
+    @property
+    def cluster(self) -> ClusterState:
+        """What the client knows of the cluster, the coordinator cache included."""
+        return self._cluster
+
     def forget_metadata(self) -> None:
         """Drop cached topics (e.g. after creating or deleting one)."""
         self._cluster.forget_topics()
 
-    # -- coordinators ------------------------------------------------------------
+    # -- fan-outs (fanout.py, coordinators.py) ----------------------------------
 
     async def find_coordinators(
         self, group_ids: Sequence[str]
     ) -> dict[str, BrokerNode | KafkaError]:
-        """Each group's coordinator: cached, else one batched FindCoordinator for all missing.
-
-        Coordinators still loading or not yet elected (any retriable error) are
-        asked again with backoff for ``BRANCH_SHARE`` of what is left of the
-        deadline, then come back as their last error, like any other per-group
-        error: a group without a coordinator must not cost the other groups their
-        answers.
-        """
-        wanted = list(dict.fromkeys(group_ids))
-        async with self._bounded("FindCoordinator"):
-            give_up_at = self._share_deadline()
-            found: dict[str, BrokerNode | KafkaError] = {}
-            missing: list[str] = []
-            for group_id in wanted:
-                cached = self._cluster.coordinator(group_id)
-                if cached is None:
-                    missing.append(group_id)
-                else:
-                    found[group_id] = cached
-            backoff = _Backoff()
-            while missing:
-                answers = await self._find_coordinators_once(missing)
-                missing = []
-                retry = backoff.fits_before(give_up_at)
-                for group_id, answer in answers.items():
-                    if retry and isinstance(answer, KafkaError) and is_retriable(answer.code):
-                        self._note(f"FindCoordinator for group {group_id!r}: {answer}")
-                        missing.append(group_id)
-                        continue
-                    if isinstance(answer, BrokerNode):
-                        self._cluster.set_coordinator(group_id, answer)
-                        answer = self._cluster.coordinator(group_id) or answer
-                    found[group_id] = answer
-                if missing:
-                    await backoff.wait()
-            return {group_id: found[group_id] for group_id in wanted}
-
-    async def _find_coordinators_once(
-        self, group_ids: Sequence[str]
-    ) -> dict[str, BrokerNode | KafkaError]:
-        if self.supports(FIND_COORDINATOR, BATCHED_FIND_COORDINATOR):
-            # Asked of any broker; the bootstrap one's answer stands for the cluster.
-            _, response = await self.request(
-                FIND_COORDINATOR,
-                {"key_type": GROUP_KEY_TYPE, "coordinator_keys": list(group_ids)},
-                min_version=BATCHED_FIND_COORDINATOR,
-            )
-            answered = {entry.key: entry for entry in response.coordinators}
-            unanswered: KafkaError | None = None
-            answers: dict[str, BrokerNode | KafkaError] = {}
-            for group_id in group_ids:
-                entry = answered.get(group_id)
-                if entry is not None:
-                    answers[group_id] = _coordinator(entry)
-                    continue
-                if unanswered is None:  # built once, and only when needed (1,000s of groups)
-                    unanswered = KafkaError.of(-1, "the broker did not answer for this group")
-                answers[group_id] = unanswered
-            return answers
-
-        async def one(group_id: str) -> BrokerNode | KafkaError:
-            _, response = await self.request(
-                FIND_COORDINATOR,
-                {"key": group_id, "key_type": GROUP_KEY_TYPE},
-                max_version=BATCHED_FIND_COORDINATOR - 1,
-            )
-            return _coordinator(response)
-
-        results = await asyncio.gather(*(one(group_id) for group_id in group_ids))
-        return dict(zip(group_ids, results, strict=True))
+        """Each group's coordinator, cached or found (``coordinators.find_coordinators``)."""
+        return await coordinators.find_coordinators(self, group_ids)
 
     async def fan_out_to_brokers(
         self,
@@ -832,74 +733,15 @@ class KafkaClient:
         max_version: int | None = None,
         error_code: Callable[[Any], int] | None = None,
     ) -> dict[BrokerNode, tuple[int, Any] | KafkaError]:
-        """Send one request to every broker in the metadata (ListGroups' way of listing).
-
-        Each broker's answer is (version, response), or a KafkaError naming the
-        broker and the last error when it could not be asked within its share of
-        the deadline: unreachable (NETWORK_EXCEPTION), silent (REQUEST_TIMED_OUT),
-        or without the API or version (UNSUPPORTED_VERSION). A broker that left
-        the metadata after failing is still reported (what only it knew may not
-        have reached the others yet); brokers that joined meanwhile are asked.
-
-        ``error_code(response)`` reads a response's top-level error: a broker that
-        answers a retriable one (a Kafka 4.2 broker's ListGroups while it loads a
-        group-coordinator partition: COORDINATOR_LOAD_IN_PROGRESS) is asked again
-        with backoff within its share; its last answer stands when the share runs out.
-        """
-        async with self._bounded(api_name(api_key)):
-            results: dict[BrokerNode, tuple[int, Any] | KafkaError] = {}
-            asked: set[int] = set()
-            metadata = await self.metadata([])
-            while True:
-                todo = [
-                    broker
-                    for node_id, broker in sorted(metadata.brokers.items())
-                    if node_id not in asked
-                ]
-                if not todo:
-                    return results
-
-                def ask(broker: BrokerNode) -> Callable[[], Awaitable[tuple[int, Any]]]:
-                    async def until_not_retriable() -> tuple[int, Any]:
-                        backoff = _Backoff()
-                        while True:
-                            answer = await self.request(
-                                api_key,
-                                body,
-                                node=broker.node_id,
-                                min_version=min_version,
-                                max_version=max_version,
-                            )
-                            code = 0 if error_code is None else int(error_code(answer[1]))
-                            if not is_retriable(code) or not backoff.fits_within(
-                                self.remaining_s()
-                            ):
-                                return answer
-                            self._note(
-                                f"{api_name(api_key)} from broker {broker.node_id} ({broker}): "
-                                f"{KafkaError.of(code)}"
-                            )
-                            await backoff.wait()
-
-                    return until_not_retriable
-
-                outcomes = await asyncio.gather(
-                    *(self._within_share(ask(broker)) for broker in todo),
-                    return_exceptions=True,
-                )
-                replan = False
-                for broker, outcome in zip(todo, outcomes, strict=True):
-                    asked.add(broker.node_id)
-                    if isinstance(outcome, NodeLeft):
-                        replan = True
-                    if isinstance(outcome, BaseException):
-                        await self._give_up(broker, outcome)
-                        results[broker] = _branch_failure(outcome, broker)
-                    else:
-                        results[broker] = outcome
-                if not replan:
-                    return results
-                metadata = await self.metadata([], refresh=True)
+        """One request to every broker in the metadata (``fanout.fan_out_to_brokers``)."""
+        return await fanout.fan_out_to_brokers(
+            self,
+            api_key,
+            body,
+            min_version=min_version,
+            max_version=max_version,
+            error_code=error_code,
+        )
 
     async def fan_out_to_leaders(
         self,
@@ -910,98 +752,10 @@ class KafkaClient:
         *,
         min_version: int = 0,
     ) -> dict[TopicPartitionKey, Any | KafkaError]:
-        """Ask each partition's leader about its partitions: one request per leader.
-
-        ``body(version, partitions)`` describes the request; ``split(response)``
-        maps each (topic, partition) answered to (error code, result). Partitions
-        answered with a retriable error (a moved leader, a leader that does not
-        know the topic yet, OFFSET_NOT_AVAILABLE...), that fresh metadata gives
-        without a leader or with a retriable error, or whose leader left the
-        metadata are looked up again in fresh metadata and re-asked with backoff,
-        for ``BRANCH_SHARE`` of what is left of the deadline; after that they keep
-        their last error. Unknown topics (``retriable_for_topic``), unreachable or
-        silent leaders, and leaders without the API are per-partition KafkaErrors.
-        """
-        wanted = list(dict.fromkeys(partitions))
-        async with self._bounded(api_name(api_key)):
-            give_up_at = self._share_deadline()
-            results: dict[TopicPartitionKey, Any | KafkaError] = {}
-            pending = wanted
-            refresh = False
-            backoff = _Backoff()
-            while pending:
-                topics = sorted({topic for topic, _ in pending})
-                metadata = await self.metadata(topics, refresh=refresh)
-                by_leader: dict[int, list[TopicPartitionKey]] = {}
-                retry: list[TopicPartitionKey] = []
-                for key in pending:
-                    topic = metadata.topics.get(key[0])
-                    if topic is not None and topic.error_code != 0:
-                        results[key] = KafkaError.of(topic.error_code)
-                        if retriable_for_topic(topic.error_code):
-                            retry.append(key)
-                        continue
-                    partition = None if topic is None else topic.partitions.get(key[1])
-                    if partition is None:
-                        results[key] = KafkaError.of(ErrorCode.unknown_topic_or_partition)
-                    elif partition.leader_id < 0 or is_retriable(partition.error_code):
-                        results[key] = KafkaError.of(
-                            partition.error_code or ErrorCode.leader_not_available
-                        )
-                        retry.append(key)
-                    else:
-                        by_leader.setdefault(partition.leader_id, []).append(key)
-                leaders = sorted(by_leader)
-
-                def ask(
-                    keys: list[TopicPartitionKey], leader: int
-                ) -> Callable[[], Awaitable[tuple[int, Any]]]:
-                    return lambda: self.request(
-                        api_key,
-                        lambda version: body(version, keys),
-                        node=leader,
-                        min_version=min_version,
-                    )
-
-                outcomes = await asyncio.gather(
-                    *(self._within_share(ask(by_leader[leader], leader)) for leader in leaders),
-                    return_exceptions=True,
-                )
-                for leader, outcome in zip(leaders, outcomes, strict=True):
-                    keys = by_leader[leader]
-                    if isinstance(outcome, NodeLeft):
-                        results.update({key: transport_error(outcome) for key in keys})
-                        if self._failing_for(leader) < UNREACHABLE_AFTER_S:
-                            retry.extend(keys)  # the new leader may be in the next metadata
-                        continue
-                    if isinstance(outcome, BaseException):
-                        node = metadata.brokers.get(leader)
-                        await self._give_up(node, outcome)
-                        failure = _branch_failure(outcome, node)
-                        results.update({key: failure for key in keys})
-                        continue
-                    answered = split(outcome[1])
-                    for key in keys:
-                        if key not in answered:
-                            results[key] = KafkaError.of(
-                                ErrorCode.unknown_server_error,
-                                f"leader {leader} did not answer for it",
-                            )
-                            continue
-                        code, result = answered[key]
-                        if code == 0:
-                            results[key] = result
-                            continue
-                        results[key] = KafkaError.of(code, getattr(result, "error_message", None))
-                        if is_retriable(code):
-                            self._note(f"{api_name(api_key)} for {key[0]}-{key[1]}: {results[key]}")
-                            retry.append(key)
-                if not retry or not backoff.fits_before(give_up_at):
-                    break
-                await backoff.wait()
-                pending = retry
-                refresh = True
-            return {key: results[key] for key in wanted}
+        """One request per partition leader (``fanout.fan_out_to_leaders``)."""
+        return await fanout.fan_out_to_leaders(
+            self, api_key, partitions, body, split, min_version=min_version
+        )
 
     async def fan_out_to_coordinators(
         self,
@@ -1012,319 +766,21 @@ class KafkaClient:
         *,
         min_version: int = 0,
         batch_size: int | None = None,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_in_flight: int = coordinators.DEFAULT_MAX_IN_FLIGHT,
         ask_again: Callable[[Any], bool] | None = None,
     ) -> dict[str, Any | KafkaError]:
-        """Ask each group's coordinator about its groups: one request per coordinator.
-
-        ``body(version, group_ids)`` describes the request for some groups;
-        ``split(response)`` maps each group in a response to (error code, result).
-        Groups answered with a retriable error are re-asked with backoff for
-        ``BRANCH_SHARE`` of what is left of the deadline; those answered with
-        NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE
-        (``COORDINATOR_MOVED``), or whose coordinator could not be reached, have
-        their coordinator found again first. The answer maps every group to its
-        result, or to a KafkaError: any other error code, the last retriable
-        error once the time for re-asking is over, a coordinator that stayed unreachable
-        (NETWORK_EXCEPTION naming it), silent (REQUEST_TIMED_OUT) or without the
-        API (UNSUPPORTED_VERSION). ``ask_again(result)`` marks an answer as
-        transient (a share-partition whose leader is moving): it is asked again
-        while there is time, and kept as it is otherwise.
-
-        ``batch_size`` caps the groups per request, for RPCs a broker serves one
-        group after the other (Kafka 4.2's DescribeShareGroupOffsets: one request
-        of 112 groups 2.40 s, 112 one-group requests 0.11 s); the requests to one
-        coordinator are then sent concurrently, ``max_in_flight`` at a time. The
-        coordinators are still found with one FindCoordinator for all groups.
-        """
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-        if max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
-        wanted = list(dict.fromkeys(group_ids))
-
-        async def ask(
-            gate: asyncio.Semaphore, node: BrokerNode, groups: list[str]
-        ) -> tuple[dict[str, Any | KafkaError], list[str]]:
-            async with gate:
-                return await self._within_share(
-                    lambda: self._ask_coordinator(
-                        api_key, node, groups, body, split, min_version, ask_again
-                    )
-                )
-
-        async with self._bounded(api_name(api_key)):
-            give_up_at = self._share_deadline()
-            results: dict[str, Any | KafkaError] = {}
-            pending = wanted
-            backoff = _Backoff()
-            while pending:
-                coordinators = await self.find_coordinators(pending)
-                by_node: dict[BrokerNode, list[str]] = {}
-                for group_id in pending:
-                    coordinator = coordinators[group_id]
-                    if isinstance(coordinator, KafkaError):
-                        results[group_id] = coordinator
-                    else:
-                        by_node.setdefault(coordinator, []).append(group_id)
-                asks: list[Coroutine[Any, Any, tuple[dict[str, Any | KafkaError], list[str]]]] = []
-                asked: list[tuple[BrokerNode, list[str]]] = []
-                for node, groups in by_node.items():
-                    gate = asyncio.Semaphore(max_in_flight)
-                    size = batch_size or len(groups)
-                    for start in range(0, len(groups), size):
-                        asked.append((node, groups[start : start + size]))
-                        asks.append(ask(gate, node, groups[start : start + size]))
-                outcomes = await asyncio.gather(*asks, return_exceptions=True)
-                pending = []
-                silent_branches: dict[BrokerNode, list[tuple[list[str], BaseException]]] = {}
-                for (node, groups), outcome in zip(asked, outcomes, strict=True):
-                    if isinstance(outcome, TimedOut):
-                        silent_branches.setdefault(node, []).append((groups, outcome))
-                        continue
-                    if isinstance(outcome, BaseException):
-                        await self._give_up(node, outcome)
-                        failure = _branch_failure(outcome, node)
-                        results.update({group_id: failure for group_id in groups})
-                        continue
-                    answered, retry = outcome
-                    results.update(answered)
-                    pending.extend(retry)
-                for node, branches in silent_branches.items():
-                    results.update(
-                        await self._coordinator_silent(
-                            api_key, node, branches, body, split, min_version
-                        )
-                    )
-                if pending and not backoff.fits_before(give_up_at):
-                    break  # what they were last answered stands (set in _ask_coordinator)
-                if pending:
-                    await backoff.wait()
-            return {group_id: results[group_id] for group_id in wanted}
-
-    async def _coordinator_silent(
-        self,
-        api_key: int,
-        node: BrokerNode,
-        branches: Sequence[tuple[list[str], BaseException]],
-        body: Callable[[int, Sequence[str]], Mapping[str, Any]],
-        split: Callable[[Any], Mapping[str, tuple[int, Any]]],
-        min_version: int,
-    ) -> dict[str, Any | KafkaError]:
-        """The groups of a coordinator whose requests got no answer in their share.
-
-        A coordinator that did not answer in time is not always the broker at fault:
-        Kafka's group coordinator holds DescribeShareGroupOffsets (and the other offset
-        RPCs) until the share coordinators it reads from answer, about 180 s for a hung
-        one (``PersisterStateManager``: five 30 s attempts). And a broker serves one
-        connection's requests in order, so one held request holds every group asked
-        after it on that connection. So the coordinator is checked with a fresh
-        handshake. One that does not answer is given up, and its groups fail naming it.
-        One that answers is holding: it stays in use (its stuck connection replaced),
-        each of its silent groups is asked once more on a connection of its own, and
-        the groups held again fail naming the brokers that do not answer as the cause.
-        """
-        groups = [group_id for each, _ in branches for group_id in each]
-        error = branches[0][1]
-        fresh = await self._fresh_connection(node)
-        if fresh is None:
-            await self._give_up(node, error)
-            failure = _branch_failure(error, node)
-            return {group_id: failure for group_id in groups}
-        stuck = self._connections.pop(node.address, None)
-        self._connections[node.address] = fresh
-        if stuck is not None and stuck is not fresh:
-            await stuck.close()
-        gate = asyncio.Semaphore(ALONE_IN_FLIGHT)
-
-        async def alone(group_id: str) -> Any | KafkaError | None:
-            async with gate:
-                return await self._ask_alone(api_key, node, group_id, body, split, min_version)
-
-        answers = dict(zip(groups, await asyncio.gather(*map(alone, groups)), strict=True))
-        held = [group_id for group_id, answer in answers.items() if answer is None]
-        results: dict[str, Any | KafkaError] = {
-            group_id: answer for group_id, answer in answers.items() if answer is not None
-        }
-        if held:
-            silent = await self._silent_brokers(exclude=node.node_id)
-            what = f"broker {node.node_id} ({node}) holds {api_name(api_key)} unanswered"
-            if silent:
-                named = ", ".join(f"broker {each.node_id} ({each})" for each in silent)
-                verb = "does" if len(silent) == 1 else "do"
-                message = f"{named} {verb} not answer, and {what} meanwhile ({error})"
-            else:
-                message = (
-                    f"{what} ({error}) though it answers: Kafka holds it while a share "
-                    "coordinator it reads from does not answer"
-                )
-            failure = KafkaError.of(ErrorCode.request_timed_out, message)
-            results.update({group_id: failure for group_id in held})
-        return results
-
-    async def _ask_alone(
-        self,
-        api_key: int,
-        node: BrokerNode,
-        group_id: str,
-        body: Callable[[int, Sequence[str]], Mapping[str, Any]],
-        split: Callable[[Any], Mapping[str, tuple[int, Any]]],
-        min_version: int,
-    ) -> Any | KafkaError | None:
-        """One group asked once on a connection of its own; None when that is held too."""
-        within = min(ALONE_S, self.remaining_s())
-        if within <= 0:
-            return None
-        try:
-            async with asyncio.timeout(within):
-                connection = await self._open(node.address)
-                try:
-                    _, response = await self._attempt(
-                        connection,
-                        api_key,
-                        lambda version: body(version, [group_id]),
-                        min_version,
-                        None,
-                    )
-                finally:
-                    await connection.close()
-        except (ConnectionFailed, TimedOut, TimeoutError):
-            return None
-        code, result = split(response).get(group_id, (-1, None))
-        if int(code) == 0:
-            return result
-        return KafkaError.of(int(code), getattr(result, "error_message", None))
-
-    async def _fresh_connection(self, node: BrokerNode) -> BrokerConnection | None:
-        """A new connection to ``node`` if it completes a handshake within ``PROBE_S``."""
-        within = min(PROBE_S, self.remaining_s())
-        if within <= 0:
-            return None
-        try:
-            async with asyncio.timeout(within):
-                return await self._open(node.address)
-        except (ConnectionFailed, TimedOut, TimeoutError):
-            return None
-
-    async def _silent_brokers(self, exclude: int) -> list[BrokerNode]:
-        """The listed brokers (but ``exclude``) given up on, or silent to a fresh handshake."""
-        try:
-            listed = (await self.metadata([])).brokers
-        except (ConnectionFailed, TimedOut):
-            listed = self._cluster.brokers
-        now = asyncio.get_running_loop().time()
-        nodes = sorted(
-            (node for node in listed.values() if node.node_id != exclude),
-            key=lambda node: node.node_id,
+        """One request per group coordinator (``coordinators.fan_out_to_coordinators``)."""
+        return await coordinators.fan_out_to_coordinators(
+            self,
+            api_key,
+            group_ids,
+            body,
+            split,
+            min_version=min_version,
+            batch_size=batch_size,
+            max_in_flight=max_in_flight,
+            ask_again=ask_again,
         )
-        known = {
-            node.node_id
-            for node in nodes
-            if (entry := self._given_up.get(node.node_id)) is not None
-            and now - entry[0] < GIVE_UP_FOR_S
-        }
-        unknown = [node for node in nodes if node.node_id not in known]
-        probes = await asyncio.gather(*(self._fresh_connection(node) for node in unknown))
-        silent = set(known)
-        for node, probe in zip(unknown, probes, strict=True):
-            if probe is None:
-                silent.add(node.node_id)
-            else:
-                await probe.close()
-        return [node for node in nodes if node.node_id in silent]
-
-    async def _ask_coordinator(
-        self,
-        api_key: int,
-        node: BrokerNode,
-        group_ids: list[str],
-        body: Callable[[int, Sequence[str]], Mapping[str, Any]],
-        split: Callable[[Any], Mapping[str, tuple[int, Any]]],
-        min_version: int,
-        ask_again: Callable[[Any], bool] | None,
-    ) -> tuple[dict[str, Any | KafkaError], list[str]]:
-        """One coordinator's share of a fan-out: (answers so far, groups to find again).
-
-        A group to find again also has an answer: its last error (or transient
-        result), which stands if the fan-out runs out of time for it.
-        """
-        try:
-            self._check_given_up(node)
-        except BrokerUnreachable:
-            self._cluster.forget_coordinators(group_ids)  # found again once it may have moved
-            raise
-        try:
-            connection = await self._connection(node.address)
-        except (AuthenticationFailed, IncompatibleBroker):
-            raise
-        except ConnectionFailed as error:
-            self._cluster.forget_coordinators(group_ids)
-            try:
-                await self._connection_failed(node, error)
-            except NodeLeft as left:
-                if self._failing_for(node.node_id) >= UNREACHABLE_AFTER_S:
-                    raise  # and still named as their coordinator: the groups fail
-                # Its groups may have moved with it: find them again.
-                return {group_id: transport_error(left) for group_id in group_ids}, group_ids
-            named = BrokerUnreachable(node.node_id, node.host, node.port, str(error))
-            failure = transport_error(named)
-            return {group_id: failure for group_id in group_ids}, group_ids
-        try:
-            _, response = await self._attempt(
-                connection, api_key, lambda version: body(version, group_ids), min_version, None
-            )
-        except (AuthenticationFailed, IncompatibleBroker):
-            raise
-        except ConnectionFailed as error:
-            self._note(error)
-            self._cluster.forget_coordinators(group_ids)
-            failure = transport_error(error)
-            return {group_id: failure for group_id in group_ids}, group_ids
-        self._answered(node.node_id)
-        answered: dict[str, Any | KafkaError] = {}
-        retry: list[str] = []
-        moved: list[str] = []
-        per_group = split(response)
-        for group_id in group_ids:
-            if group_id not in per_group:
-                answered[group_id] = KafkaError.of(
-                    -1, f"the coordinator {node} did not answer for this group"
-                )
-                continue
-            code, result = per_group[group_id]
-            code = int(code)
-            if code == 0:
-                answered[group_id] = result
-                if ask_again is not None and ask_again(result):
-                    self._note(f"{api_name(api_key)} for group {group_id!r}: a transient error")
-                    retry.append(group_id)
-            elif is_retriable(code):
-                self._note(f"{api_name(api_key)} for group {group_id!r}: {KafkaError.of(code)}")
-                answered[group_id] = KafkaError.of(code, getattr(result, "error_message", None))
-                retry.append(group_id)
-                if code in COORDINATOR_MOVED:
-                    moved.append(group_id)
-            else:
-                answered[group_id] = KafkaError.of(code, getattr(result, "error_message", None))
-        self._cluster.forget_coordinators(moved)
-        return answered, retry
-
-
-def _branch_failure(error: BaseException, node: BrokerNode | None) -> KafkaError:
-    """A fan-out branch that ended in an exception, as its broker's KafkaError.
-
-    Authentication failures and programming errors are not a broker's partial
-    failure: they propagate.
-    """
-    if isinstance(error, AuthenticationFailed):
-        raise error
-    if not isinstance(error, ConnectionFailed | TimedOut):
-        raise error
-    if node is not None and not isinstance(error, BrokerUnreachable | NodeLeft):
-        # Name the broker, as BrokerUnreachable does, whatever the error was.
-        named = f"broker {node.node_id} ({node}): {error}"
-        return KafkaError.of(transport_error(error).code, named)
-    return transport_error(error)
 
 
 async def _abandon(attempts: Mapping[asyncio.Task[BrokerConnection], int]) -> None:
@@ -1337,14 +793,6 @@ async def _abandon(attempts: Mapping[asyncio.Task[BrokerConnection], int]) -> No
         except (asyncio.CancelledError, ConnectionFailed, TimedOut):
             continue
         await connection.close()
-
-
-def _coordinator(entry: Any) -> BrokerNode | KafkaError:
-    code = int(entry.error_code)
-    if code != 0:
-        message = entry.error_message
-        return KafkaError.of(code, None if message in ("", "NONE") else message)
-    return BrokerNode(int(entry.node_id), entry.host, int(entry.port))
 
 
 class _NotShared(Exception):

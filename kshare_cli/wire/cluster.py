@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 
 from kshare_cli.errors import IncompatibleBroker
 from kshare_cli.kafka.api_keys import SHARE_GROUP_APIS
+from kshare_cli.wire.errors import KafkaError, is_retriable, retriable_for_topic
+
+TopicPartitionKey = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +199,87 @@ class ClusterState:
     def forget_coordinators(self, group_ids: Iterable[str]) -> None:
         for group_id in group_ids:
             self._coordinators.pop(group_id, None)
+
+
+# --------------------------------------------------------------------------- routing
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderPlan:
+    """Where one round of a fan-out to partition leaders sends each partition.
+
+    ``by_leader`` holds the partitions to ask, per leader id, in the order given;
+    ``failed`` the partitions that cannot be asked in this round, with the error to
+    report if no later round answers them; ``retry`` those of them worth looking up
+    again in fresh metadata (a leader being elected, a topic still loading).
+    """
+
+    by_leader: Mapping[int, list[TopicPartitionKey]]
+    failed: Mapping[TopicPartitionKey, KafkaError]
+    retry: list[TopicPartitionKey]
+
+
+def plan_leaders(partitions: Sequence[TopicPartitionKey], metadata: ClusterMetadata) -> LeaderPlan:
+    """Each partition to its leader in ``metadata``, or to the error that stops asking it.
+
+    A topic-level error fails all its partitions (asked again only when
+    ``retriable_for_topic``); a partition the metadata does not list is
+    UNKNOWN_TOPIC_OR_PARTITION; one without a leader, or with a retriable error,
+    is asked again.
+    """
+    by_leader: dict[int, list[TopicPartitionKey]] = {}
+    failed: dict[TopicPartitionKey, KafkaError] = {}
+    retry: list[TopicPartitionKey] = []
+    for key in partitions:
+        topic = metadata.topics.get(key[0])
+        if topic is not None and topic.error_code != 0:
+            failed[key] = KafkaError.of(topic.error_code)
+            if retriable_for_topic(topic.error_code):
+                retry.append(key)
+            continue
+        partition = None if topic is None else topic.partitions.get(key[1])
+        if partition is None:
+            failed[key] = KafkaError.of(ErrorCode.unknown_topic_or_partition)
+        elif partition.leader_id < 0 or is_retriable(partition.error_code):
+            failed[key] = KafkaError.of(partition.error_code or ErrorCode.leader_not_available)
+            retry.append(key)
+        else:
+            by_leader.setdefault(partition.leader_id, []).append(key)
+    return LeaderPlan(by_leader, failed, retry)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorPlan:
+    """Where one round of a fan-out to group coordinators sends each group.
+
+    ``batches`` holds, per coordinator (in the order their groups came), the groups
+    of each request to it; ``failed`` the groups whose coordinator was not found,
+    with the error that says why.
+    """
+
+    batches: Mapping[BrokerNode, list[list[str]]]
+    failed: Mapping[str, KafkaError]
+
+
+def plan_coordinators(
+    group_ids: Sequence[str],
+    coordinators: Mapping[str, BrokerNode | KafkaError],
+    batch_size: int | None,
+) -> CoordinatorPlan:
+    """The groups per coordinator, cut into requests of ``batch_size`` (all in one when None)."""
+    by_node: dict[BrokerNode, list[str]] = {}
+    failed: dict[str, KafkaError] = {}
+    for group_id in group_ids:
+        coordinator = coordinators[group_id]
+        if isinstance(coordinator, KafkaError):
+            failed[group_id] = coordinator
+        else:
+            by_node.setdefault(coordinator, []).append(group_id)
+    batches: dict[BrokerNode, list[list[str]]] = {}
+    for node, groups in by_node.items():
+        size = batch_size or len(groups)
+        batches[node] = [groups[start : start + size] for start in range(0, len(groups), size)]
+    return CoordinatorPlan(batches, failed)
 
 
 # --------------------------------------------------------------------------- API versions
