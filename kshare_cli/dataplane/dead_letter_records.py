@@ -132,85 +132,123 @@ def read_topic(
     Raises NotFound for a topic that does not exist, NotAuthorized for one the
     principal may not describe or read, TimedOut when even its metadata did not come.
     """
-    from confluent_kafka import KafkaException, TopicPartition
-
     seen: list[Any] = []
     consumer = _reader(config, "dlq-show", seen)
     try:
-        try:
-            described = topic_metadata(consumer, topic, deadline)
-        except KafkaException as failure:
-            _raise_for(failure, topic)
-            raise TimedOut(f"no metadata for DLQ topic '{topic}': {error_text(failure)}") from None
-        if described is None:
-            raise TimedOut(f"no metadata for DLQ topic '{topic}' before the deadline")
-        if described.error is not None:
-            _raise_for(described.error, topic)
-            if classify(described.error) in MISSING_TOPIC:
-                raise NotFound(f"DLQ topic '{topic}' does not exist")
-            raise TimedOut(f"DLQ topic '{topic}': {error_text(described.error)}")
-        partitions = sorted(described.partitions)
-        ends: dict[int, int] = {}
-        starts: dict[int, int] = {}
-        try:
-            for partition in partitions:
-                low, high = watermark_offsets(consumer, topic, partition, deadline)
-                if low < high:
-                    ends[partition], starts[partition] = high, low
-            if since_ms is not None and ends:
-                answered = offsets_for_times(
-                    consumer,
-                    [TopicPartition(topic, partition, since_ms) for partition in ends],
-                    deadline,
-                )
-                for answer in answered:
-                    if answer.error is not None:
-                        continue
-                    if answer.offset < 0:  # nothing stamped since: the end
-                        ends.pop(answer.partition, None)
-                    else:
-                        starts[answer.partition] = max(starts[answer.partition], answer.offset)
-        except KafkaException as failure:
-            _raise_for(failure, topic)
-            raise TimedOut(f"DLQ topic '{topic}': {error_text(failure)}") from None
-        kept: list[LogRecord] = []
-        positions = dict(starts)
+        partitions = _partitions(consumer, topic, deadline)
+        starts, ends = _bounds(consumer, topic, partitions, deadline, since_ms)
         if ends:
-            consumer.assign([TopicPartition(topic, p, starts[p]) for p in sorted(ends)])
-            pending = dict(ends)
-            while pending and time.monotonic() < deadline:
-                for error in seen:
-                    _raise_for(error, topic)
-                left = deadline - time.monotonic()
-                for message in consumer.consume(_READ_BATCH, max(0.0, min(_SLICE_S, left))):
-                    error = message.error()
-                    partition = message.partition() or 0
-                    if error is not None:
-                        if classify(error) is ErrorKind.PARTITION_EOF:
-                            pending.pop(partition, None)
-                        elif is_authorization_error(error):
-                            _raise_for(error, topic)
-                        elif not is_transient(error):
-                            raise KafkaException(error)
-                        continue
-                    offset = message.offset() or 0
-                    positions[partition] = offset + 1
-                    if partition in pending and offset + 1 >= pending[partition]:
-                        del pending[partition]
-                    if partition not in ends or offset >= ends[partition]:
-                        continue
-                    if keep(_headers(message)):
-                        kept.append(_record(message))
-            for error in seen:
-                _raise_for(error, topic)
-            unread = sum(max(0, ends[p] - positions.get(p, 0)) for p in pending)
-            complete = not pending
+            kept, unread, complete = _read_kept(consumer, topic, starts, ends, deadline, seen, keep)
         else:
-            unread, complete = 0, True
+            kept, unread, complete = [], 0, True
         kept.sort(key=lambda record: (record.partition, record.offset))
         return TopicRead(topic, tuple(kept), complete, unread)
     finally:
         consumer.close()
+
+
+def _partitions(consumer: Consumer, topic: str, deadline: float) -> list[int]:
+    """The DLQ topic's partitions, or the error that says why it cannot be read."""
+    from confluent_kafka import KafkaException
+
+    try:
+        described = topic_metadata(consumer, topic, deadline)
+    except KafkaException as failure:
+        _raise_for(failure, topic)
+        raise TimedOut(f"no metadata for DLQ topic '{topic}': {error_text(failure)}") from None
+    if described is None:
+        raise TimedOut(f"no metadata for DLQ topic '{topic}' before the deadline")
+    if described.error is not None:
+        _raise_for(described.error, topic)
+        if classify(described.error) in MISSING_TOPIC:
+            raise NotFound(f"DLQ topic '{topic}' does not exist")
+        raise TimedOut(f"DLQ topic '{topic}': {error_text(described.error)}")
+    return sorted(described.partitions)
+
+
+def _bounds(
+    consumer: Consumer,
+    topic: str,
+    partitions: Sequence[int],
+    deadline: float,
+    since_ms: int | None,
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Where each partition with records is read from and up to: (starts, ends).
+
+    A partition without records, or with none stamped since ``since_ms``, has neither.
+    """
+    from confluent_kafka import KafkaException, TopicPartition
+
+    ends: dict[int, int] = {}
+    starts: dict[int, int] = {}
+    try:
+        for partition in partitions:
+            low, high = watermark_offsets(consumer, topic, partition, deadline)
+            if low < high:
+                ends[partition], starts[partition] = high, low
+        if since_ms is not None and ends:
+            answered = offsets_for_times(
+                consumer,
+                [TopicPartition(topic, partition, since_ms) for partition in ends],
+                deadline,
+            )
+            for answer in answered:
+                if answer.error is not None:
+                    continue
+                if answer.offset < 0:  # nothing stamped since: the end
+                    ends.pop(answer.partition, None)
+                else:
+                    starts[answer.partition] = max(starts[answer.partition], answer.offset)
+    except KafkaException as failure:
+        _raise_for(failure, topic)
+        raise TimedOut(f"DLQ topic '{topic}': {error_text(failure)}") from None
+    return starts, ends
+
+
+def _read_kept(
+    consumer: Consumer,
+    topic: str,
+    starts: Mapping[int, int],
+    ends: Mapping[int, int],
+    deadline: float,
+    seen: list[Any],
+    keep: Callable[[RecordHeaders], bool],
+) -> tuple[list[LogRecord], int, bool]:
+    """The records from ``starts`` to ``ends`` that ``keep`` keeps, until the deadline:
+    (kept, records left unread, whether every partition was read to its end)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    kept: list[LogRecord] = []
+    positions = dict(starts)
+    consumer.assign([TopicPartition(topic, p, starts[p]) for p in sorted(ends)])
+    pending = dict(ends)
+    while pending and time.monotonic() < deadline:
+        for error in seen:
+            _raise_for(error, topic)
+        left = deadline - time.monotonic()
+        for message in consumer.consume(_READ_BATCH, max(0.0, min(_SLICE_S, left))):
+            error = message.error()
+            partition = message.partition() or 0
+            if error is not None:
+                if classify(error) is ErrorKind.PARTITION_EOF:
+                    pending.pop(partition, None)
+                elif is_authorization_error(error):
+                    _raise_for(error, topic)
+                elif not is_transient(error):
+                    raise KafkaException(error)
+                continue
+            offset = message.offset() or 0
+            positions[partition] = offset + 1
+            if partition in pending and offset + 1 >= pending[partition]:
+                del pending[partition]
+            if partition not in ends or offset >= ends[partition]:
+                continue
+            if keep(_headers(message)):
+                kept.append(_record(message))
+    for error in seen:
+        _raise_for(error, topic)
+    unread = sum(max(0, ends[p] - positions.get(p, 0)) for p in pending)
+    return kept, unread, not pending
 
 
 def _raise_for(error: object, topic: str) -> None:
