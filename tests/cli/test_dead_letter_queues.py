@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import queue
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,13 +27,12 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
     ResourceType,
 )
-from prometheus_client.parser import text_string_to_metric_families
 
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import KSHARE, Kshare, process_env, validate
-from tests.cli.test_exporter_cmd import Exporter, _pump
 from tests.sandbox.test_golden_scenario_d import _consume, _produce, _setup
+from tests.support.exporter_process import Exporter, samples, start_exporter
 from tests.support.sandbox import Cluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
@@ -135,14 +132,6 @@ def test_describe_state_counts_the_dead_letters_by_reason(kshare_d: Kshare) -> N
     assert "none" in plain_row.split()
 
 
-def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return found
-
-
 @pytest.fixture
 def exporter_d(kshare_d: Kshare) -> Iterator[Exporter]:
     argv = [
@@ -160,25 +149,11 @@ def exporter_d(kshare_d: Kshare) -> Iterator[Exporter]:
         "test",
         *kshare_d.connection_args(),
     ]
-    process = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=process_env(kshare_d.environment()),
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    assert process.stderr is not None
-    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
+    exporter = start_exporter(argv, process_env(kshare_d.environment()))
     try:
-        first = lines.get(timeout=30)
-        assert "exporter listening on http://127.0.0.1:" in first, first
-        base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
-        yield Exporter(process, base, lines)
+        yield exporter
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        exporter.kill()
 
 
 def test_the_exporter_reports_each_dead_letter_once_with_its_reason(
@@ -192,7 +167,7 @@ def test_the_exporter_reports_each_dead_letter_once_with_its_reason(
             return None
         series = {
             dict(labels)["reason"]: value
-            for (name, labels), value in _samples(body).items()
+            for (name, labels), value in samples(body).items()
             if name == "kshare_share_group_dlq_records_total" and dict(labels)["group"] == GROUP
         }
         return series or None
@@ -206,13 +181,13 @@ def test_the_exporter_reports_each_dead_letter_once_with_its_reason(
         what="a later refresh",
     )
     status, body = exporter_d.get("/metrics")
-    samples = _samples(body)
+    scraped = samples(body)
     assert {
         dict(labels)["reason"]: value
-        for (name, labels), value in samples.items()
+        for (name, labels), value in scraped.items()
         if name == "kshare_share_group_dlq_records_total" and dict(labels)["group"] == GROUP
     } == series
-    newest = samples[
+    newest = scraped[
         (
             "kshare_share_group_dlq_last_record_timestamp_seconds",
             (("cluster_name", "test"), ("group", GROUP)),
@@ -222,7 +197,7 @@ def test_the_exporter_reports_each_dead_letter_once_with_its_reason(
     # A group without a DLQ has no DLQ series (none rather than 0).
     assert not any(
         name.startswith("kshare_share_group_dlq") and dict(labels)["group"] == PLAIN
-        for name, labels in samples
+        for name, labels in scraped
     )
 
 

@@ -8,45 +8,19 @@ values whenever they are asked.
 from __future__ import annotations
 
 import json
-import queue
 import signal
 import subprocess
 import sys
-import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli.conftest import KSHARE, Kshare, ShareGroups, process_env
+from tests.support.exporter_process import Exporter, samples, start_exporter
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class Exporter:
-    """A running ``kshare exporter`` and the address it said it listens on."""
-
-    def __init__(self, process: subprocess.Popen[str], base: str, lines: queue.Queue[str]):
-        self.process = process
-        self.base = base
-        self.lines = lines
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(self.base + path, timeout=5) as response:
-                return int(response.status), response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-
-
-def _pump(stream: IO[str], lines: queue.Queue[str]) -> None:
-    for line in stream:
-        lines.put(line)
 
 
 @pytest.fixture
@@ -64,33 +38,11 @@ def exporter(kshare: Kshare, share_groups: ShareGroups) -> Iterator[Exporter]:
         "test",
         *kshare.connection_args(),
     ]
-    process = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=process_env(kshare.environment()),
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    assert process.stderr is not None
-    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
+    exporter = start_exporter(argv, process_env(kshare.environment()))
     try:
-        first = lines.get(timeout=30)
-        assert "exporter listening on http://127.0.0.1:" in first, first
-        base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
-        yield Exporter(process, base, lines)
+        yield exporter
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-
-
-def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return found
+        exporter.kill()
 
 
 def test_metrics_match_describe_healthz_and_sigterm_exits_0(
@@ -102,7 +54,7 @@ def test_metrics_match_describe_healthz_and_sigterm_exits_0(
     assert (status, body.startswith("ok: refreshed")) == (200, True)
     status, text = exporter.get("/metrics")
     assert status == 200
-    metrics = _samples(text)
+    metrics = samples(text)
     described = json.loads(kshare.run("describe", group, "-o", "json").stdout)
     (document,) = described["groups"]
     assert len(document["partitions"]) == 2

@@ -8,9 +8,6 @@ WARN for the group; once the flood stops and ``--stall-after`` has passed, WARN 
 
 from __future__ import annotations
 
-import queue
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +24,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from tests.cli.conftest import KSHARE, process_env
-from tests.cli.test_dead_letter_queues import _samples
-from tests.cli.test_exporter_cmd import Exporter, _pump
+from tests.support.exporter_process import Exporter, samples, start_exporter
 from tests.support.sandbox import skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
@@ -43,7 +39,7 @@ def _status(exporter: Exporter) -> str | None:
     status, body = exporter.get("/metrics")
     if status != 200:
         return None
-    for (name, labels), value in _samples(body).items():
+    for (name, labels), value in samples(body).items():
         found = dict(labels)
         if name == "kshare_share_group_status" and found.get("group") == GROUP and value == 1:
             return found["status"]
@@ -86,25 +82,13 @@ def flood_bed(tmp_path: Path) -> Iterator[tuple[str, Exporter]]:
             "-b",
             sandbox.bootstrap,
         ]
-        process = subprocess.Popen(
-            argv,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=process_env({"KSHARE_CONFIG": str(tmp_path / "config.toml")}),
+        exporter = start_exporter(
+            argv, process_env({"KSHARE_CONFIG": str(tmp_path / "config.toml")})
         )
-        lines: queue.Queue[str] = queue.Queue()
-        assert process.stderr is not None
-        threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
         try:
-            first = lines.get(timeout=30)
-            assert "exporter listening on http://127.0.0.1:" in first, first
-            base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
-            yield sandbox.bootstrap, Exporter(process, base, lines)
+            yield sandbox.bootstrap, exporter
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
+            exporter.kill()
 
 
 def _reject_everything(bootstrap: str) -> None:

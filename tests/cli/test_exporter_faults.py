@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import queue
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -31,8 +29,8 @@ from kshare_cli.sandbox.server import Connection
 from kshare_cli.services.exporter_server import build_refresher
 from kshare_cli.services.health import Status, Thresholds
 from tests.cli.conftest import KSHARE, process_env
-from tests.cli.test_exporter_cmd import Exporter, _pump, _samples
 from tests.cli.test_inflight_cmd import FETCH, _denying_state_topic
+from tests.support.exporter_process import Exporter, samples, start_exporter
 from tests.support.fault_beds import (
     NEVER_FENCED_MS,
     PARTITIONS,
@@ -83,20 +81,10 @@ class Bed:
             self.sandbox.bootstrap,
             *args,
         ]
-        process = subprocess.Popen(
+        exporter = start_exporter(
             argv,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=process_env({"KSHARE_CONFIG": "/nonexistent", "KSHARE_BOOTSTRAP_SERVERS": None}),
+            process_env({"KSHARE_CONFIG": "/nonexistent", "KSHARE_BOOTSTRAP_SERVERS": None}),
         )
-        lines: queue.Queue[str] = queue.Queue()
-        assert process.stderr is not None
-        threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
-        first = lines.get(timeout=30)
-        assert "exporter listening on http://127.0.0.1:" in first, first
-        base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
-        exporter = Exporter(process, base, lines)
         self.exporters.append(exporter)
         if healthy:
             wait_for(lambda: exporter.get("/healthz")[0] == 200, timeout=30, what="a refresh")
@@ -130,7 +118,7 @@ def beds(sandbox_cluster: StartCluster) -> Iterator[list[Bed]]:
 def metrics(exporter: Exporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     status, text = exporter.get("/metrics")
     assert status == 200
-    return _samples(text)
+    return samples(text)
 
 
 def lags(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[str, float]:
@@ -582,20 +570,9 @@ def start_all_groups(holder: Bed, bootstrap: str) -> Exporter:
         "-b",
         bootstrap,
     ]
-    process = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=process_env({"KSHARE_CONFIG": "/nonexistent", "KSHARE_BOOTSTRAP_SERVERS": None}),
+    exporter = start_exporter(
+        argv, process_env({"KSHARE_CONFIG": "/nonexistent", "KSHARE_BOOTSTRAP_SERVERS": None})
     )
-    lines: queue.Queue[str] = queue.Queue()
-    assert process.stderr is not None
-    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
-    first = lines.get(timeout=30)
-    assert "exporter listening on http://127.0.0.1:" in first, first
-    base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
-    exporter = Exporter(process, base, lines)
     holder.exporters.append(exporter)
     wait_for(lambda: exporter.get("/healthz")[0] == 200, timeout=30, what="a refresh")
     return exporter

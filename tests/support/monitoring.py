@@ -23,7 +23,6 @@ when told to, so every delivery count is the plan's, and they join at once.
 
 from __future__ import annotations
 
-import queue
 import subprocess
 import threading
 import time
@@ -45,7 +44,8 @@ from confluent_kafka.admin import (
 
 from kshare_cli.sandbox.broker import Broker
 from tests.cli.conftest import KSHARE, process_env
-from tests.cli.test_exporter_cmd import Exporter, _pump
+from tests.support import exporter_process
+from tests.support.exporter_process import Exporter
 from tests.support.sandbox_thread import SandboxThread
 from tests.tui.scenario import ACCEPT, REJECT, RELEASE, RawShareMember
 
@@ -248,12 +248,9 @@ def start_exporter(scenario: Scenario, profiles: Path, interval: str = "500ms") 
         "-b",
         scenario.bootstrap,
     ]
-    process = subprocess.Popen(
+    return exporter_process.start_exporter(
         argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=process_env(
+        process_env(
             {
                 "KSHARE_BOOTSTRAP_SERVERS": None,
                 "KSHARE_COMMAND_CONFIG": None,
@@ -261,13 +258,6 @@ def start_exporter(scenario: Scenario, profiles: Path, interval: str = "500ms") 
             }
         ),
     )
-    lines: queue.Queue[str] = queue.Queue()
-    assert process.stderr is not None
-    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
-    first = lines.get(timeout=30)
-    assert "exporter listening on http://127.0.0.1:" in first, first
-    base = first.split("listening on ", 1)[1].strip().removesuffix("/metrics")
-    return Exporter(process, base, lines)
 
 
 def stop_exporter(exporter: Exporter) -> None:
