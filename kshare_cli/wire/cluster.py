@@ -1,9 +1,11 @@
 """What the client knows about the cluster: brokers, topics, coordinators, API versions.
 
 Pure state with no I/O (aiokafka's ``cluster.py`` split): the client feeds it
-responses and asks it questions, so routing decisions can be tested without a
-socket. The dataclasses here are the client's public vocabulary; kio's wire
-types stay inside ``wire/`` so a kio upgrade does not ripple upwards.
+responses and asks it questions, so routing decisions -- which leader gets which
+partition, which coordinator which groups, in one round of a fan-out
+(``plan_leaders``, ``plan_coordinators``) -- can be tested without a socket.
+The dataclasses here are the client's public vocabulary; kio's wire types stay
+inside ``wire/`` so a kio upgrade does not ripple upwards.
 """
 
 from __future__ import annotations
