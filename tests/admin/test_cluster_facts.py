@@ -20,8 +20,7 @@ from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.kafka.features import kafka_line_of, metadata_version_name
 from kshare_cli.services.session import Session
 from kshare_cli.wire.client import KafkaClient
-from tests.cli.test_config_cmd_kafka44 import kafka_44
-from tests.support.sandbox_thread import SandboxThread
+from tests.support.sandbox_thread import SandboxThread, kafka_44
 
 T = TypeVar("T")
 

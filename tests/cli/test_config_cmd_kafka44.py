@@ -37,7 +37,7 @@ from kshare_cli.sandbox.share import share_groups
 from tests.cli.conftest import Kshare, assert_one_error_line, validate
 from tests.support.golden import GOLDEN
 from tests.support.records import create_topic
-from tests.support.sandbox_thread import SandboxThread
+from tests.support.sandbox_thread import SandboxThread, kafka_44
 
 RECORDED = GOLDEN.parent / "kafka-4.4" / "tool-output" / "kafka-configs"
 
@@ -53,11 +53,6 @@ NOT_ENABLED = "does not have errors.deadletterqueue.group.enable=true"
 
 def recorded(name: str) -> str:
     return next(RECORDED.glob(f"{name}-*.out")).read_text(encoding="utf-8")
-
-
-def kafka_44(*, share_version: int = 2) -> SandboxThread:
-    """A sandbox in Kafka 4.4's profile (metadata.version 4.3-IV0, as recorded), not started."""
-    return SandboxThread(kafka_version="4.4", share_version=share_version)
 
 
 @pytest.fixture(scope="module")

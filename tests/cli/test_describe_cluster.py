@@ -17,8 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.wire.client import KafkaClient
 from tests.cli.conftest import Kshare, validate
-from tests.cli.test_config_cmd_kafka44 import kafka_44
-from tests.support.sandbox_thread import SandboxThread
+from tests.support.sandbox_thread import SandboxThread, kafka_44
 from tests.support.share_offsets import alter_share_group_offsets
 
 

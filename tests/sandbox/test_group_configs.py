@@ -595,8 +595,7 @@ def test_44_dlq_cluster_configs_static_and_dynamic_defaults() -> None:
 def test_create_topics_checks_the_dlq_flag_as_kafka() -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from tests.cli.test_config_cmd_kafka44 import kafka_44
-    from tests.support.sandbox_thread import SandboxThread
+    from tests.support.sandbox_thread import SandboxThread, kafka_44
 
     def create(bootstrap: str, name: str, value: str) -> str | None:
         admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -169,3 +169,9 @@ class SandboxThread:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def kafka_44(*, share_version: int = 2) -> SandboxThread:
+    """A sandbox in Kafka 4.4's profile (metadata.version 4.3-IV0, as the 4.4 corpus was
+    recorded), not started."""
+    return SandboxThread(kafka_version="4.4", share_version=share_version)
