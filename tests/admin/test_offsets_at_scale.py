@@ -18,7 +18,6 @@ they are skipped on a real cluster.
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import os
 import time
@@ -33,16 +32,14 @@ from kshare_cli.admin.models import GroupFailure, GroupOffsets
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.kafka.api_keys import (
-    ALTER_SHARE_GROUP_OFFSETS,
-    CREATE_TOPICS,
     DESCRIBE_SHARE_GROUP_OFFSETS,
-    SHARE_GROUP_HEARTBEAT,
 )
 from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.share_offsets import make_groups_with_offsets
 from tests.wire.conftest import Handler, replaced_handler
 
 WAIT_S = 0.2
@@ -58,57 +55,6 @@ class Bed:
     groups: list[str]
 
 
-async def _make_groups(client: KafkaClient, topic: str, groups: list[str]) -> None:
-    _, created = await client.request(
-        CREATE_TOPICS,
-        {
-            "topics": [
-                {
-                    "name": topic,
-                    "num_partitions": PARTITIONS,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-            "timeout": 30_000,
-            "validate_only": False,
-        },
-    )
-    assert [int(t.error_code) for t in created.topics] == [0]
-    client.forget_metadata()
-    for group_id in groups:
-        member = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        for epoch, subscribed in ((0, [topic]), (-1, None)):
-            _, beat = await client.request(
-                SHARE_GROUP_HEARTBEAT,
-                {
-                    "group_id": group_id,
-                    "member_id": member,
-                    "member_epoch": epoch,
-                    "rack_id": None,
-                    "subscribed_topic_names": subscribed,
-                },
-            )
-            assert int(beat.error_code) == 0, beat
-        _, altered = await client.request(
-            ALTER_SHARE_GROUP_OFFSETS,
-            {
-                "group_id": group_id,
-                "topics": [
-                    {
-                        "topic_name": topic,
-                        "partitions": [
-                            {"partition_index": p, "start_offset": START_OFFSET}
-                            for p in range(PARTITIONS)
-                        ],
-                    }
-                ],
-            },
-        )
-        assert int(altered.error_code) == 0, altered
-
-
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Bed]:
     if os.environ.get("KSHARE_TEST_BOOTSTRAP"):
@@ -120,7 +66,9 @@ def bed() -> Iterator[Bed]:
 
         async def setup() -> None:
             async with await KafkaClient.connect(settings, timeout_s=30) as client:
-                await _make_groups(client, f"scale-{suffix}", groups)
+                await make_groups_with_offsets(
+                    client, f"scale-{suffix}", groups, PARTITIONS, START_OFFSET
+                )
 
         asyncio.run(setup())
         yield Bed(sandbox, settings, groups)

@@ -33,9 +33,10 @@ from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
-from tests.admin.test_offsets_at_scale import PARTITIONS, START_OFFSET, _make_groups
+from tests.admin.test_offsets_at_scale import PARTITIONS, START_OFFSET
 from tests.support.sandbox import skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
+from tests.support.share_offsets import make_groups_with_offsets
 from tests.support.waiting import PROMPTLY_S
 from tests.wire.conftest import Handler, replaced_handler
 
@@ -62,7 +63,7 @@ def bed() -> Iterator[Bed]:
 
         async def make() -> None:
             async with await KafkaClient.connect(settings, timeout_s=30) as client:
-                await _make_groups(client, topic, groups)
+                await make_groups_with_offsets(client, topic, groups, PARTITIONS, START_OFFSET)
 
         asyncio.run(make())
         yield Bed(sandbox, settings, topic, groups)

@@ -13,13 +13,19 @@ is accepted.
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kshare_cli.kafka.api_keys import ALTER_SHARE_GROUP_OFFSETS
+from kshare_cli.kafka.api_keys import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    CREATE_TOPICS,
+    SHARE_GROUP_HEARTBEAT,
+)
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
 
@@ -67,3 +73,59 @@ async def alter_share_group_offsets(
         unknown = all(code in (0, ErrorCode.unknown_topic_or_partition) for code in codes)
         assert unknown and time.monotonic() < deadline, response
         await asyncio.sleep(0.2)
+
+
+async def make_groups_with_offsets(
+    client: KafkaClient, topic: str, groups: Sequence[str], partitions: int, start_offset: int
+) -> None:
+    """Create ``topic`` and, for each group, a share group that a member joined and left,
+    with every partition's start offset at ``start_offset``: groups with offsets and no
+    clients, made over the wire alone."""
+    _, created = await client.request(
+        CREATE_TOPICS,
+        {
+            "topics": [
+                {
+                    "name": topic,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            "timeout": 30_000,
+            "validate_only": False,
+        },
+    )
+    assert [int(t.error_code) for t in created.topics] == [0]
+    client.forget_metadata()
+    for group_id in groups:
+        member = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        for epoch, subscribed in ((0, [topic]), (-1, None)):
+            _, beat = await client.request(
+                SHARE_GROUP_HEARTBEAT,
+                {
+                    "group_id": group_id,
+                    "member_id": member,
+                    "member_epoch": epoch,
+                    "rack_id": None,
+                    "subscribed_topic_names": subscribed,
+                },
+            )
+            assert int(beat.error_code) == 0, beat
+        _, altered = await client.request(
+            ALTER_SHARE_GROUP_OFFSETS,
+            {
+                "group_id": group_id,
+                "topics": [
+                    {
+                        "topic_name": topic,
+                        "partitions": [
+                            {"partition_index": p, "start_offset": start_offset}
+                            for p in range(partitions)
+                        ],
+                    }
+                ],
+            },
+        )
+        assert int(altered.error_code) == 0, altered
