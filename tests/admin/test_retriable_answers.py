@@ -33,13 +33,14 @@ from kshare_cli.sandbox.broker import Broker
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.client import KafkaClient
-from tests.admin.test_offsets_at_scale import PARTITIONS, START_OFFSET
 from tests.support.sandbox import skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import make_groups_with_offsets
 from tests.support.waiting import PROMPTLY_S
 from tests.wire.conftest import Handler, replaced_handler
 
+PARTITIONS = 3
+START_OFFSET = 4
 LOADING = ErrorCode(ErrorCode.coordinator_load_in_progress)
 UNKNOWN = ErrorCode(ErrorCode.unknown_topic_or_partition)
 
