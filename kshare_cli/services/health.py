@@ -104,8 +104,8 @@ def monitoring_exit_code(status: Status) -> int:
 def is_stalled(lag: int | None, unmoved_s: float | None, stall_after_s: float) -> bool:
     """Lag above zero while the start offset stood still for at least ``stall_after_s``.
 
-    The one stall rule: the dashboard (``tui/history.py`` calls it with
-    ``since_moved.seconds``), ``kshare health`` and the exporter.
+    The one stall rule: the dashboard (``tui/lag_history.py`` and the group screen call it with
+    the seconds since the start offset moved), ``kshare health`` and the exporter.
     """
     return lag is not None and lag > 0 and unmoved_s is not None and unmoved_s >= stall_after_s
 
