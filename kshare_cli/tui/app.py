@@ -217,7 +217,12 @@ class DashboardApp(App[None]):
     # -- history ---------------------------------------------------------------
 
     def record_group(self, inflight: GroupInflight, at: float) -> None:
-        """Add one reading per share-partition, and the group's totals, to the history."""
+        """Add one reading per share-partition, and the group's totals, to the history.
+
+        Every refresh of the group screen runs this over every share-partition, so
+        its loop stays lean: the figures go into the series as they are (``History.record``)
+        and the group's sums are kept as it goes, a sum unknown once a part is.
+        """
         history = self.history
         series_of = history.series
         group_id = inflight.group_id
@@ -226,21 +231,30 @@ class DashboardApp(App[None]):
         complete_sum: int | None = 0
         end_sum: int | None = 0
         for partition in inflight.partitions:
-            window = partition.window
             key = partition_key(group_id, partition.topic, partition.partition)
             keys.append(key)
             series = series_of(key)
-            start_offset, end_offset = partition.start_offset, partition.end_offset
-            complete = None if window is None else window.delivery_complete_count
-            series.record(at, partition.lag, start_offset, complete, end_offset)
-            moved = None if window is None else window.start_offset_moved
-            if moved is None:
+            start_offset, end_offset, window = (
+                partition.start_offset,
+                partition.end_offset,
+                partition.window,
+            )
+            if window is None:
+                complete = None
                 series.recorded_move(None, exact=False)
             else:
-                series.recorded_move(moved.at_ms / 1000, exact=moved.exact)
-            start_sum = _plus(start_sum, start_offset)
-            complete_sum = _plus(complete_sum, complete)
-            end_sum = _plus(end_sum, end_offset)
+                complete, moved = window.delivery_complete_count, window.start_offset_moved
+                if moved is None:
+                    series.recorded_move(None, exact=False)
+                else:
+                    series.recorded_move(moved.at_ms / 1000, exact=moved.exact)
+            series.record(at, partition.lag, start_offset, complete, end_offset)
+            if start_sum is not None:
+                start_sum = _plus(start_sum, start_offset)
+            if complete_sum is not None:
+                complete_sum = _plus(complete_sum, complete)
+            if end_sum is not None:
+                end_sum = _plus(end_sum, end_offset)
         history.retain(keys, prefix=("p", group_id))
         total = _whole_total(inflight.total_lag, inflight.total_lag_complete)
         history.add(group_key(group_id), LagReading.of(at, total))

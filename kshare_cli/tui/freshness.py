@@ -12,14 +12,14 @@ from dataclasses import dataclass, replace
 
 from kshare_cli.tui import humanize as fmt
 
-__all__ = ["Freshness", "Status"]
+__all__ = ["Freshness", "StatusLineText"]
 
 NOT_ANSWERING = "broker not answering"
 
 
 @dataclass(frozen=True, slots=True)
-class Status:
-    """The status line: its text, and whether it is a warning (drawn as one)."""
+class StatusLineText:
+    """What the status line says: its text, and whether it is a warning (drawn as one)."""
 
     text: str
     stale: bool
@@ -59,25 +59,31 @@ class Freshness:
     def stale(self, now: float, refresh_s: float) -> bool:
         return self.error is not None or self.overdue(now, refresh_s)
 
-    def status(self, now: float, refresh_s: float, *, paused: bool = False) -> Status:
+    def status(self, now: float, refresh_s: float, *, paused: bool = False) -> StatusLineText:
         every = f"every {fmt.interval(refresh_s)}"
         if self.received_at is None:
             if self.error is not None:
-                return Status(f"no data yet — {self.error}", stale=True)
+                return StatusLineText(f"no data yet — {self.error}", stale=True)
             waited = 0.0 if self.started_at is None else now - self.started_at
             if self.started_at is not None and waited > refresh_s:
-                return Status(f"no data yet: {fmt.duration(waited)} — {NOT_ANSWERING}", True)
-            return Status("loading…", stale=False)
+                return StatusLineText(
+                    f"no data yet: {fmt.duration(waited)} — {NOT_ANSWERING}", True
+                )
+            return StatusLineText("loading…", stale=False)
         age = fmt.duration(now - self.received_at)
         if paused:
-            return Status(f"paused — data {age} old (p resumes)", stale=False)
+            return StatusLineText(f"paused — data {age} old (p resumes)", stale=False)
         if self.error is not None:
-            return Status(f"stale: {age} old — {self.error}", stale=True)
+            return StatusLineText(f"stale: {age} old — {self.error}", stale=True)
         if self.overdue(now, refresh_s) and self.partial is not None:
             # The refresh waits on the broker the last answer named: say which, not "a broker".
-            return Status(f"stale: {age} old — waiting on a refresh; partial: {self.partial}", True)
+            return StatusLineText(
+                f"stale: {age} old — waiting on a refresh; partial: {self.partial}", True
+            )
         if self.overdue(now, refresh_s):
-            return Status(f"stale: {age} old — {NOT_ANSWERING}", stale=True)
+            return StatusLineText(f"stale: {age} old — {NOT_ANSWERING}", stale=True)
         if self.partial is not None:
-            return Status(f"updated {age} ago · refresh {every} — partial: {self.partial}", True)
-        return Status(f"updated {age} ago · refresh {every}", stale=False)
+            return StatusLineText(
+                f"updated {age} ago · refresh {every} — partial: {self.partial}", True
+            )
+        return StatusLineText(f"updated {age} ago · refresh {every}", stale=False)

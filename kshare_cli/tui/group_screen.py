@@ -50,6 +50,7 @@ from kshare_cli.state.window import ACQUIRED_NOT_PERSISTED, InFlightWindow
 from kshare_cli.tui import humanize as fmt
 from kshare_cli.tui.lag_history import (
     Flow,
+    History,
     completed_key,
     group_key,
     partition_key,
@@ -474,76 +475,80 @@ class GroupScreen(LiveScreen[GroupInflight]):
                 self._show_dead_letters(now)
 
     def _show_partitions(self, data: GroupInflight, now: float) -> None:
-        """Bring every row up to date; the view redraws only the rows that changed.
+        """Bring the rows up to date at ``now``: the view redraws only the rows that changed.
 
         This runs for every share-partition on every refresh and once a second for
-        the ages, so it stays lean: one history lookup per row, values compared
-        as plain tuples; a line is drawn only when the view shows it, and so is
-        what only a cell needs (the sparkline from its lags, the strip from its
-        window, the age text from its seconds).
+        the ages, so the pass over all of them does only what the screen needs of
+        all of them: which are stalled (the banner), which pass the filter, and
+        their keys. What a row is drawn from (``_row_values``) is built only for the
+        rows the view draws or compares, the thirty on screen of 10,000.
         """
         if self._rows is None:
             return
         series_of = self.dashboard.history.get
         stall_after_s = self.dashboard.stall_after_s
+        is_stalled = health.is_stalled
         needle = self.filter_text.strip().lower()
         group_id = data.group_id
-        time_lag_of = self._time_lag_text(now)
-        rows = []
         stalled = []
-        shown: dict[str, PartitionInflight] = {}
+        keys = []
+        partitions: list[PartitionInflight] = []
+        series_list: list[History | None] = []
         for partition in data.partitions:
-            topic, number, lag = partition.topic, partition.partition, partition.lag
+            topic, number = partition.topic, partition.partition
             series = series_of(partition_key(group_id, topic, number))
-            if series is None:
-                lags, moved, is_stalled = None, None, False
-            else:
-                lags = series.recent_lags(_SPARK_WIDTH)
+            if series is not None:
                 moved = series.unmoved(now)
-                is_stalled = moved is not None and health.is_stalled(lag, moved[0], stall_after_s)
-            if is_stalled:
-                stalled.append(partition)
+                if moved is not None and is_stalled(partition.lag, moved[0], stall_after_s):
+                    stalled.append(partition)
             if needle and needle not in f"{topic}:{number}".lower():
                 continue
-            key = partition_row_key(topic, number)
-            shown[key] = partition
-            error = partition.error
-            rows.append(
-                (
-                    key,
-                    (
-                        topic,
-                        number,
-                        partition.start_offset,
-                        partition.end_offset,
-                        lag,
-                        partition.lag_source,
-                        time_lag_of(topic, number, lag),
-                        lags,
-                        None if error is None else error.name,
-                        partition.window,
-                        moved,
-                        is_stalled,
-                    ),
-                )
-            )
-        self._partitions = shown
-        self._rows.sync(rows)
+            keys.append(partition_row_key(topic, number))
+            partitions.append(partition)
+            series_list.append(series)
+        self._partitions = dict(zip(keys, partitions, strict=True))
+        values = self._row_values(now)
+        self._rows.show(keys, lambda index: values(partitions[index], series_list[index]))
         self.stalled = tuple(stalled)
         self._show_stall()
 
-    def _time_lag_text(self, now: float) -> Callable[[str, int, int | None], str]:
-        """The TIME LAG cell of a share-partition (topic, partition, lag) at ``now``."""
+    def _row_values(
+        self, now: float
+    ) -> Callable[[PartitionInflight, History | None], tuple[Any, ...]]:
+        """What a row is drawn from at ``now``: plain values, compared to know if it changed."""
+        stall_after_s = self.dashboard.stall_after_s
         oldest_unacknowledged = self._oldest_unacknowledged
-        no_time_lag = fmt.short(0)
 
-        def text(topic: str, number: int, lag: int | None) -> str:
+        def values(partition: PartitionInflight, series: History | None) -> tuple[Any, ...]:
+            topic, number, lag = partition.topic, partition.partition, partition.lag
+            if series is None:
+                lags, moved, stalled = None, None, False
+            else:
+                lags = series.recent_lags(_SPARK_WIDTH)
+                moved = series.unmoved(now)
+                stalled = moved is not None and health.is_stalled(lag, moved[0], stall_after_s)
             if lag == 0:
-                return no_time_lag  # nothing waits
-            stamp = oldest_unacknowledged.get((topic, number))
-            return fmt.UNKNOWN if stamp is None else fmt.short(now - stamp / 1000)
+                time_lag = fmt.short(0)  # nothing waits
+            else:
+                stamp = oldest_unacknowledged.get((topic, number))
+                time_lag = fmt.UNKNOWN if stamp is None else fmt.short(now - stamp / 1000)
+            error = partition.error
+            return (
+                topic,
+                number,
+                partition.start_offset,
+                partition.end_offset,
+                lag,
+                partition.lag_source,
+                time_lag,
+                lags,
+                None if error is None else error.name,
+                partition.window,
+                moved,
+                stalled,
+            )
 
-        return text
+        return values
 
     def _render_row(self, value: Any) -> list[Segment]:
         (

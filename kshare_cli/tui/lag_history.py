@@ -353,7 +353,8 @@ class History:
         "_lag",
         "_limit",
         "_moved_at",
-        "_recorded",
+        "_recorded_at",
+        "_recorded_exact",
         "_start",
     )
 
@@ -368,7 +369,8 @@ class History:
         self._known_lags = 0
         self._first_offset_at: float | None = None
         self._moved_at: float | None = None
-        self._recorded: tuple[float, bool] | None = None
+        self._recorded_at: float | None = None
+        self._recorded_exact = False
 
     def add(self, reading: LagReading) -> None:
         self.record(
@@ -435,7 +437,8 @@ class History:
     def recorded_move(self, at: float | None, *, exact: bool) -> None:
         """What the state topic's records say of the start offset's last change: at ``at``
         (clock seconds) if ``exact``, else at ``at`` or earlier (pruned before); None: nothing."""
-        self._recorded = None if at is None else (at, exact)
+        self._recorded_at = at
+        self._recorded_exact = exact
 
     def __len__(self) -> int:
         return min(len(self._at), self._capacity)
@@ -511,10 +514,9 @@ class History:
         """``since_moved`` as (seconds, lower bound): what a row compares and draws."""
         exact = self._moved_at
         unmoved_since = self._first_offset_at
-        recorded = self._recorded
-        if recorded is not None:
-            at, recorded_exact = recorded
-            if not recorded_exact:
+        at = self._recorded_at
+        if at is not None:
+            if not self._recorded_exact:
                 unmoved_since = at if unmoved_since is None or at < unmoved_since else unmoved_since
             elif exact is None or at > exact:
                 exact = at

@@ -13,7 +13,7 @@ draws its row, so the rows scrolled out of sight cost nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
@@ -182,7 +182,7 @@ def _as_text(renderable: RenderableType) -> Text:
 
 
 class RowsView(ScrollView, can_focus=True):
-    """A list of one-line rows drawn with Textual's line API: a thousand rows, drawn as seen.
+    """A list of one-line rows drawn with Textual's line API: 10,000 rows, drawn as seen.
 
     The group screen's share-partition table. A DataTable draws every visible
     cell through Rich's padding and styling again whenever any cell changes
@@ -190,6 +190,10 @@ class RowsView(ScrollView, can_focus=True):
     once per change of its values (``render(values) -> segments``, called only
     for rows on screen) and kept as a ready ``Strip``, so a refresh costs the rows
     whose values changed and came into view, and a repaint costs nothing else.
+
+    A row's values are asked for only when it is drawn, or compared because it
+    was (``show``'s ``value_of``): a refresh of 10,000 share-partitions builds
+    the values of the thirty on screen, not of the 10,000.
     Keys: up/down, page up/down, home/end move the cursor; enter selects.
     """
 
@@ -229,6 +233,9 @@ class RowsView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._render_row = render
         self._order: list[str] = []
+        self._index: dict[str, int] = {}
+        self._value_of: Callable[[int], Any] = _no_values
+        #: The values each kept line was drawn from.
         self._values: dict[str, Any] = {}
         self._lines: dict[str, list[Segment]] = {}
         self._strips: dict[str, Strip] = {}
@@ -253,43 +260,59 @@ class RowsView(ScrollView, can_focus=True):
         """The row as drawn (built now if it has not been shown yet)."""
         line = self._lines.get(key)
         if line is None:
-            line = self._lines[key] = self._render_row(self._values[key])
+            values = self._values[key] = self._value_of(self._index[key])
+            line = self._lines[key] = self._render_row(values)
         return line
 
     def row_plain(self, key: str) -> str:
         return "".join(segment.text for segment in self.row_segments(key))
 
     def sync(self, rows: Sequence[tuple[str, Any]]) -> None:
-        """Show these rows (key, values), in this order; only changed rows are drawn again.
+        """Show these rows (key, values), in this order; only changed rows are drawn again."""
+        self.show([key for key, _ in rows], lambda index: rows[index][1])
 
-        Only the rows drawn before are compared (their lines are kept): a row not
-        drawn yet is built from its values when it comes into view, so a refresh
-        of 10,000 rows compares the thirty on screen, not the 10,000.
+    def show(self, keys: Sequence[str], value_of: Callable[[int], Any]) -> None:
+        """Show the rows of these keys, in this order; ``value_of(index)`` gives a row's values.
+
+        Only the lines on screen are kept, and only if their values did not
+        change; the other rows are asked for their values when they come into view.
         """
         cursor = self.cursor_key()
-        old = self._values
-        values = self._values = dict(rows)
-        order = list(values)
+        order = list(keys)
+        reordered = order != self._order
+        if reordered:
+            self._order = order
+            self._index = {key: index for index, key in enumerate(order)}
+        self._value_of = value_of
+        index = self._index
+        values = self._values
         lines = self._lines
         strips = self._strips
-        redrawn = [key for key in lines if values.get(key, _MISSING) != old[key]]
-        for key in redrawn:
+        top = self.scroll_offset.y
+        bottom = top + self.size.height
+        redrawn = False
+        for key in list(lines):
+            position = index.get(key)
+            if position is not None and top <= position < bottom:
+                if value_of(position) == values[key]:
+                    continue
+                redrawn = True
             del lines[key]
+            del values[key]
             strips.pop(key, None)
-        if order != self._order:
-            self._order = order
+        if reordered:
             self.virtual_size = Size(self._width, len(order))
-            if cursor is not None and cursor in values:
-                self.move_cursor(order.index(cursor))
+            if cursor is not None and cursor in index:
+                self.move_cursor(index[cursor])
             else:
                 self.move_cursor(self.cursor_row)
-            self.refresh()
-        elif redrawn:
+        if reordered or redrawn:
             self.refresh()
 
     def clear_cache(self) -> None:
         """Draw every row again (its renderer's layout changed)."""
         self._lines.clear()
+        self._values.clear()
         self._strips.clear()
         self.refresh()
 
@@ -350,7 +373,8 @@ class RowsView(ScrollView, can_focus=True):
                 self.action_select()
 
 
-_MISSING: Final = object()
+def _no_values(index: int) -> Any:
+    raise IndexError(index)
 
 
 class FilterInput(Input):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 
 import pytest
@@ -236,3 +237,74 @@ def test_since_moved_takes_the_state_topics_date_of_the_last_change() -> None:
     history.add(LagReading(1010.0, 5, start_offset=11))  # seen here: later than any record
     history.recorded_move(100.0, exact=True)
     assert history.since_moved(1020.0) == SinceMoved(10.0, lower_bound=False)
+
+
+def test_record_takes_a_refreshs_figures_as_add_takes_a_reading() -> None:
+    recorded, added = History(), History()
+    for at, figures in enumerate(((5, -1, -1, -1), (7, 10, 3, 20), (None, 12, None, 21))):
+        recorded.record(float(at), *figures)
+        added.add(LagReading.of(float(at), *figures))
+    assert recorded.readings == added.readings
+    assert recorded.readings[0] == LagReading(0.0, 5, None, None, None)
+    assert recorded.latest == LagReading(2.0, None, 12, None, 21)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.5, 30),
+            st.none() | st.integers(-5, 10**12),
+            st.none() | st.integers(0, 10**12),
+            st.none() | st.integers(0, 10**6),
+            st.none() | st.integers(0, 10**12),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(2, 12),
+)
+def test_a_long_series_keeps_its_last_readings_and_figures_them_as_the_functions_do(
+    steps: list[tuple[float, int | None, int | None, int | None, int | None]], capacity: int
+) -> None:
+    """Whatever the length, the series is its last ``capacity`` readings: the figures are
+    the module functions' over them, however the columns were cut."""
+    history = History(capacity)
+    given_readings = []
+    at = 0.0
+    for gap, lag, start_offset, complete, end_offset in steps:
+        at += gap
+        reading = LagReading(at, lag, start_offset, complete, end_offset)
+        given_readings.append(reading)
+        history.record(at, lag, start_offset, complete, end_offset)
+    kept = tuple(given_readings[-capacity:])
+    assert history.readings == kept
+    assert history.latest == kept[-1]
+    assert history.lags() == tuple(reading.lag for reading in kept)
+    assert history.recent_lags(3) == tuple(reading.lag for reading in kept[-3:])
+    assert history.flow(30.0) == flow(kept, 30.0)
+    assert history.trend(30.0) == lag_trend(kept, 30.0)
+
+
+def test_recent_lags_says_unknown_where_it_was_and_again_after_a_replaced_reading() -> None:
+    history = History()
+    for at, lag in enumerate((1, None, 3, 4, 5)):
+        history.record(float(at), lag)
+    assert history.recent_lags(3) == (3, 4, 5)
+    assert history.recent_lags(4) == (None, 3, 4, 5)
+    history.record(4.0, None)  # the same instant: replaces the lag of 5
+    assert history.recent_lags(2) == (4, None)
+    history.record(5.0, 6)
+    assert history.recent_lags(3) == (4, None, 6)
+
+
+def test_a_full_series_holds_no_object_per_reading() -> None:
+    """The garbage collector walks every object it tracks; 120 readings must not add 120."""
+    history = History()
+    history.record(0.0, 1, 1, 0, 2)
+    gc.collect()
+    before = len(gc.get_objects())
+    for at in range(1, 121):
+        history.record(float(at), at, at, 0, 2 * at)
+    after = len(gc.get_objects())
+    assert len(history.readings) == 120
+    assert after - before < 10

@@ -95,3 +95,37 @@ def test_rows_are_built_when_shown_and_again_only_when_their_values_change() -> 
             assert rows.row_plain("k500") == "500"
 
     asyncio.run(scenario())
+
+
+def test_show_asks_only_the_rows_on_screen_for_their_values() -> None:
+    """10,000 rows whose values all change: a refresh asks the rows in view, not the 10,000."""
+
+    async def scenario() -> None:
+        app = _Rows()
+        async with app.run_test(size=(40, 10)) as pilot:
+            rows = app.query_one(RowsView)
+            asked: list[int] = []
+            keys = [f"k{index}" for index in range(10_000)]
+
+            def value_of(step: int) -> Any:
+                def value(index: int) -> Any:
+                    asked.append(index)
+                    return (index, step)
+
+                return value
+
+            rows.show(keys, value_of(0))
+            await pilot.pause()
+            shown = sorted(set(asked))
+            assert shown and shown == list(range(len(shown))) and len(shown) <= 10
+            asked.clear()
+            app.built.clear()
+            rows.show(keys, value_of(1))
+            await pilot.pause()
+            assert set(asked) == set(shown)  # compared and drawn again: the rows in view only
+            assert app.built == [(index, 1) for index in shown]
+            await pilot.press("end")
+            assert rows.row_plain("k9999") == "(9999, 1)"
+            assert rows.row_count == 10_000
+
+    asyncio.run(scenario())
