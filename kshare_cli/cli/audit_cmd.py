@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 from typer.core import TyperCommand
 
+from kshare_cli import diagnostics
 from kshare_cli.cli import common
 from kshare_cli.errors import UsageError
 from kshare_cli.topic_names import check_topic_name
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-    from kshare_cli.connect.settings import ConnectionSettings
     from kshare_cli.services.audit import (
         AuditJob,
         AuditRequest,
@@ -468,8 +468,9 @@ def job_command(
         command.__signature__ = shared.replace(  # type: ignore[attr-defined]  # a function attribute mypy does not model
             parameters=parameters, return_annotation=None
         )
-        app.command(name, cls=_AuditCommand)(command)
-        return command
+        edged = common.command_edge(command)
+        app.command(name, cls=_AuditCommand)(edged)
+        return edged
 
     return register
 
@@ -519,6 +520,7 @@ CaptureGroups = Annotated[
 
 
 @app.command("capture")
+@common.command_edge
 def capture(
     to: Annotated[
         Path,
@@ -554,78 +556,61 @@ def capture(
     minutes. This Spark stream copies the groups' records (raw, with partition, offset and
     timestamp) into Parquet under DIR, checkpointed there; the audits read them with --history.
     """
-    invocation = common.Invocation(debug=debug)
     groups = tuple(dict.fromkeys(group or []))
-
-    def check() -> None:
-        if all_groups == bool(groups):
-            raise UsageError("give --group GROUP (repeatable) or --all-groups")
-        for each in groups:
-            check_group_id(each)
-        check_master(master)
-        audit.start_capture(to, None if all_groups else groups)
-
+    if all_groups == bool(groups):
+        raise UsageError("give --group GROUP (repeatable) or --all-groups")
+    for each in groups:
+        check_group_id(each)
+    check_master(master)
     from kshare_cli.services import audit
 
-    common.usage_guard(check, invocation)
-    common.usage_guard(audit.require_spark, invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(timeout), invocation)
-    settings = common.usage_guard(
-        lambda: common.resolve(bootstrap_server, command_config, profile), invocation
-    )
-    invocation = common.Invocation(debug=debug, secrets=common.secrets_of(settings))
-    common.run(lambda: audit.check_state_topic(settings, timeout_s), invocation)
-    common.edge(lambda: _capture(settings, to, groups or None, master, until_caught_up), invocation)
-
-
-def _capture(
-    settings: ConnectionSettings,
-    directory: Path,
-    groups: tuple[str, ...] | None,
-    master: str,
-    until_caught_up: bool,
-) -> None:
-    """Run the capture stream until it has caught up or Ctrl-C (exit 0 either way)."""
-    from kshare_cli.services import audit
-
-    audit.capture(settings, directory, groups, master=master, until_caught_up=until_caught_up)
-    typer.echo(f"kshare: captured the state records into {directory}", err=True)
+    audit.start_capture(to, None if all_groups else groups)
+    audit.require_spark()
+    settings, timeout_s = common.connection(bootstrap_server, command_config, profile, timeout)
+    common.run(lambda: audit.check_state_topic(settings, timeout_s))
+    audit.capture(settings, to, groups or None, master=master, until_caught_up=until_caught_up)
+    diagnostics.progress(f"kshare: captured the state records into {to}\n")
 
 
 # --------------------------------------------------------------------------- the run
 
 
 def _audit(job_name: str, options: JobOptions) -> None:
-    invocation = common.Invocation(debug=options.debug)
-    since_ms = common.usage_guard(
-        lambda: check_args(
-            group=options.group,
-            topics=list(options.topics),
-            since=options.since,
-            output_dir=options.output_dir,
-            dlq_topic=options.dlq_topic,
-            fmt=options.fmt,
-            master=options.master,
-            follow=options.follow,
-            report=options.report,
-            copy_record=options.copy_record,
-            keep_headers=options.keep_headers,
-        ),
-        invocation,
+    """Parse, ask the cluster, run the job: each refusal before Spark starts (see the
+    module's docstring), in the order the operator's mistakes are most likely."""
+    since_ms = check_args(
+        group=options.group,
+        topics=list(options.topics),
+        since=options.since,
+        output_dir=options.output_dir,
+        dlq_topic=options.dlq_topic,
+        fmt=options.fmt,
+        master=options.master,
+        follow=options.follow,
+        report=options.report,
+        copy_record=options.copy_record,
+        keep_headers=options.keep_headers,
     )
     from kshare_cli.services import audit
 
-    history = options.history
-    if history is not None:
-        common.usage_guard(lambda: audit.check_history(history, options.group), invocation)
-    common.usage_guard(audit.require_spark, invocation)
-    timeout_s = common.usage_guard(lambda: common.parse_timeout(options.timeout), invocation)
-    settings = common.usage_guard(lambda: common.resolve(*options.connection), invocation)
-    invocation = common.Invocation(debug=options.debug, secrets=common.secrets_of(settings))
+    if options.history is not None:
+        audit.check_history(options.history, options.group)
+    audit.require_spark()
+    settings, timeout_s = common.connection(*options.connection, options.timeout)
     if options.connector is ConnectorChoice.spark:
-        common.usage_guard(lambda: audit.check_spark_connector(settings), invocation)
+        audit.check_spark_connector(settings)
+    request = _request(job_name, options, since_ms)
+    resolved = common.run(lambda: audit.resolve_scope(settings, request, timeout_s))
+    for note in resolved.notes:
+        diagnostics.progress(f"kshare: {note}\n")
+    audit.run_job(settings, request, resolved, _Terminal(request, options.fmt))
 
-    request = audit.AuditRequest(
+
+def _request(job_name: str, options: JobOptions, since_ms: int | None) -> AuditRequest:
+    """What the service is asked: the options, checked; the topics each once."""
+    from kshare_cli.services import audit
+
+    return audit.AuditRequest(
         job=audit.AuditJob(job_name),
         group_id=options.group,
         topics=tuple(dict.fromkeys(options.topics)),
@@ -638,16 +623,9 @@ def _audit(job_name: str, options: JobOptions) -> None:
         report=options.report,
         read_source=not options.no_source,
         connector=options.connector.value,
-        history_dir=history,
+        history_dir=options.history,
         copy_record=options.copy_record,
         keep_headers=options.keep_headers,
-    )
-    resolved = common.run(lambda: audit.resolve_scope(settings, request, timeout_s), invocation)
-    for note in resolved.notes:
-        typer.echo(f"kshare: {note}", err=True)
-    common.edge(
-        lambda: audit.run_job(settings, request, resolved, _Terminal(request, options.fmt)),
-        invocation,
     )
 
 
@@ -685,7 +663,7 @@ class _Terminal:
 
     def dead_letters(self, count: DeadLetterCount) -> None:
         assert self._request.dlq_topic is not None
-        typer.echo(_dead_letters_line(count, self._request.dlq_topic), err=True)
+        diagnostics.progress(_dead_letters_line(count, self._request.dlq_topic) + "\n")
 
 
 def _finish(result: AuditResult, request: AuditRequest, fmt: Format) -> bool:
@@ -696,10 +674,10 @@ def _finish(result: AuditResult, request: AuditRequest, fmt: Format) -> bool:
 
     capture = None if request.history_dir is None else str(request.history_dir)
     if result.written is not None:
-        typer.echo(f"kshare: wrote the {request.job.value} rows to {result.written}", err=True)
+        diagnostics.progress(f"kshare: wrote the {request.job.value} rows to {result.written}\n")
     elif result.dead_letters is not None:
         assert request.dlq_topic is not None
-        typer.echo(_dead_letters_line(result.dead_letters, request.dlq_topic), err=True)
+        diagnostics.progress(_dead_letters_line(result.dead_letters, request.dlq_topic) + "\n")
     else:
         common.stdout_write(
             render_audit(result, fmt.value, width=_terminal_width(), capture=capture)
@@ -712,7 +690,7 @@ def _finish(result: AuditResult, request: AuditRequest, fmt: Format) -> bool:
         request.report.write_text(
             render_report(result, generated_at=report_now(), capture=capture), encoding="utf-8"
         )
-        typer.echo(f"kshare: wrote the report to {request.report}", err=True)
+        diagnostics.progress(f"kshare: wrote the report to {request.report}\n")
     return result.written is None and result.dead_letters is None
 
 

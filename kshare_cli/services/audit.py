@@ -3,9 +3,10 @@
 The command (``cli/audit_cmd.py``) reaches the pipeline and admin layers
 only through here: the checks that must refuse before a JVM starts (PySpark
 and Java there, ``--history`` a capture of the group, ``--connector spark``
-able to take the settings), the Spark session, the jobs, the capture stream
-and the dead letters of ``--follow``. The pipeline's types the command names
-are re-exported (``__all__``); they keep their one home in ``pipeline/``.
+able to take the settings), then the job or the capture stream in a Spark
+session of its own (``pipeline.lifecycle``: started, stopped, Ctrl-C). The
+pipeline's types the command names are re-exported (``__all__``); they keep
+their one home in ``pipeline/``.
 
 Imported only when the command runs, and importing it loads no PySpark: the
 pipeline is imported inside the calls, so that a missing PySpark is the one
@@ -20,9 +21,9 @@ cluster can refuse is refused before a JVM starts (seconds, and memory):
    share-partitions of those topics; the group is a share group the cluster
    knows and, for a batch with ``--topic``, has share-partitions of each
    topic (else Spark would read for a minute to find nothing: exit 5 now);
-2. ``run_audit``: the Spark job (``pipeline.jobs``), then stdout rows, files,
-   or the dead-letter topic; with ``--report`` all three jobs run, as the
-   report shows all three.
+2. ``run_job``: the batch's steps (``pipeline.batch``), its result handed to
+   the command's ``AuditOutput``, then with ``--follow`` the follow; with
+   ``--report`` all three jobs run, as the report shows all three.
 
 Spark failures reach the operator as one line: the error of our Kafka source
 when there is one (it names topic and partition), else Spark's first line.
