@@ -74,6 +74,7 @@ __all__ = [
     "batches_array",
     "decode_state_records",
     "decoded_in_order",
+    "in_log_order",
     "share_partition_records",
     "state_records_of",
     "topic_uuid",
@@ -437,7 +438,7 @@ def decoded_in_order(
 ) -> tuple[SharePartitionKey | None, Any, list[StateRecord | None], list[str | None], list[str]]:
     """A share-partition's records in log order, decoded: (share-partition, the table in
     order, records (None where corrupt), errors, kinds)."""
-    table = _in_log_order(table)
+    table = in_log_order(table)
     records: list[StateRecord | None] = []
     errors: list[str | None] = []
     kinds: list[str] = []
@@ -471,7 +472,8 @@ def topic_uuid(topic_id: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
 
 
-def _in_log_order(table: Any) -> Any:
+def in_log_order(table: Any) -> Any:
+    """A share-partition's records (Arrow) in the order the share coordinator wrote them."""
     return table.sort_by([("state_partition", "ascending"), ("state_offset", "ascending")])
 
 

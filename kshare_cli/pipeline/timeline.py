@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.types import (
     ArrayType,
@@ -28,6 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kshare_cli.pipeline.replay_columns import replayed_columns
 from kshare_cli.pipeline.state_records import (
     ARROW_TYPES,
     NAMED_SHARE_PARTITION_FIELDS,
@@ -40,12 +42,13 @@ from kshare_cli.pipeline.state_records import (
     batch_tuples,
     batches_array,
     decoded_in_order,
+    in_log_order,
     share_partition_records,
     with_topic_names,
 )
 from kshare_cli.state.lag import share_partition_lag
 from kshare_cli.state.partitioning import kafka_uuid
-from kshare_cli.state.records import StateRecordKind
+from kshare_cli.state.records import StateRecordKind, decode_key
 from kshare_cli.state.replay import SharePartitionState, ShareStateReplayer, same_state
 from kshare_cli.state.window import window_counts
 
@@ -154,6 +157,48 @@ def replay_states(
 
 
 def _replayed_table(table: Any, schema: StructType, *, with_batches: bool) -> Any:
+    """The share-partition's REPLAYED_SCHEMA rows: column-wise when its records allow
+    (`replay_columns`), else record by record."""
+    if not with_batches and table.num_rows:
+        table = in_log_order(table)
+        figures = replayed_columns(
+            table.column("key").combine_chunks(), table.column("value").combine_chunks()
+        )
+        if figures is not None:
+            return _figures_table(table, figures, schema)
+    return _replayed_records(table, schema, with_batches=with_batches)
+
+
+def _figures_table(table: Any, figures: dict[str, Any], schema: StructType) -> Any:
+    """REPLAYED_SCHEMA columns from `replay_columns.replayed_columns` figures: every record
+    decoded (no error, no tombstone), each with a state."""
+    rows = table.num_rows
+    share_partition = decode_key(table.column("key")[0].as_py())
+    kinds = pa.DictionaryArray.from_arrays(
+        pa.array(~figures["is_snapshot"]).cast(pa.int8()), pa.array(["snapshot", "update"])
+    ).cast(pa.string())
+    no = np.zeros(rows, dtype=bool)
+    columns: dict[str, Any] = {
+        "group_id": pa.array([share_partition.group_id] * rows, pa.string()),
+        "topic_id": pa.array([kafka_uuid(share_partition.topic_id)] * rows, pa.string()),
+        "partition": pa.array(np.full(rows, share_partition.partition, dtype=np.int32)),
+        "kind": kinds,
+        "tombstone": pa.array(no),
+        "error": pa.nulls(rows, pa.string()),
+        "has_state": pa.array(~no),
+        "corrupt_records": pa.array(np.zeros(rows, dtype=np.int64)),
+        "restated": pa.array(figures["restated"]),
+    }
+    arrays = [table.column(name) for name in ("state_partition", "state_offset", "state_timestamp")]
+    for field in schema.fields[3:]:
+        column = columns.get(field.name)
+        if column is None:
+            column = pa.array(figures[field.name]).cast(ARROW_TYPES[field.name])
+        arrays.append(column)
+    return pa.Table.from_arrays(arrays, names=schema.fieldNames())
+
+
+def _replayed_records(table: Any, schema: StructType, *, with_batches: bool) -> Any:
     share_partition, table, records, errors, kinds = decoded_in_order(table)
     if share_partition is None:
         return pa.Table.from_batches([], schema=arrow_schema(schema, table))

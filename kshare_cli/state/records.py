@@ -49,7 +49,9 @@ __all__ = [
     "StateRecordKind",
     "StateValue",
     "decode_key",
+    "UpdateColumns",
     "decode_record",
+    "decode_update_columns",
     "decode_value",
     "encode_key",
     "encode_record",
@@ -566,6 +568,103 @@ def _decode_top_level_tags(data: bytes, position: int) -> int:
             f"value has {len(data) - position} bytes after its end (or a tagged field runs past it)"
         )
     return delivery_complete_count
+
+
+# --------------------------------------------------------------------------- column-wise
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateColumns:
+    """ShareUpdate values decoded column-wise: numpy arrays, one entry per value
+    (leader_epochs ... batch_counts) and one per batch, the values' batches one after
+    another in value order (first_offsets ... delivery_counts)."""
+
+    leader_epochs: Any
+    start_offsets: Any
+    delivery_complete_counts: Any
+    batch_counts: Any
+    first_offsets: Any
+    last_offsets: Any
+    delivery_states: Any
+    delivery_counts: Any
+
+
+def decode_update_columns(data: Any, starts: Any, ends: Any) -> UpdateColumns | None:
+    """The ShareUpdate values at data[starts[i]:ends[i]] (a uint8 numpy array, int64
+    positions), decoded with numpy in a few passes over all of them; None when any one
+    is not in the shape `_decode_update` reads with one unpack (then decode them one by
+    one with `decode_record`, which also says what is wrong with a malformed one).
+
+    Why: the audit replays millions of records per share-partition in Spark, where
+    building a StateBatch per batch was most of its cost; this reads the same layout
+    as `_decode_update`'s one unpack (version 0, fewer than 127 batches, no tagged
+    field but DeliveryCompleteCount), and agrees with `decode_record` value for value
+    (tests/state/test_records_columns.py).
+    """
+    import numpy as np
+
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if not len(starts):
+        return _empty_update_columns()
+    head = _UPDATE_HEAD.size
+    if (ends - starts < head + 2).any():
+        return None
+    versions = _big_endian(data, starts, 2)
+    length_plus_one = data[starts + head].astype(np.int64)
+    counts = length_plus_one - 1
+    batches_end = starts + head + 1 + counts * _BATCH.size
+    tails = ends - batches_end
+    if (
+        versions.any()
+        or (length_plus_one < 1).any()
+        or (length_plus_one >= 0x80).any()
+        or ((tails != 1) & (tails != 7)).any()
+    ):
+        return None
+    one = tails == 1
+    if (data[batches_end[one]] != 0).any():
+        return None
+    seven = ~one
+    for index, byte in enumerate(_ONLY_DELIVERY_COMPLETE_COUNT):
+        if (data[batches_end[seven] + index] != byte).any():
+            return None
+    complete = np.full(len(starts), DELIVERY_COMPLETE_COUNT_UNKNOWN, dtype=np.int64)
+    complete[seven] = _big_endian(data, batches_end[seven] + 3, 4)
+    # Each batch's first byte: its value's batch array start, plus its place in it.
+    value_of_batch = np.repeat(np.arange(len(starts)), counts)
+    first_batch = np.cumsum(counts) - counts
+    place = np.arange(len(value_of_batch)) - first_batch[value_of_batch]
+    at = (starts + head + 1)[value_of_batch] + place * _BATCH.size
+    if (data[at + _BATCH_WITHOUT_TAGS.size] != 0).any():
+        return None
+    return UpdateColumns(
+        leader_epochs=_big_endian(data, starts + 6, 4),
+        start_offsets=_big_endian(data, starts + 10, 8),
+        delivery_complete_counts=complete,
+        batch_counts=counts,
+        first_offsets=_big_endian(data, at, 8),
+        last_offsets=_big_endian(data, at + 8, 8),
+        delivery_states=_big_endian(data, at + 16, 1),
+        delivery_counts=_big_endian(data, at + 17, 2),
+    )
+
+
+def _big_endian(data: Any, positions: Any, width: int) -> Any:
+    """The signed big-endian integers of `width` bytes at positions, as int64."""
+    import numpy as np
+
+    if not len(positions):
+        return np.zeros(0, dtype=np.int64)
+    gathered = data[positions[:, None] + np.arange(width)]
+    return np.ascontiguousarray(gathered).view(f">i{width}").ravel().astype(np.int64)
+
+
+def _empty_update_columns() -> UpdateColumns:
+    import numpy as np
+
+    empty = np.zeros(0, dtype=np.int64)
+    return UpdateColumns(empty, empty, empty, empty, empty, empty, empty, empty)
 
 
 # --------------------------------------------------------------------------- encoding
