@@ -256,7 +256,7 @@ def _captured_gaps(directory: Path) -> dict[int, int]:
 
     Only the latest: a share-partition whose first record lies before it lost
     what a gap held, and one that starts after it is judged by its first
-    record (`history.state_history`).
+    record (`history_coverage.state_history`).
     """
     gaps: dict[int, int] = {}
     for document in _progress(directory):
@@ -272,7 +272,7 @@ class HistoryRead:
     gaps maps a state-topic partition to the first offset read after records
     nobody read: the live log starting beyond the captured end + 1, or else
     the latest gap inside the capture (pruned while it was behind);
-    `history.state_history` and `deliveries.deliveries` take it.
+    `history_coverage.state_history` and `deliveries.deliveries` take it.
     """
 
     records: DataFrame

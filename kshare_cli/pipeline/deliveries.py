@@ -80,7 +80,7 @@ said an offset's final state and count (a later snapshot restating them
 changes nothing), the latest of them over the range. Offsets no record
 mentioned are not listed: the topic does not say how often they were
 delivered (acquired records are not persisted), nor, for a history Kafka
-pruned, the offsets below what the records read speak of: `history` names
+pruned, the offsets below what the records read speak of: `history_coverage` names
 them (HISTORY_SCHEMA's unknown offsets).
 
 Kafka 4.4 persists a record bound for the group's dead-letter queue twice,

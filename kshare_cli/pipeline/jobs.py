@@ -5,7 +5,7 @@
   group's share-partitions, when the topics are known), and the source
   topics' records and watermarks where a job needs them.
 * Transform: the pure DataFrame functions of `state_records` (decode),
-  `timeline` (the one replay, lag), `deliveries`, `archived` and `history`;
+  `timeline` (the one replay, lag), `deliveries`, `archived` and `history_coverage`;
   nothing here re-implements them.
 * Load: rows collected into `models` for stdout and the HTML report, files
   (Parquet or JSON lines) in a directory, or records produced to a
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kshare_cli.pipeline.archived import archived_offsets, archived_records
 from kshare_cli.pipeline.deliveries import deliveries
-from kshare_cli.pipeline.history import state_history
+from kshare_cli.pipeline.history_coverage import state_history
 from kshare_cli.pipeline.kafka_source import (
     Connector,
     KafkaReadOptions,
@@ -361,7 +361,7 @@ def collect_archived(rows: DataFrame) -> tuple[ArchivedRecord, ...]:
 def history_frame(
     spark: SparkSession, scope: AuditScope, records: DataFrame, gaps: Mapping[int, int]
 ) -> DataFrame:
-    """`history.state_history` of the group's records, with topic names."""
+    """`history_coverage.state_history` of the group's records, with topic names."""
     return with_topic_names(
         state_history(records, **scope_filters(scope), gaps=gaps), topic_names_frame(spark, scope)
     )

@@ -1,7 +1,7 @@
 """The state topic's records in Spark: chosen, grouped by share-partition, decoded.
 
 The ground every audit transform stands on (`timeline`, `deliveries`,
-`archived`, `history` take what this module gives), and the one place that
+`archived`, `history_coverage` take what this module gives), and the one place that
 knows how a state record's bytes become Spark columns:
 
 * `state_records_of` / `share_partition_records`: a group's (and topic's)

@@ -1,11 +1,11 @@
-"""Which share-partitions' history the records read hold (`pipeline.history`) on small
+"""Which share-partitions' history the records read hold (`pipeline.history_coverage`) on small
 hand-built DataFrames (`tests.pipeline.story`)."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from kshare_cli.pipeline.history import state_history
+from kshare_cli.pipeline.history_coverage import state_history
 from kshare_cli.state.partitioning import kafka_uuid
 from kshare_cli.state.records import StateRecord
 from tests.pipeline.story import (
