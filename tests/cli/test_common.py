@@ -5,11 +5,15 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import typer
 
+from kshare_cli.cli.common import Debug, command_edge
 from kshare_cli.diagnostics import redact
+from kshare_cli.errors import ConnectionFailed, NotFound, UsageError
 
 KSHARE = Path(sys.executable).with_name("kshare")
 
@@ -53,29 +57,103 @@ def test_connection_refuses_a_bad_timeout_before_reading_the_settings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--timeout is checked first (a missing --command-config is not even opened), and the
-    returned invocation knows the settings' secrets, to redact them from any error."""
-    import typer
+    settings' secrets are handed to the stderr writer as soon as they are read."""
+    from kshare_cli import diagnostics
+    from kshare_cli.cli.common import connection
+    from kshare_cli.errors import UsageError
 
-    from kshare_cli.cli.common import Invocation, connection
-
+    diagnostics.forget_secrets()
     missing = tmp_path / "missing.properties"
-    with pytest.raises(typer.Exit) as refused:
-        connection("127.0.0.1:9092", missing, None, "soon", Invocation(debug=True))
-    assert refused.value.exit_code == 2
-    error = capsys.readouterr().err
-    assert "--timeout" in error and "missing.properties" not in error
+    with pytest.raises(UsageError, match="--timeout") as refused:
+        connection("127.0.0.1:9092", missing, None, "soon")
+    assert "missing.properties" not in str(refused.value)
     config = tmp_path / "client.properties"
     config.write_text(
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="alice" password="s3cret-password";\n'
     )
-    settings, timeout_s, invocation = connection(
-        "127.0.0.1:9092", config, None, "2s", Invocation(debug=True)
-    )
+    settings, timeout_s = connection("127.0.0.1:9092", config, None, "2s")
     assert settings.bootstrap_servers == ("127.0.0.1:9092",)
     assert timeout_s == 2.0
-    assert invocation == Invocation(debug=True, secrets=("s3cret-password",))
+    diagnostics.error("the broker said s3cret-password")
+    assert capsys.readouterr().err == "kshare: error: the broker said ***\n"
+    diagnostics.forget_secrets()
+
+
+def _edged_app(body: Callable[[], None]) -> typer.Typer:
+    """A one-command app whose command, under ``command_edge``, runs ``body``."""
+    app = typer.Typer()
+
+    @app.command()
+    @command_edge
+    def command(name: str, debug: Debug = False) -> None:
+        """Runs the body."""
+        body()
+
+    return app
+
+
+def _raise(error: BaseException) -> Callable[[], None]:
+    def body() -> None:
+        raise error
+
+    return body
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "line"),
+    [
+        (NotFound("share group 'g' does not exist"), 5, "share group 'g' does not exist"),
+        (UsageError("--rate: bad"), 2, "--rate: bad"),
+        (ConnectionFailed("cannot connect"), 3, "cannot connect"),
+        (
+            ValueError("a bug"),
+            1,
+            "internal error: ValueError: a bug (run with --debug for the traceback)",
+        ),
+    ],
+)
+def test_the_edge_turns_a_failure_into_one_line_and_its_exit_code(
+    error: Exception, code: int, line: str
+) -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(_edged_app(_raise(error)), ["x"])
+    assert (result.exit_code, result.stderr, result.stdout) == (
+        code,
+        f"kshare: error: {line}\n",
+        "",
+    )
+
+
+def test_with_debug_the_edge_writes_the_traceback_first_and_no_hint() -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(_edged_app(_raise(ValueError("a bug"))), ["x", "--debug"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Traceback (most recent call last):\n")
+    assert result.stderr.endswith(
+        "ValueError: a bug\nkshare: error: internal error: ValueError: a bug\n"
+    )
+
+
+def test_an_interrupt_is_one_line_and_exit_130() -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(_edged_app(_raise(KeyboardInterrupt())), ["x"])
+    assert (result.exit_code, result.stderr) == (130, "kshare: interrupted\n")
+
+
+def test_the_edge_lets_a_commands_own_exit_through_and_keeps_its_options() -> None:
+    """A command that decides its exit code (a partial answer, 1) is not reported again,
+    and Typer builds the same options from the wrapped signature."""
+    from typer.testing import CliRunner
+
+    app = _edged_app(_raise(typer.Exit(1)))
+    result = CliRunner().invoke(app, ["x"])
+    assert (result.exit_code, result.stderr) == (1, "")
+    assert "--debug" in CliRunner().invoke(app, ["--help"]).stdout
 
 
 def test_output_offers_exactly_the_formats_every_renderer_renders() -> None:
