@@ -20,7 +20,8 @@ server are the exporter's own (``exporter_server.build_refresher`` and
 ``make_server``), every group listed at each refresh as with ``--all-groups``.
 
 Figures: the first refresh (it also reads the state topic from its start) and the
-next one (the steady state: only what is new), wall time and this process's CPU;
+next one (the steady state: only what is new), wall time and this process's CPU,
+each with its page rendered and gzipped as ``serve`` does after every refresh;
 then ``--scrapers`` threads each fetching ``/metrics`` ``--scrapes`` times with
 urllib, p50 and p99 (the exporter renders a snapshot once, in the refresh, as
 ``Refresher.on_snapshot`` calls ``MetricsPage.publish``, and every scrape until the
@@ -437,6 +438,8 @@ def profile(refresher: Refresher, groups: int, partitions: int, path: str) -> No
     import cProfile
     import pstats
 
+    page = MetricsPage(lambda: refresher.snapshot, "bench")
+    refresher.on_snapshot = page.publish  # as exporter_server.serve wires it
     wall, cpu, _ = timed_refresh(refresher)
     check(refresher, groups, partitions)
     print(f"first refresh: {wall:.2f} s wall, {cpu:.2f} s CPU", flush=True)
@@ -444,9 +447,9 @@ def profile(refresher: Refresher, groups: int, partitions: int, path: str) -> No
     profiler.enable()
     wall, cpu, _ = timed_refresh(refresher)
     profiler.disable()
+    profiler.dump_stats(path)
     check(refresher, groups, partitions)
     print(f"steady refresh (profiled, slower): {wall:.2f} s wall, {cpu:.2f} s CPU")
-    profiler.dump_stats(path)
     pstats.Stats(path).sort_stats("cumulative").print_stats(40)
     pstats.Stats(path).sort_stats("tottime").print_stats(40)
 
@@ -471,6 +474,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="FILE",
         help="only the two refreshes, the steady one under cProfile, its statistics "
         "written to FILE (pstats) and the top functions printed",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=TIMEOUT_S, help="a refresh's --timeout (seconds)"
     )
     parser.add_argument("--bootstrap", help="a sandbox already running, instead of a new one")
     parser.add_argument(
@@ -508,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         refresh_target = LARGE_REFRESH_TARGET_S if large else REFRESH_TARGET_S
         scrape_target = LARGE_SCRAPE_P99_TARGET_MS if large else SCRAPE_P99_TARGET_MS
         refresher, source = build_refresher(
-            settings, None, Thresholds(), 15.0, TIMEOUT_S, lambda line: print(line)
+            settings, None, Thresholds(), 15.0, args.timeout, lambda line: print(line)
         )
         tune_gc()  # as exporter_server.serve does before its first refresh
         if args.hour:
@@ -523,6 +529,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             finally:
                 source.close()
             return
+        # As exporter_server.serve wires it: each refresh renders its page (and gzips it).
+        page = MetricsPage(lambda: refresher.snapshot, "bench")
+        refresher.on_snapshot = page.publish
         try:
             first = timed_refresh(refresher, sandbox_pid)
             check(refresher, args.groups, args.partitions)
@@ -558,8 +567,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             render = time.perf_counter()
             generate_latest(registry)
             render_ms = (time.perf_counter() - render) * 1000
-            page = MetricsPage(lambda: refresher.snapshot, "bench")
-            refresher.on_snapshot = page.publish  # as exporter_server.serve wires it
             page.publish()
             server = make_server(("127.0.0.1", 0), page, refresher, 15.0, index_page("b"))
             threading.Thread(target=server.serve_forever, daemon=True).start()

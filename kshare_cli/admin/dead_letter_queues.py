@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from kshare_cli.admin.group_configs import DESCRIBE_CONFIGS_WITH_SOURCE, describe_result_for
+from kshare_cli.admin.group_configs import DESCRIBE_CONFIGS_WITH_SOURCE, describe_results_for
 from kshare_cli.dataplane.dead_letters import DeadLetterCounter, DeadLetterTally
 from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS
 from kshare_cli.kafka.dead_letters import DeadLetterReason
@@ -131,8 +131,9 @@ async def dead_letter_topics(
         min_version=DESCRIBE_CONFIGS_WITH_SOURCE,
     )
     answers: dict[str, DlqTopicAnswer] = {}
+    results = describe_results_for(response, GROUP_RESOURCE, group_ids)
     for group_id in group_ids:
-        result = describe_result_for(response, GROUP_RESOURCE, group_id)
+        result = results[group_id]
         if isinstance(result, KafkaError):
             answers[group_id] = result
             continue

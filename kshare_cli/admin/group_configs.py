@@ -88,6 +88,7 @@ __all__ = [
     "alter_error_from",
     "broker_settings_from",
     "describe_result_for",
+    "describe_results_for",
     "group_configs_from",
 ]
 
@@ -241,14 +242,29 @@ class ConfigUpdate:
 
 def describe_result_for(response: Any, resource_type: int, name: str) -> Any | KafkaError:
     """The DescribeConfigs result of one resource, or its error as a KafkaError."""
+    return describe_results_for(response, resource_type, [name])[name]
+
+
+def describe_results_for(
+    response: Any, resource_type: int, names: Sequence[str]
+) -> dict[str, Any | KafkaError]:
+    """:func:`describe_result_for` of many resources, the response indexed once: looked
+    up one by one, a request of 10,000 groups cost 10^8 steps."""
+    found: dict[str, Any] = {}
     for result in response.results:
-        if int(result.resource_type) == resource_type and result.resource_name == name:
-            code = int(result.error_code)
-            if code != 0:
-                message = result.error_message
-                return KafkaError.of(code, None if message in ("", None) else message)
-            return result
-    return KafkaError.of(-1, f"the broker did not answer for resource {name!r}")
+        if int(result.resource_type) == resource_type:
+            found.setdefault(result.resource_name, result)
+    answers: dict[str, Any | KafkaError] = {}
+    for name in names:
+        result = found.get(name)
+        if result is None:
+            answers[name] = KafkaError.of(-1, f"the broker did not answer for resource {name!r}")
+        elif (code := int(result.error_code)) != 0:
+            message = result.error_message
+            answers[name] = KafkaError.of(code, None if message in ("", None) else message)
+        else:
+            answers[name] = result
+    return answers
 
 
 def _source_name(source: int) -> str:

@@ -35,7 +35,7 @@ from prometheus_client.utils import floatToGoString
 from kshare_cli.services.exporter import ExporterSnapshot
 from kshare_cli.services.health import Status
 
-__all__ = ["METRICS", "MetricsPage", "SnapshotCollector", "index_page", "share_partition_text"]
+__all__ = ["METRICS", "MetricsPage", "SnapshotCollector", "index_page", "large_families_text"]
 
 _PARTITION: Final = ("cluster_name", "group", "topic", "partition")
 _GROUP: Final = ("cluster_name", "group")
@@ -90,8 +90,8 @@ class SnapshotCollector(Collector):
     ``clock`` is the monotonic clock the refresher stamps its snapshots with: the age
     is computed per scrape, so it keeps growing while the refreshes fail; without
     ``age`` it is left out (``MetricsPage`` adds it to a body rendered once). Without
-    ``share_partitions`` the per-share-partition families are left out too
-    (``MetricsPage`` writes them with ``share_partition_text``).
+    ``large`` the per-share-partition and per-group families are left out too
+    (``MetricsPage`` writes them with ``large_families_text``).
     """
 
     def __init__(
@@ -101,20 +101,21 @@ class SnapshotCollector(Collector):
         clock: Callable[[], float] = time.monotonic,
         *,
         age: bool = True,
-        share_partitions: bool = True,
+        large: bool = True,
     ) -> None:
         self._current = current
         self._cluster = cluster_name
         self._clock = clock
         self._age = age
-        self._share_partitions = share_partitions
+        self._large = large
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self._current()
         cluster = self._cluster
-        if self._share_partitions:
+        if self._large:
             yield from _share_partition_families(snapshot, cluster)
-        yield from _group_families(snapshot, cluster)
+            yield from _group_families(snapshot, cluster)
+        yield from _dead_letters(snapshot, cluster)
         yield from _exporter_families(snapshot, cluster)
         if self._age:
             yield from _age(snapshot, cluster, self._clock)
@@ -176,7 +177,6 @@ def _group_families(snapshot: ExporterSnapshot, cluster: str) -> Iterator[Metric
     for group_id, stamp in sorted(snapshot.group_read_at.items()):
         read_at.add_metric([cluster, group_id], stamp)
     yield from (group_lag, members, state, status, read_at)
-    yield from _dead_letters(snapshot, cluster)
 
 
 def _exporter_families(snapshot: ExporterSnapshot, cluster: str) -> Iterator[Metric]:
@@ -213,7 +213,9 @@ def _exporter_families(snapshot: ExporterSnapshot, cluster: str) -> Iterator[Met
         yield last
 
 
-def share_partition_text(snapshot: ExporterSnapshot, cluster: str) -> str:
+def share_partition_text(
+    snapshot: ExporterSnapshot, cluster: str, label: _LabelText | None = None
+) -> str:
     """The per-share-partition families as ``generate_latest`` writes them, byte for byte,
     without building a family (a ``Sample`` tuple and a label dict per series, sorted and
     escaped one by one): at 100,000 share-partitions, some 800,000 series a refresh.
@@ -222,7 +224,7 @@ def share_partition_text(snapshot: ExporterSnapshot, cluster: str) -> str:
     ``floatToGoString``; only integers below a million take the short way, where the
     two agree.
     """
-    label = _LabelText()
+    label = label or _LabelText()
     prefix = f'{{cluster_name="{label(cluster)}",group="'
     lag: list[str] = []
     start: list[str] = []
@@ -282,6 +284,57 @@ def share_partition_text(snapshot: ExporterSnapshot, cluster: str) -> str:
     return "".join(parts)
 
 
+def large_families_text(snapshot: ExporterSnapshot, cluster: str) -> str:
+    """The per-share-partition and per-group families, as ``generate_latest`` writes them
+    (see ``share_partition_text``)."""
+    label = _LabelText()
+    return share_partition_text(snapshot, cluster, label) + _group_text(snapshot, cluster, label)
+
+
+def _group_text(snapshot: ExporterSnapshot, cluster: str, label: _LabelText) -> str:
+    """``_group_families`` as text: five series a group for the status alone."""
+    prefix = f'{{cluster_name="{label(cluster)}",group="'
+    lag: list[str] = []
+    members: list[str] = []
+    state: list[str] = []
+    status: list[str] = []
+    for health in snapshot.report.groups:
+        of_group = prefix + label(health.group_id)
+        labels = f'{of_group}"}} '
+        if health.lag is not None:
+            lag.append(f"kshare_share_group_lag{labels}{_value(health.lag)}\n")
+        if health.members is not None:
+            members.append(f"kshare_share_group_members{labels}{_value(health.members)}\n")
+        if health.state is not None:
+            state.append(
+                f'kshare_share_group_state_info{of_group}",state="{label(health.state)}"}} 1.0\n'
+            )
+        for each in Status:
+            value = "1.0" if health.status is each else "0.0"
+            status.append(
+                f'kshare_share_group_status{of_group}",status="{label(each.value)}"}} {value}\n'
+            )
+    read_at = [
+        f'kshare_share_group_last_read_timestamp_seconds{prefix}{label(group_id)}"}} '
+        f"{_go_float(stamp)}\n"
+        for group_id, stamp in sorted(snapshot.group_read_at.items())
+    ]
+    return "".join(
+        [
+            _header("kshare_share_group_lag"),
+            *lag,
+            _header("kshare_share_group_members"),
+            *members,
+            _header("kshare_share_group_state", "_info"),
+            *state,
+            _header("kshare_share_group_status"),
+            *status,
+            _header("kshare_share_group_last_read_timestamp_seconds"),
+            *read_at,
+        ]
+    )
+
+
 class _LabelText:
     """Label values escaped as ``generate_latest`` escapes them, each text once."""
 
@@ -307,9 +360,10 @@ def _go_float(number: float) -> str:
     return str(floatToGoString(number))  # type: ignore[no-untyped-call]
 
 
-def _header(name: str) -> str:
+def _header(name: str, suffix: str = "") -> str:
+    """A gauge family's HELP and TYPE lines (``suffix``: an info family's ``_info``)."""
     help_text = METRICS[name].replace("\\", r"\\").replace("\n", r"\n")
-    return f"# HELP {name} {help_text}\n# TYPE {name} gauge\n"
+    return f"# HELP {name}{suffix} {help_text}\n# TYPE {name}{suffix} gauge\n"
 
 
 def _dead_letters(snapshot: ExporterSnapshot, cluster: str) -> list[Metric]:
@@ -384,9 +438,7 @@ class MetricsPage:
         self._age_lock = threading.Lock()
         self._static = CollectorRegistry(auto_describe=False)
         self._static.register(
-            SnapshotCollector(
-                lambda: self._rendering, cluster_name, clock, age=False, share_partitions=False
-            )
+            SnapshotCollector(lambda: self._rendering, cluster_name, clock, age=False, large=False)
         )
         self._cluster = cluster_name
         self._rendering = ExporterSnapshot()
@@ -400,7 +452,7 @@ class MetricsPage:
             snapshot = self._current()
         with self._render_lock:
             self._rendering = snapshot
-            body = share_partition_text(snapshot, self._cluster).encode() + generate_latest(
+            body = large_families_text(snapshot, self._cluster).encode() + generate_latest(
                 self._static
             )
             self.renders += 1

@@ -1,8 +1,8 @@
 """The exporter's ``/metrics`` body is prometheus_client's own text, byte for byte.
 
-``MetricsPage`` writes the per-share-partition families itself
-(``share_partition_text``: some 800,000 series at 100,000 share-partitions, where
-building prometheus_client's families took most of a refresh); what it serves must
+``MetricsPage`` writes the per-share-partition and per-group families itself
+(``large_families_text``: some 900,000 series at 10,000 groups x 10 partitions,
+where building prometheus_client's families took most of a refresh); what it serves must
 stay exactly what ``generate_latest`` gives for the same snapshot through
 ``SnapshotCollector``: label order and escaping, Go's float notation for large
 offsets, empty families' headers, the time-lag family only with ``--time-lag``.
