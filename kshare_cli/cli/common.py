@@ -18,9 +18,8 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 import typer
@@ -205,57 +204,19 @@ def resolve(
     return settings
 
 
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    """What the older, per-call edge (``usage_guard``, ``edge``) needs to report errors:
-    commands under :func:`command_edge` have no use for it."""
-
-    debug: bool = False
-    secrets: tuple[str, ...] = ()
-
-
-@overload
 def connection(
     bootstrap_server: str | None,
     command_config: Path | None,
     profile: str | None,
     timeout: str,
-) -> tuple[ConnectionSettings, float]: ...
-
-
-@overload
-def connection(
-    bootstrap_server: str | None,
-    command_config: Path | None,
-    profile: str | None,
-    timeout: str,
-    invocation: Invocation,
-) -> tuple[ConnectionSettings, float, Invocation]: ...
-
-
-def connection(
-    bootstrap_server: str | None,
-    command_config: Path | None,
-    profile: str | None,
-    timeout: str,
-    invocation: Invocation | None = None,
-) -> tuple[ConnectionSettings, float] | tuple[ConnectionSettings, float, Invocation]:
+) -> tuple[ConnectionSettings, float]:
     """The settings and ``--timeout`` in seconds, each refused before any I/O (exit 2).
 
     ``--timeout`` is checked first, so a bad one is named even when the settings could
-    not be read. Resolving the settings hands their secrets to the stderr writer. Given
-    an ``invocation`` (a command not yet under :func:`command_edge`), refusals are
-    reported here and an invocation that knows the secrets is returned too.
+    not be read. Resolving the settings hands their secrets to the stderr writer.
     """
-    if invocation is None:
-        timeout_s = parse_timeout(timeout)
-        return resolve(bootstrap_server, command_config, profile), timeout_s
-    diagnostics.set_debug(invocation.debug)
-    diagnostics.forget_secrets()
-    timeout_s = usage_guard(lambda: parse_timeout(timeout), invocation)
-    settings = usage_guard(lambda: resolve(bootstrap_server, command_config, profile), invocation)
-    secrets = secrets_of(settings)
-    return settings, timeout_s, Invocation(debug=invocation.debug, secrets=secrets)
+    timeout_s = parse_timeout(timeout)
+    return resolve(bootstrap_server, command_config, profile), timeout_s
 
 
 def secrets_of(settings: object) -> tuple[str, ...]:
@@ -318,57 +279,11 @@ def command_edge(command: Callable[P, None]) -> Callable[P, None]:
     return edged
 
 
-def run(
-    work: Callable[[], Coroutine[Any, Any, T]],
-    invocation: Invocation | None = None,
-) -> T:
-    """Run a command's coroutine to its end; failures are the edge's (:func:`command_edge`).
-
-    Given an ``invocation`` (a command not yet under :func:`command_edge`), it runs
-    inside the older per-call ``edge`` instead.
-    """
+def run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a command's coroutine to its end; its failures are the edge's (:func:`command_edge`)."""
     import asyncio
 
-    if invocation is not None:
-        return edge(lambda: asyncio.run(work()), invocation)
     return asyncio.run(work())
-
-
-def edge(work: Callable[[], T], invocation: Invocation) -> T:
-    """Run a command's work, turning every failure into one stderr line and an exit code.
-
-    For commands not yet under :func:`command_edge`, which does the same once for a
-    whole command.
-    """
-    diagnostics.set_debug(invocation.debug)
-    diagnostics.remember_secrets(invocation.secrets)
-    try:
-        return work()
-    except KeyboardInterrupt:
-        diagnostics.progress("kshare: interrupted\n")
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-    except KshareError as error:
-        diagnostics.debug_traceback(error)
-        fail(str(error), error.exit_code)
-    except Exception as error:  # noqa: BLE001 -- the edge: every failure becomes one line
-        diagnostics.debug_traceback(error)
-        hint = "" if invocation.debug else " (run with --debug for the traceback)"
-        fail(f"internal error: {type(error).__name__}: {error}{hint}", ExitCode.PARTIAL)
-
-
-def usage_guard(function: Callable[[], T], invocation: Invocation) -> T:
-    """Run validation that happens before any I/O; a KshareError becomes its exit code.
-
-    For commands not yet under :func:`command_edge`, where a parser's error simply
-    reaches the edge.
-    """
-    diagnostics.set_debug(invocation.debug)
-    diagnostics.remember_secrets(invocation.secrets)
-    try:
-        return function()
-    except KshareError as error:
-        diagnostics.debug_traceback(error)
-        fail(str(error), error.exit_code)
 
 
 def stdout_write(text: str) -> None:
