@@ -20,6 +20,7 @@ from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, GroupSummar
 from kshare_cli.tui.app import DashboardApp
 from kshare_cli.tui.group_screen import GroupScreen
 from kshare_cli.tui.groups_screen import GroupsScreen
+from kshare_cli.tui.lag_history import completed_key
 from kshare_cli.tui.live_screen import LiveScreen
 from tests.tui.scenario import FakeClock, RecordedSource, Stage
 from tests.tui.test_dashboard import cells, run
@@ -133,3 +134,26 @@ async def test_a_total_over_some_share_partitions_is_a_lower_bound_on_both_scree
         await _refresh_at(pilot, source, clock, 2)
         summary = str(group.query_one("#summary", Static).render())
         assert summary.endswith("total lag ≥180"), summary
+
+
+def test_the_groups_rates_sum_its_share_partitions_and_say_unknown_once_one_part_is() -> None:
+    """Two share-partitions consuming 10/s and 5/s: the group consumes 15/s; once one
+    start offset is Kafka's -1 (unknown) the group's consumption is unknown, not 10/s."""
+    app = DashboardApp(RecordedSource([_stage(0)]), clock=FakeClock(0.0))
+
+    def answer(start_offsets: tuple[int, int], end_offset: int) -> GroupInflight:
+        partitions = tuple(
+            PartitionInflight(TOPIC, number, None, start, end_offset, 5, "broker", window=None)
+            for number, start in enumerate(start_offsets)
+        )
+        return GroupInflight(GROUP, None, partitions, window_note=None)
+
+    app.record_group(answer((0, 0), 100), 0.0)
+    app.record_group(answer((100, 50), 300), 10.0)
+    summed = app.history.get(completed_key(GROUP))
+    assert summed is not None
+    assert summed.flow().consumed_per_s == 15.0
+    assert summed.flow().arriving_per_s == 40.0  # two log end offsets, 20/s each
+    app.record_group(answer((200, -1), 500), 20.0)
+    assert summed.latest is not None and summed.latest.start_offset is None
+    assert summed.flow(window_s=10.0).consumed_per_s is None  # not (200 - 150) / 10
