@@ -257,6 +257,41 @@ def _already_there(
         consumer.close()
 
 
+def _idempotent_producer(config: Mapping[str, Any], fatal: list[str]) -> Any:
+    """An idempotent producer (acks=all) that notes each fatal error in fatal."""
+
+    def on_error(error: KafkaError) -> None:
+        # librdkafka retries everything else by itself; a fatal error ends the producer.
+        if error.fatal():
+            fatal.append(error.str())
+
+    return new_producer(
+        {
+            **config,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 20,
+            "error_cb": on_error,
+        }
+    )
+
+
+def _produce(producer: Any, topic: str, message: dict[str, Any], fatal: list[str]) -> None:
+    """Produce one message, waiting while the producer's queue is full; a fatal producer
+    error or a refused message is a DeadLetterError."""
+    while True:
+        try:
+            producer.produce(topic, **message)
+        except BufferError:
+            producer.poll(0.1)
+            if fatal:
+                raise DeadLetterError(f"cannot produce to {topic}: {fatal[0]}") from None
+        except KafkaException as error:
+            raise DeadLetterError(f"cannot produce to {topic}: {error_text(error)}") from None
+        else:
+            return
+
+
 def produce_dead_letters(
     records: Iterable[ArchivedRecord],
     config: Mapping[str, Any],
@@ -290,21 +325,7 @@ def produce_dead_letters(
         written, _ = _already_there(config, broker_topic, group_id, deadline, must_exist=False)
         present |= written
     fatal: list[str] = []
-
-    def on_error(error: KafkaError) -> None:
-        # librdkafka retries everything else by itself; a fatal error ends the producer.
-        if error.fatal():
-            fatal.append(error.str())
-
-    producer = new_producer(
-        {
-            **config,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 20,
-            "error_cb": on_error,
-        }
-    )
+    producer = _idempotent_producer(config, fatal)
     delivered = 0
     failures: list[str] = []
     sent = 0
@@ -327,23 +348,18 @@ def produce_dead_letters(
             left_to_broker += 1
             continue
         present.update(sources)  # an archived record comes once; this keeps it so
-        while True:
-            try:
-                producer.produce(
-                    topic,
-                    key=record.key if copy_record else None,
-                    value=record.value if copy_record else None,
-                    headers=dead_letter_headers(record, delivery_limit, keep_headers=keep_headers),
-                    partition=dlq_partition(record.partition, partitions),
-                    on_delivery=report,
-                )
-                break
-            except BufferError:
-                producer.poll(0.1)
-                if fatal:
-                    raise DeadLetterError(f"cannot produce to {topic}: {fatal[0]}") from None
-            except KafkaException as error:
-                raise DeadLetterError(f"cannot produce to {topic}: {error_text(error)}") from None
+        _produce(
+            producer,
+            topic,
+            {
+                "key": record.key if copy_record else None,
+                "value": record.value if copy_record else None,
+                "headers": dead_letter_headers(record, delivery_limit, keep_headers=keep_headers),
+                "partition": dlq_partition(record.partition, partitions),
+                "on_delivery": report,
+            },
+            fatal,
+        )
         sent += 1
         if sent % _PRODUCE_POLL_EVERY == 0:
             producer.poll(0)

@@ -313,16 +313,8 @@ class AuditFollow:
         if rows:
             self._emit(AuditJob.TIMELINE, rows)
 
-    def _deliveries_batch(self, new: DataFrame) -> None:
-        spark = self._spark
-        seeds = self._range_seeds()
-        self.remember_start_offsets(new)
-        ranges = collect_deliveries(
-            with_topic_names(
-                deliveries(self._seeded(new, seeds), **scope_filters(self._scope)),
-                topic_names_frame(spark, self._scope),
-            )
-        )
+    def _changed(self, ranges: tuple[DeliveryRange, ...]) -> list[DeliveryRange]:
+        """The ranges not among those remembered as they are (new, or with a new outcome)."""
         known = {
             (
                 each.group_id,
@@ -334,7 +326,7 @@ class AuditFollow:
             for partition_ranges in self._ranges.values()
             for each in partition_ranges
         }
-        changed = [
+        return [
             each
             for each in ranges
             if known.get(
@@ -342,6 +334,18 @@ class AuditFollow:
             )
             != each
         ]
+
+    def _deliveries_batch(self, new: DataFrame) -> None:
+        spark = self._spark
+        seeds = self._range_seeds()
+        self.remember_start_offsets(new)
+        ranges = collect_deliveries(
+            with_topic_names(
+                deliveries(self._seeded(new, seeds), **scope_filters(self._scope)),
+                topic_names_frame(spark, self._scope),
+            )
+        )
+        changed = self._changed(ranges)
         newly_archived: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
         for each in changed:
             if each.final_state not in ARCHIVED_STATES:
@@ -367,25 +371,7 @@ class AuditFollow:
         if not archived:
             return
         rows = self._spark.createDataFrame(
-            [
-                (
-                    each.group_id,
-                    each.topic_id,
-                    each.partition,
-                    first,
-                    last,
-                    each.max_delivery_count,
-                    each.final_state,
-                    each.final_delivery_count,
-                    each.complete,
-                    each.last_changed,
-                    each.archiving_at,
-                )
-                for each in archived
-                for first, last in newly_archived[(each.group_id, each.topic_id, each.partition)]
-                if each.first_offset <= first and last <= each.last_offset
-            ],
-            DELIVERIES_SCHEMA,
+            _newly_archived_rows(archived, newly_archived), DELIVERIES_SCHEMA
         )
         scope = AuditScope(
             self._scope.group_id,
@@ -396,6 +382,32 @@ class AuditFollow:
         found = collect_archived(archived_frame(spark, self._config, scope, rows))
         if found:
             self._emit(AuditJob.ARCHIVED, found)
+
+
+def _newly_archived_rows(
+    archived: list[DeliveryRange],
+    newly_archived: Mapping[tuple[str, str, int], list[tuple[int, int]]],
+) -> list[tuple[Any, ...]]:
+    """DELIVERIES_SCHEMA rows of the offsets archived since the last batch: each archived
+    range cut to the newly archived spans inside it."""
+    return [
+        (
+            each.group_id,
+            each.topic_id,
+            each.partition,
+            first,
+            last,
+            each.max_delivery_count,
+            each.final_state,
+            each.final_delivery_count,
+            each.complete,
+            each.last_changed,
+            each.archiving_at,
+        )
+        for each in archived
+        for first, last in newly_archived[(each.group_id, each.topic_id, each.partition)]
+        if each.first_offset <= first and last <= each.last_offset
+    ]
 
 
 def _seed(

@@ -185,105 +185,92 @@ def decode_state_records(
 
 
 def _decode_batch(batch: Any, wanted: frozenset[str] | None) -> Any:
+    """DECODED_SCHEMA columns of one Arrow batch of the Kafka source's records."""
     keys = batch.column(0).to_pylist()
     values = batch.column(1).to_pylist()
     kept: list[int] = []
     columns: dict[str, list[Any]] = {field.name: [] for field in DECODED_SCHEMA.fields[3:]}
-    group_ids, topic_ids, partitions = (
-        columns["group_id"],
-        columns["topic_id"],
-        columns["partition"],
-    )
-    kinds, tombstones, errors = columns["kind"], columns["tombstone"], columns["error"]
-    snapshot_epochs, state_epochs = columns["snapshot_epoch"], columns["state_epoch"]
-    leader_epochs, start_offsets = columns["leader_epoch"], columns["start_offset"]
-    complete_counts = columns["delivery_complete_count"]
-    create_timestamps, write_timestamps = (
-        columns["create_timestamp_ms"],
-        columns["write_timestamp_ms"],
-    )
-    batch_lists: list[list[BatchTuple] | None] = columns["batches"]
-
     for index, (key_bytes, value_bytes) in enumerate(zip(keys, values, strict=True)):
-        error: str | None = None
-        key: ShareStateKey | None = None
-        record: StateRecord | None = None
-        if key_bytes is None:
-            error = "record has no key"
-        else:
-            try:
-                key = decode_key(key_bytes)
-            except StateRecordError as failure:
-                error = f"key: {failure}"
-            if key is not None:
-                if wanted is not None and key.group_id not in wanted:
-                    continue
-                try:
-                    record = decode_record(key_bytes, value_bytes)
-                except StateRecordError as failure:
-                    error = f"value: {failure}"
-        kept.append(index)
-        errors.append(error)
-        if key is None:
-            for name in (
-                "group_id",
-                "topic_id",
-                "partition",
-                "kind",
-                "tombstone",
-                "snapshot_epoch",
-                "state_epoch",
-                "leader_epoch",
-                "start_offset",
-                "delivery_complete_count",
-                "create_timestamp_ms",
-                "write_timestamp_ms",
-                "batches",
-            ):
-                columns[name].append(None)
-            continue
-        group_ids.append(key.group_id)
-        topic_ids.append(kafka_uuid(key.topic_id))
-        partitions.append(key.partition)
-        kinds.append(key.kind.name.lower())
-        value = None if record is None else record.value
-        tombstones.append(None if record is None else value is None)
-        if value is None:
-            for column in (
-                snapshot_epochs,
-                state_epochs,
-                leader_epochs,
-                start_offsets,
-                complete_counts,
-                create_timestamps,
-                write_timestamps,
-                batch_lists,
-            ):
-                column.append(None)
-            continue
-        snapshot_epochs.append(value.snapshot_epoch)
-        leader_epochs.append(value.leader_epoch)
-        start_offsets.append(value.start_offset)
-        complete_counts.append(value.delivery_complete_count)
-        if type(value) is ShareSnapshotValue:
-            state_epochs.append(value.state_epoch)
-            create_timestamps.append(value.create_timestamp)
-            write_timestamps.append(value.write_timestamp)
-        else:
-            state_epochs.append(None)
-            create_timestamps.append(None)
-            write_timestamps.append(None)
-        batch_lists.append(batch_tuples(value.state_batches))
-
+        decoded = _decoded_row(key_bytes, value_bytes, wanted)
+        if decoded is not None:
+            kept.append(index)
+            _append_row(columns, *decoded)
     positions = pa.array(kept, pa.int64())
     arrays = [batch.column(2).take(positions), batch.column(3).take(positions)]
     arrays.append(batch.column(4).take(positions))
     for field in DECODED_SCHEMA.fields[3:]:
         if field.name == "batches":
-            arrays.append(batches_array(batch_lists))
+            arrays.append(batches_array(columns["batches"]))
         else:
             arrays.append(pa.array(columns[field.name], ARROW_TYPES[field.name]))
     return pa.RecordBatch.from_arrays(arrays, names=DECODED_SCHEMA.fieldNames())
+
+
+def _decoded_row(
+    key_bytes: bytes | None, value_bytes: bytes | None, wanted: frozenset[str] | None
+) -> tuple[str | None, ShareStateKey | None, StateRecord | None] | None:
+    """(error, key, record) of one record; None for a record of a group not wanted."""
+    if key_bytes is None:
+        return "record has no key", None, None
+    try:
+        key = decode_key(key_bytes)
+    except StateRecordError as failure:
+        return f"key: {failure}", None, None
+    if wanted is not None and key.group_id not in wanted:
+        return None
+    try:
+        return None, key, decode_record(key_bytes, value_bytes)
+    except StateRecordError as failure:
+        return f"value: {failure}", key, None
+
+
+_VALUE_COLUMNS: Final = (
+    "snapshot_epoch",
+    "state_epoch",
+    "leader_epoch",
+    "start_offset",
+    "delivery_complete_count",
+    "create_timestamp_ms",
+    "write_timestamp_ms",
+    "batches",
+)
+
+
+def _append_row(
+    columns: dict[str, list[Any]],
+    error: str | None,
+    key: ShareStateKey | None,
+    record: StateRecord | None,
+) -> None:
+    """One record's DECODED_SCHEMA values (from the group id on) added to columns."""
+    columns["error"].append(error)
+    if key is None:
+        for name, column in columns.items():
+            if name != "error":
+                column.append(None)
+        return
+    columns["group_id"].append(key.group_id)
+    columns["topic_id"].append(kafka_uuid(key.topic_id))
+    columns["partition"].append(key.partition)
+    columns["kind"].append(key.kind.name.lower())
+    value = None if record is None else record.value
+    columns["tombstone"].append(None if record is None else value is None)
+    if value is None:
+        for name in _VALUE_COLUMNS:
+            columns[name].append(None)
+        return
+    snapshot_only: tuple[int | None, ...] = (None, None, None)
+    if type(value) is ShareSnapshotValue:
+        snapshot_only = (value.state_epoch, value.create_timestamp, value.write_timestamp)
+    columns["snapshot_epoch"].append(value.snapshot_epoch)
+    columns["leader_epoch"].append(value.leader_epoch)
+    columns["start_offset"].append(value.start_offset)
+    columns["delivery_complete_count"].append(value.delivery_complete_count)
+    for name, column_value in zip(
+        ("state_epoch", "create_timestamp_ms", "write_timestamp_ms"), snapshot_only, strict=True
+    ):
+        columns[name].append(column_value)
+    columns["batches"].append(batch_tuples(value.state_batches))
 
 
 #: The Arrow type of each scalar column the grouped transforms build, by column name.
