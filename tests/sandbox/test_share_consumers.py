@@ -19,11 +19,10 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
 )
 
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
-from tests.support import scenarios
+from tests.support import records, scenarios
 from tests.support.rdkafka_mock import RdkafkaMockCluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.scenarios import Action, ScenarioResult
@@ -45,11 +44,11 @@ class Bed:
 
 
 def _admin_bed(name: str, bootstrap: str, lock_ms: int) -> Bed:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin_config = {"bootstrap.servers": bootstrap}
+    admin = AdminClient(admin_config)
 
     def create_topic(topic: str, partitions: int) -> None:
-        for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-            future.result(30)
+        records.create_topic(admin_config, topic, partitions)
 
     def prepare_group(group: str) -> None:
         entries = [
