@@ -11,6 +11,7 @@ import bisect
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.types import (
     BooleanType,
@@ -22,15 +23,18 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kshare_cli.pipeline.delivery_columns import delivery_ranges
+from kshare_cli.pipeline.replay_columns import decoded_records
 from kshare_cli.pipeline.state_records import (
     ARROW_TYPES,
     SHARE_PARTITION_FIELDS,
     arrow_schema,
     decoded_in_order,
+    in_log_order,
     share_partition_records,
 )
 from kshare_cli.state.partitioning import kafka_uuid
-from kshare_cli.state.records import DeliveryState, ShareSnapshotValue
+from kshare_cli.state.records import DeliveryState, ShareSnapshotValue, ShareStateKey, decode_key
 from kshare_cli.state.replay import opens_history
 
 if TYPE_CHECKING:
@@ -318,16 +322,82 @@ _UNCHANGED_START_OFFSET: Final = -1
 def _share_partition_deliveries(
     table: Any, since_us: int | None, gaps: Mapping[int, int]
 ) -> tuple[Any, int]:
-    """The share-partition's ranges, and how many of its records did not decode."""
+    """The share-partition's ranges, and how many of its records did not decode: column by
+    column when its records allow (`delivery_columns`), else record by record."""
+    if since_us is None and table.num_rows:
+        table = in_log_order(table)
+        decoded = decoded_records(
+            table.column("key").combine_chunks(), table.column("value").combine_chunks()
+        )
+        if decoded is not None:
+            state_partition = table.column("state_partition")[0].as_py()
+            ranges = delivery_ranges(
+                decoded,
+                table.column("state_timestamp").cast(pa.int64()).to_numpy(),
+                table.column("state_offset").to_numpy(),
+                gaps.get(state_partition),
+            )
+            if ranges is not None:
+                return _ranges_table(table, decode_key(table.column("key")[0].as_py()), ranges), 0
+    return _record_by_record(table, since_us, gaps)
+
+
+def _ranges_table(table: Any, key: ShareStateKey, ranges: dict[str, Any]) -> Any:
+    """DELIVERIES_SCHEMA rows from `delivery_columns.delivery_ranges` columns."""
+    timestamp_type = table.schema.field("state_timestamp").type
+    rows = len(ranges["first_offset"])
+    arrays = [
+        pa.array([key.group_id] * rows, pa.string()),
+        pa.array([kafka_uuid(key.topic_id)] * rows, pa.string()),
+        pa.array(np.full(rows, key.partition, dtype=np.int32)),
+    ]
+    states = ranges["final_state"]
+    names = {int(state): _state_name(int(state)) for state in np.unique(states)}
+    for field in DELIVERIES_SCHEMA.fields[3:]:
+        values = ranges[field.name]
+        if field.name == "final_state":
+            arrays.append(pa.array([names[state] for state in states.tolist()], pa.string()))
+        elif field.name in ("last_changed", "archiving_at"):
+            arrays.append(pa.array(values, pa.int64(), mask=values < 0).cast(timestamp_type))
+        else:
+            arrays.append(pa.array(values).cast(ARROW_TYPES[field.name]))
+    return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames())
+
+
+def _record_by_record(table: Any, since_us: int | None, gaps: Mapping[int, int]) -> tuple[Any, int]:
+    """`_share_partition_deliveries` from the records decoded one by one."""
     timestamp_type = table.schema.field("state_timestamp").type
     share_partition, table, records, errors, _ = decoded_in_order(table)
     skipped = sum(1 for error in errors if error is not None)
     if share_partition is None:
         return pa.Table.from_batches([], schema=arrow_schema(DELIVERIES_SCHEMA, table)), skipped
+    history, final_start_offset, named = _history_of(table, records, since_us, gaps)
+    ranges = _ranges_of(history, final_start_offset, named, since_us)
+    if not ranges:
+        return pa.Table.from_batches([], schema=arrow_schema(DELIVERIES_SCHEMA, table)), skipped
+    rows = len(ranges)
+    arrays = [
+        pa.array([share_partition.group_id] * rows, pa.string()),
+        pa.array([kafka_uuid(share_partition.topic_id)] * rows, pa.string()),
+        pa.array([share_partition.partition] * rows, pa.int32()),
+    ]
+    for position, field in enumerate(DELIVERIES_SCHEMA.fields[3:]):
+        values = [row[position] for row in ranges]
+        if field.name in ("last_changed", "archiving_at"):
+            arrays.append(pa.array(values, pa.int64()).cast(timestamp_type))
+        else:
+            arrays.append(pa.array(values, ARROW_TYPES[field.name]))
+    return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames()), skipped
+
+
+def _history_of(
+    table: Any, records: list[Any], since_us: int | None, gaps: Mapping[int, int]
+) -> tuple[_OffsetHistory, int, list[tuple[int, int]]]:
+    """The offset history of a share-partition's records (None where corrupt), its last
+    start offset, and the spans the latest snapshot and the records after it named."""
     written: list[int | None] = table.column("state_timestamp").cast(pa.int64()).to_pylist()
     state_partitions = table.column("state_partition").to_pylist()
     state_offsets = table.column("state_offset").to_pylist()
-
     history = _OffsetHistory(precise=since_us is not None)
     record_batch = history.record
     final_start_offset = _UNCHANGED_START_OFFSET
@@ -372,8 +442,16 @@ def _share_partition_deliveries(
                     at,
                 )
                 restated.append((batch.first_offset, batch.last_offset))
+    return history, final_start_offset, _joined(restated)
 
-    named = _joined(restated)
+
+def _ranges_of(
+    history: _OffsetHistory,
+    final_start_offset: int,
+    named: list[tuple[int, int]],
+    since_us: int | None,
+) -> list[list[Any]]:
+    """The history's segments as DELIVERIES_SCHEMA's values after the share-partition."""
     ranges: list[list[Any]] = []
     for first, last, max_count, delivery_state, count, at, archiving_at in history.segments:
         if since_us is not None and (at is None or at < since_us):
@@ -398,18 +476,4 @@ def _share_partition_deliveries(
                     previous[7] = archiving_at
             else:
                 ranges.append([piece_first, piece_last, *outcome, at, archiving_at])
-    if not ranges:
-        return pa.Table.from_batches([], schema=arrow_schema(DELIVERIES_SCHEMA, table)), skipped
-    rows = len(ranges)
-    arrays = [
-        pa.array([share_partition.group_id] * rows, pa.string()),
-        pa.array([kafka_uuid(share_partition.topic_id)] * rows, pa.string()),
-        pa.array([share_partition.partition] * rows, pa.int32()),
-    ]
-    for position, field in enumerate(DELIVERIES_SCHEMA.fields[3:]):
-        values = [row[position] for row in ranges]
-        if field.name in ("last_changed", "archiving_at"):
-            arrays.append(pa.array(values, pa.int64()).cast(timestamp_type))
-        else:
-            arrays.append(pa.array(values, ARROW_TYPES[field.name]))
-    return pa.Table.from_arrays(arrays, names=DELIVERIES_SCHEMA.fieldNames()), skipped
+    return ranges

@@ -40,7 +40,7 @@ from kshare_cli.state.records import (
     decode_update_columns,
 )
 
-__all__ = ["WINDOW_FIGURES", "replayed_columns"]
+__all__ = ["WINDOW_FIGURES", "DecodedRecords", "decoded_records", "replayed_columns"]
 
 WINDOW_FIGURES: Final = (
     "snapshot_epoch",
@@ -70,6 +70,21 @@ _WINDOW_BATCHES_LIMIT: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
+class DecodedRecords:
+    """One share-partition's records in log order, decoded column-wise: per record
+    (is_snapshot, and the values in `values`: snapshot_epoch, state_epoch,
+    leader_epoch, start_offset, delivery_complete_count, batch_count; an update's
+    state_epoch 0), and every batch each carried, in record order (`batches`: rows
+    first offset, last offset, delivery state, delivery count; record_of_batch)."""
+
+    is_snapshot: Any
+    values: dict[str, Any]
+    batches: Any
+    record_of_batch: Any
+    snapshots: dict[int, ShareSnapshotValue]
+
+
+@dataclass(frozen=True, slots=True)
 class _Records:
     """One share-partition's records in log order: per record, and the batches each
     carried (snapshots' as they are, updates' pruned at their own start offset)."""
@@ -92,13 +107,20 @@ def replayed_columns(keys: Any, values: Any) -> dict[str, Any] | None:
     """Per record of a share-partition's keys and values (Arrow binary arrays in log
     order): WINDOW_FIGURES, "restated" and "is_snapshot" as numpy arrays; None where
     this share-partition needs the record-by-record replay (see the module docstring)."""
-    records = _decoded(keys, values)
+    decoded = decoded_records(keys, values)
+    if decoded is None or not decoded.is_snapshot[0]:
+        return None
+    records = _pruned(decoded)
     if records is None:
         return None
     return _figures(records)
 
 
-def _decoded(keys: Any, values: Any) -> _Records | None:
+def decoded_records(keys: Any, values: Any) -> DecodedRecords | None:
+    """A share-partition's keys and values (Arrow binary arrays, log order) decoded
+    column-wise; None when one is a tombstone, does not decode, is not in the shape
+    `records.decode_update_columns` reads, or carries a batch ending before it starts
+    or at a negative offset, or a snapshot's batches overlap (decode those one by one)."""
     if values.null_count or keys.null_count or len(values) == 0:
         return None
     for key in keys.unique().to_pylist():
@@ -107,8 +129,6 @@ def _decoded(keys: Any, values: Any) -> _Records | None:
         except StateRecordError:
             return None
     is_snapshot = _first_bytes(keys, 1) == 0
-    if not is_snapshot[0]:
-        return None
     data, starts, ends = _buffers(values)
     update_at = np.flatnonzero(~is_snapshot)
     updates = decode_update_columns(data, starts[update_at], ends[update_at])
@@ -157,9 +177,8 @@ def _with_batches(
     updates: Any,
     snapshots: dict[int, ShareSnapshotValue],
     snapshot_batches: list[int],
-) -> _Records | None:
-    """The records with their batches in record order, each pruned at the start offset
-    after its record (start offsets carried forward: an update's -1 keeps the last)."""
+) -> DecodedRecords | None:
+    """The records with every batch they carried, in record order."""
     count = len(is_snapshot)
     per_record = columns["batch_count"]
     record_of_batch = np.repeat(np.arange(count), per_record)
@@ -183,12 +202,22 @@ def _with_batches(
     snapshot_at = np.flatnonzero(is_snapshot)
     snapshot_places = np.concatenate(
         [np.arange(first_of_record[i], first_of_record[i] + per_record[i]) for i in snapshot_at]
+        or [np.zeros(0, dtype=np.int64)]
     ).astype(np.int64)
     batches[:, snapshot_places] = np.asarray(snapshot_batches, dtype=np.int64).reshape(-1, 4).T
-    start_offset = _carried(columns["start_offset"], is_snapshot | (columns["start_offset"] != -1))
-    leader_epoch = _carried(columns["leader_epoch"], is_snapshot | (columns["leader_epoch"] != -1))
     if (batches[0] < 0).any() or (batches[1] < batches[0]).any():
         return None
+    return DecodedRecords(is_snapshot, columns, batches, record_of_batch, snapshots)
+
+
+def _pruned(decoded: DecodedRecords) -> _Records:
+    """The records with the values their states carry forward (an update's start offset
+    or leader epoch -1 keeps the last; snapshot and state epochs are the snapshot's),
+    and each record's batches pruned at the start offset after it."""
+    is_snapshot, columns = decoded.is_snapshot, decoded.values
+    batches, record_of_batch = decoded.batches, decoded.record_of_batch
+    start_offset = _carried(columns["start_offset"], is_snapshot | (columns["start_offset"] != -1))
+    leader_epoch = _carried(columns["leader_epoch"], is_snapshot | (columns["leader_epoch"] != -1))
     kept = batches[1] >= start_offset[record_of_batch]
     return _Records(
         is_snapshot=is_snapshot,
@@ -202,7 +231,7 @@ def _with_batches(
         batch_states=batches[2, kept],
         batch_counts=batches[3, kept],
         record_of_batch=record_of_batch[kept],
-        snapshots=snapshots,
+        snapshots=decoded.snapshots,
     )
 
 
@@ -234,6 +263,8 @@ def _first_bytes(binary: Any, position: int) -> Any:
 
 def _buffers(binary: Any) -> tuple[Any, Any, Any]:
     """A binary array's bytes (uint8) and each value's start and end in them."""
+    if isinstance(binary, pa.ChunkedArray):
+        binary = binary.combine_chunks()
     if binary.type != pa.binary():
         binary = binary.cast(pa.binary())
     _, offsets_buffer, data_buffer = binary.buffers()
