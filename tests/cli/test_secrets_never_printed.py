@@ -215,24 +215,33 @@ def test_an_unreachable_broker_is_exit_3_without_a_secret(
             assert "sasl.oauthbearer.client.secret" in done.stderr, done.stderr
 
 
-def test_a_wrong_sasl_password_is_exit_3_without_either_password(
-    sweep: Sweep, sandbox: SandboxThread, tls_material: TlsMaterial
+@pytest.mark.parametrize(
+    ("wrong", "code", "named"),
+    [
+        (
+            {"sasl_password": WRONG_SASL_PASSWORD},
+            ExitCode.CONNECTION,
+            "SASL PLAIN authentication as 'alice' failed",
+        ),
+        ({"key_password": WRONG_KEY_PASSWORD}, ExitCode.USAGE, "wrong ssl.key.password"),
+    ],
+    ids=["sasl-password", "ssl-key-password"],
+)
+def test_a_wrong_password_is_refused_without_either_password(
+    sweep: Sweep,
+    sandbox: SandboxThread,
+    tls_material: TlsMaterial,
+    wrong: dict[str, str],
+    code: ExitCode,
+    named: str,
 ) -> None:
-    settings = properties(tls_material, sasl_password=WRONG_SASL_PASSWORD)
-    connection = sweep.connection("wrong-sasl", sandbox.bootstrap, settings)
+    settings = properties(tls_material, **wrong)
+    connection = sweep.connection("wrong", sandbox.bootstrap, settings)
     runs = run_all(sweep, COMMANDS, connection, "--timeout", "10s")
-    assert exit_codes(runs) == dict.fromkeys(COMMANDS, ExitCode.CONNECTION)
-
-
-def test_a_wrong_ssl_key_password_is_a_usage_error_without_either_password(
-    sweep: Sweep, sandbox: SandboxThread, tls_material: TlsMaterial
-) -> None:
-    settings = properties(tls_material, key_password=WRONG_KEY_PASSWORD)
-    connection = sweep.connection("wrong-key", sandbox.bootstrap, settings)
-    runs = run_all(sweep, COMMANDS, connection, "--timeout", "10s")
-    assert exit_codes(runs) == dict.fromkeys(COMMANDS, ExitCode.USAGE)
+    assert exit_codes(runs) == dict.fromkeys(COMMANDS, code)
     for done in runs.values():
-        assert "wrong ssl.key.password" in done.stderr, done.stderr
+        last = done.stderr.splitlines()[-1]
+        assert last.startswith("kshare: error: ") and named in last, done.stderr
 
 
 def test_a_missing_group_is_named_without_a_secret(
