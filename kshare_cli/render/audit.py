@@ -267,37 +267,32 @@ def _lag_cell(point: TimelinePoint) -> str | None:
     return f"{_ESTIMATE}{point.lag}" if point.lag_basis == "record_timestamps" else str(point.lag)
 
 
+_TIMELINE_COLUMNS: Final = (
+    "TOPIC",
+    "PARTITION",
+    "TIME",
+    "RECORD",
+    "START-OFFSET",
+    "WINDOW-END",
+    "ACKNOWLEDGED",
+    "AVAILABLE",
+    "ARCHIVING",
+    "ARCHIVED",
+    "UNRECORDED",
+    "MAX-DELIVERIES",
+    "LOG-END-OFFSET",
+    "LAG",
+)
+#: The timeline's columns of words and times; every other one holds a number.
+_TIMELINE_TEXT_COLUMNS: Final = frozenset({"TOPIC", "TIME", "RECORD"})
+
+
 def _timeline_table(
     points: Sequence[TimelinePoint], width: int | None, footer: Sequence[str]
 ) -> str:
     table = new_table(
-        "TOPIC",
-        "PARTITION",
-        "TIME",
-        "RECORD",
-        "START-OFFSET",
-        "WINDOW-END",
-        "ACKNOWLEDGED",
-        "AVAILABLE",
-        "ARCHIVING",
-        "ARCHIVED",
-        "UNRECORDED",
-        "MAX-DELIVERIES",
-        "LOG-END-OFFSET",
-        "LAG",
-        right=(
-            "PARTITION",
-            "START-OFFSET",
-            "WINDOW-END",
-            "ACKNOWLEDGED",
-            "AVAILABLE",
-            "ARCHIVING",
-            "ARCHIVED",
-            "UNRECORDED",
-            "MAX-DELIVERIES",
-            "LOG-END-OFFSET",
-            "LAG",
-        ),
+        *_TIMELINE_COLUMNS,
+        right=[column for column in _TIMELINE_COLUMNS if column not in _TIMELINE_TEXT_COLUMNS],
     )
     for index, point in enumerate(points):
         following = points[index + 1] if index + 1 < len(points) else None

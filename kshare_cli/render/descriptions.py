@@ -16,6 +16,8 @@ CSV give one row per member (members view) or per group (state view).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kshare_cli.admin.models import (
@@ -91,15 +93,7 @@ def render_members(
     width: int | None = None,
 ) -> str:
     """Members view in ``fmt``; ``verbose`` adds Kafka's MEMBER-EPOCH column (plain, table)."""
-    return dispatch(
-        fmt,
-        plain=lambda: "".join(_plain_members(group, verbose) for group in descriptions.succeeded()),
-        table=lambda: _members_table(descriptions, verbose, width),
-        document=lambda: descriptions_document(descriptions),
-        rows=lambda: member_rows(descriptions),
-        csv_header=MEMBERS_CSV_HEADER,
-        csv_rows=lambda: _member_csv_rows(descriptions),
-    )
+    return _render_view(_MEMBERS_VIEW, descriptions, fmt, verbose, width)
 
 
 def render_states(
@@ -110,14 +104,37 @@ def render_states(
     width: int | None = None,
 ) -> str:
     """State view in ``fmt``; ``verbose`` adds GROUP-EPOCH and ASSIGNMENT-EPOCH (plain, table)."""
+    return _render_view(_STATE_VIEW, descriptions, fmt, verbose, width)
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What differs between the members and the state view; the rest is one dispatch."""
+
+    plain_group: Callable[[GroupDescription, bool], str]
+    table: Callable[[GroupDescriptions, bool, int | None], str]
+    rows: Callable[[GroupDescriptions], list[dict[str, Any]]]
+    csv_header: tuple[str, ...]
+    csv_rows: Callable[[GroupDescriptions], list[tuple[Any, ...]]]
+
+
+def _render_view(
+    view: _View,
+    descriptions: GroupDescriptions,
+    fmt: OutputFormat | str,
+    verbose: bool,
+    width: int | None,
+) -> str:
     return dispatch(
         fmt,
-        plain=lambda: "".join(_plain_state(group, verbose) for group in descriptions.succeeded()),
-        table=lambda: _state_table(descriptions, verbose, width),
+        plain=lambda: "".join(
+            view.plain_group(group, verbose) for group in descriptions.succeeded()
+        ),
+        table=lambda: view.table(descriptions, verbose, width),
         document=lambda: descriptions_document(descriptions),
-        rows=lambda: state_rows(descriptions),
-        csv_header=STATE_CSV_HEADER,
-        csv_rows=lambda: _state_csv_rows(descriptions),
+        rows=lambda: view.rows(descriptions),
+        csv_header=view.csv_header,
+        csv_rows=lambda: view.csv_rows(descriptions),
     )
 
 
@@ -470,3 +487,11 @@ def _state_csv_rows(descriptions: GroupDescriptions) -> list[tuple[Any, ...]]:
             )
         )
     return rows
+
+
+_MEMBERS_VIEW: Final = _View(
+    _plain_members, _members_table, member_rows, MEMBERS_CSV_HEADER, _member_csv_rows
+)
+_STATE_VIEW: Final = _View(
+    _plain_state, _state_table, state_rows, STATE_CSV_HEADER, _state_csv_rows
+)
