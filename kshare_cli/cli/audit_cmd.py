@@ -196,7 +196,7 @@ OutputDir = Annotated[
         show_default=False,
     ),
 ]
-OutputFormat = Annotated[
+OutputDirFormat = Annotated[
     FileFormat,
     typer.Option(
         "--output-format", case_sensitive=False, help="Files of --output-dir: parquet or jsonl."
@@ -401,7 +401,7 @@ def job_options(
     since: Since = None,
     fmt: StdoutOutput = Format.table,
     output_dir: OutputDir = None,
-    output_format: OutputFormat = FileFormat.parquet,
+    output_format: OutputDirFormat = FileFormat.parquet,
     dlq_topic: DlqTopic = None,
     copy_record: CopyRecord = False,
     keep_headers: KeepHeaders = False,

@@ -87,7 +87,7 @@ class Ack(enum.StrEnum):
     reject = "reject"
 
 
-class Format(enum.StrEnum):
+class RecordFormat(enum.StrEnum):
     """``-o/--output``: Kafka's text layout, JSON lines, or the raw value bytes."""
 
     text = "text"
@@ -236,7 +236,7 @@ class FormatterChoice:
 
 
 def build_formatter(
-    kind: Format,
+    kind: RecordFormat,
     properties: Mapping[str, str],
     key_deserializer: str | None,
     value_deserializer: str | None,
@@ -498,8 +498,8 @@ TimeoutMs = Annotated[
         show_default=False,
     ),
 ]
-OutputFormat = Annotated[
-    Format,
+RecordOutput = Annotated[
+    RecordFormat,
     typer.Option(
         # -o/--output as in every other command; --format/-f, its first spelling, stays.
         "--output",
@@ -640,7 +640,7 @@ class RunOptions:
 class FormatOptions:
     """How each record is printed, as given."""
 
-    kind: Format = Format.text
+    kind: RecordFormat = RecordFormat.text
     properties: tuple[str, ...] = ()
     config: Path | None = None
     key_deserializer: str | None = None
@@ -730,7 +730,7 @@ def consume(
     reject_on_error: RejectOnError = False,
     max_messages: MaxMessages = None,
     timeout_ms: TimeoutMs = None,
-    output_format: OutputFormat = Format.text,
+    output_format: RecordOutput = RecordFormat.text,
     formatter_property: FormatterProperty = None,
     formatter_config: FormatterConfig = None,
     key_deserializer: KeyDeserializer = None,
