@@ -35,6 +35,7 @@ from kshare_cli.cli.app import app
 from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line
 from tests.support.raw import call
 from tests.support.sandbox import Cluster
+from tests.support.waiting import wait_for
 
 KSHARE = [sys.executable, "-m", "kshare_cli"]
 
@@ -73,15 +74,6 @@ def _offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, int
     }
 
 
-def _wait_for(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _demo_members(bootstrap: str) -> int:
     response = call(
         bootstrap,
@@ -93,11 +85,11 @@ def _demo_members(bootstrap: str) -> int:
 
 def test_demo_serves_live_share_traffic_and_sigint_exits_130() -> None:
     with running_sandbox("--demo") as (process, bootstrap):
-        _wait_for(lambda: _demo_members(bootstrap) == 3, 30, "three demo consumers")
-        _wait_for(
+        wait_for(lambda: _demo_members(bootstrap) == 3, timeout=30, what="three demo consumers")
+        wait_for(
             lambda: any(start > 0 for start, _ in _offsets(bootstrap, "demo-group").values()),
-            30,
-            "the demo group's start offsets to move",
+            timeout=30,
+            what="the demo group's start offsets to move",
         )
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 130
@@ -112,7 +104,7 @@ def test_demo_prints_no_librdkafka_preview_notices() -> None:
     with running_sandbox("--demo") as (process, bootstrap):
         # The notice came once per demo share consumer, as each was made; all three
         # were made once they are members of the group.
-        _wait_for(lambda: _demo_members(bootstrap) == 3, 30, "three demo consumers")
+        wait_for(lambda: _demo_members(bootstrap) == 3, timeout=30, what="three demo consumers")
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 130
@@ -503,7 +495,7 @@ def test_brokers_3_prints_three_addresses_and_kshare_list_asks_every_coordinator
 def test_demo_runs_on_three_nodes() -> None:
     with running_sandbox("--brokers", "3", "--demo") as (process, bootstrap):
         assert len(bootstrap.split(",")) == 3
-        _wait_for(lambda: _demo_members(bootstrap) == 3, 60, "three demo members")
+        wait_for(lambda: _demo_members(bootstrap) == 3, timeout=60, what="three demo members")
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 130
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from kshare_cli.pipeline.kafka_source import (
     spark_kafka_options,
 )
 from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
+from tests.support.waiting import wait_for
 
 PARTITIONS = 3
 BASE_TIMESTAMP_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -228,14 +228,6 @@ def test_a_missing_topic_fails_with_its_name(
 # --------------------------------------------------------------------------- streaming
 
 
-def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 @pytest.fixture
 def memory_query(spark: SparkSession) -> Iterator[list[object]]:
     """Streaming queries the test starts; stopped whatever happens."""
@@ -265,10 +257,20 @@ def test_the_stream_picks_up_records_produced_after_it_started(
         .start()
     )
     memory_query.append(query)
-    _wait_for(lambda: spark.table(name).count() >= 6, 60, "the records produced before")
+    wait_for(
+        lambda: spark.table(name).count() >= 6,
+        timeout=60,
+        interval=0.2,
+        what="the records produced before",
+    )
 
     after = produce(6, 9)
-    _wait_for(lambda: spark.table(name).count() >= 15, 60, "the records produced after")
+    wait_for(
+        lambda: spark.table(name).count() >= 15,
+        timeout=60,
+        interval=0.2,
+        what="the records produced after",
+    )
 
     assert _rows(spark.table(name)) == _expected(before + after)
 
