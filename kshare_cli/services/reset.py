@@ -7,22 +7,13 @@ confirmation prompt, and writes the rollback plan. Each is bounded by
 A plan reads the in-flight windows from ``__share_group_state`` with the reader
 ``kshare inflight`` uses (``Session.placed_state``, given the same share of the
 timeout): the records a reset delivers again or skips are counted from them.
-The plan's types and the plan-file codec (``read_plan``, ``write_plan``, and a
-rollback plan's history lines) are re-exported, so the command reaches the admin
-layer only through this service.
+The plan's types are re-exported, so the command reaches the admin layer only
+through this service; the plan files are ``services.plan_files``'.
 """
 
 from __future__ import annotations
 
 from kshare_cli.admin.models import GroupDescription, MemberDescription, TopicPartition
-from kshare_cli.admin.plans import (
-    PlanEntry,
-    RollbackHistory,
-    read_plan,
-    read_rollback_history,
-    write_plan,
-    write_rollback_history,
-)
 from kshare_cli.admin.reset import ResetPlan, Scenario, Selection, ShareGroupResetter
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
@@ -32,18 +23,12 @@ from kshare_cli.services.session import Session
 __all__ = [
     "GroupDescription",
     "MemberDescription",
-    "PlanEntry",
     "ResetPlan",
-    "RollbackHistory",
     "Scenario",
     "Selection",
     "TopicPartition",
     "execute_reset",
     "plan_reset",
-    "read_plan",
-    "read_rollback_history",
-    "write_plan",
-    "write_rollback_history",
 ]
 
 
