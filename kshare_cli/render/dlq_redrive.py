@@ -110,15 +110,8 @@ def _table(plan: RedrivePlan, outcome: RedriveOutcome | None, width: int | None)
         columns.append("SENT")
     table = new_table(*columns, right=numbers)
     for index, row in enumerate(rows):
-        cells: list[object] = [
-            row.topic,
-            row.partition,
-            row.reason,
-            row.target,
-            row.send,
-            row.already,
-            row.cannot,
-        ]
+        # The CSV's cells up to CANNOT; the records without headers are a note below.
+        cells: list[object] = list(_row_cells(row)[: CSV_HEADER.index("without_headers")])
         if outcome is not None:
             cells.append(row.sent)
         add_row(table, cells, end_section=index == len(rows) - 1)
