@@ -107,6 +107,16 @@ LEGEND: Final = (
     "∅ deleted by retention"
 )
 
+#: The window document's figures a row carries under their own names.
+_WINDOW_SUMMARY_COLUMNS: Final = (
+    "delivery_complete_count",
+    "available",
+    "acknowledged",
+    "archived",
+    "unrecorded",
+    "queued",
+    "max_delivery_count",
+)
 CSV_HEADER: Final = (
     "group_id",
     "topic",
@@ -118,13 +128,7 @@ CSV_HEADER: Final = (
     "lag_source",
     "window_start_offset",
     "window_end_offset",
-    "delivery_complete_count",
-    "available",
-    "acknowledged",
-    "archived",
-    "unrecorded",
-    "queued",
-    "max_delivery_count",
+    *_WINDOW_SUMMARY_COLUMNS,
     "error",
     "archiving",
     "log_start_offset",
@@ -478,15 +482,6 @@ def _row(model: GroupInflight, partition: PartitionInflight) -> dict[str, Any]:
     the csv by position still finds every earlier column where it was."""
     window = partition.window
     document = None if window is None else _window_document(partition, window)
-    summary_keys = (
-        "delivery_complete_count",
-        "available",
-        "acknowledged",
-        "archived",
-        "unrecorded",
-        "queued",
-        "max_delivery_count",
-    )
     return {
         "group_id": model.group_id,
         "topic": partition.topic,
@@ -498,7 +493,7 @@ def _row(model: GroupInflight, partition: PartitionInflight) -> dict[str, Any]:
         "lag_source": partition.lag_source,
         "window_start_offset": None if document is None else document["start_offset"],
         "window_end_offset": None if document is None else document["end_offset"],
-        **{key: None if document is None else document[key] for key in summary_keys},
+        **{key: None if document is None else document[key] for key in _WINDOW_SUMMARY_COLUMNS},
         "error": error_document(partition.error),
         "archiving": None if document is None else document["archiving"],
         "log_start_offset": partition.log_start_offset,
