@@ -81,16 +81,12 @@ class ClusterFacts:
 
     def feature(self, name: str) -> int | None:
         """A finalized feature level; None when the broker reports none for ``name``."""
-        for feature, level in self.finalized_features:
-            if feature == name:
-                return level
-        return None
+        return next((level for feature, level in self.finalized_features if feature == name), None)
 
     def supported_max(self, name: str) -> int | None:
-        for feature, _, highest in self.supported_features:
-            if feature == name:
-                return highest
-        return None
+        return next(
+            (highest for feature, _, highest in self.supported_features if feature == name), None
+        )
 
     @property
     def share_version(self) -> int | None:
@@ -129,10 +125,7 @@ class ClusterFacts:
     # -- configs -------------------------------------------------------------
 
     def config(self, name: str) -> str | None:
-        for config, value in self.configs:
-            if config == name:
-                return value
-        return None
+        return next((value for config, value in self.configs if config == name), None)
 
     @property
     def dlq_topic_name_prefix(self) -> str | None:

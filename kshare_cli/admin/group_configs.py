@@ -193,10 +193,7 @@ class BrokerSettings:
     error: KafkaError | None = None
 
     def value(self, name: str) -> int | None:
-        for setting, value in self.values:
-            if setting == name:
-                return value
-        return None
+        return next((value for setting, value in self.values if setting == name), None)
 
 
 @dataclass(frozen=True, slots=True)
