@@ -26,6 +26,7 @@ from kshare_cli.admin.group_configs import (
     GroupConfigEntry,
     GroupConfigs,
 )
+from kshare_cli.kafka.group_configs import java_str
 from kshare_cli.render.output_formats import OutputFormat, add_row, dispatch, new_table, table_text
 
 __all__ = [
@@ -124,15 +125,6 @@ def render_config_update(
 # --------------------------------------------------------------------------- plain
 
 
-def _java(value: object) -> str:
-    """Scala string interpolation: ``null`` for a missing value, ``false`` for False."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _plain_configs(configs: GroupConfigs, show_all: bool) -> str:
     if not show_all and configs.exists is False and not configs.dynamic():
         return f"The group '{configs.group_id}' doesn't exist and doesn't have dynamic config.\n"
@@ -140,10 +132,11 @@ def _plain_configs(configs: GroupConfigs, show_all: bool) -> str:
     lines = [f"{'All' if show_all else 'Dynamic'} configs for group {configs.group_id} are:"]
     for entry in entries:
         synonyms = ", ".join(
-            f"{synonym.source}:{synonym.name}={_java(synonym.value)}" for synonym in entry.synonyms
+            f"{synonym.source}:{synonym.name}={java_str(synonym.value)}"
+            for synonym in entry.synonyms
         )
         lines.append(
-            f"  {entry.name}={_java(entry.value)} sensitive={_java(entry.sensitive)} "
+            f"  {entry.name}={java_str(entry.value)} sensitive={java_str(entry.sensitive)} "
             f"synonyms={{{synonyms}}}"
         )
     return "\n".join(lines) + "\n"
