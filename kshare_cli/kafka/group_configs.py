@@ -62,7 +62,9 @@ __all__ = [
     "java_trim",
     "parse_auto_offset_reset",
     "parse_java_duration_ms",
+    "parse_java_boolean",
     "parse_java_duration_ns",
+    "parse_java_int",
     "parse_value",
     "share_config_key",
     "validate_value",
@@ -562,23 +564,40 @@ def parse_auto_offset_reset(value: str) -> AutoOffsetReset | None:
     return None
 
 
+def parse_java_int(name: str, raw: str) -> int:
+    """ConfigDef's parse of an INT config: ``Integer.parseInt`` of the trimmed text.
+
+    Raises ConfigValueError with Kafka's ``Not a number of type INT`` message; the
+    sandbox broker's own configs are parsed by the same rule.
+    """
+    trimmed = java_trim(raw)
+    if JAVA_INT.fullmatch(trimmed) is None or not _INT32_MIN <= int(trimmed) <= _INT32_MAX:
+        raise invalid_value(name, raw, "Not a number of type INT")
+    return int(trimmed)
+
+
+def parse_java_boolean(name: str, raw: str) -> bool:
+    """ConfigDef's parse of a BOOLEAN config: ``true`` or ``false`` in any case, trimmed.
+
+    Raises ConfigValueError with Kafka's ``Expected value to be either true or false``.
+    """
+    lowered = java_trim(raw).lower()
+    if lowered not in ("true", "false"):
+        raise invalid_value(name, raw, "Expected value to be either true or false")
+    return lowered == "true"
+
+
 def parse_value(key: GroupConfigKey, raw: str) -> Parsed:
     """ConfigDef's parse of ``raw`` for ``key``: an int, a bool or the trimmed string.
 
     Raises ConfigValueError (``Not a number of type INT``, ``Expected value to be
     either true or false``); the validators are :func:`validate_value`'s.
     """
-    trimmed = java_trim(raw)
     if key.value_type == "INT":
-        if JAVA_INT.fullmatch(trimmed) is None or not _INT32_MIN <= int(trimmed) <= _INT32_MAX:
-            raise invalid_value(key.name, raw, "Not a number of type INT")
-        return int(trimmed)
+        return parse_java_int(key.name, raw)
     if key.value_type == "BOOLEAN":
-        lowered = trimmed.lower()
-        if lowered not in ("true", "false"):
-            raise invalid_value(key.name, raw, "Expected value to be either true or false")
-        return lowered == "true"
-    return trimmed
+        return parse_java_boolean(key.name, raw)
+    return java_trim(raw)
 
 
 def validate_value(key: GroupConfigKey, value: Parsed) -> None:

@@ -15,10 +15,15 @@ No I/O here: the command and the test helpers parse, the broker reads the result
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
+
+from kshare_cli.kafka.group_configs import (
+    ConfigValueError,
+    parse_java_boolean,
+    parse_java_int,
+)
 
 __all__ = [
     "BrokerConfig",
@@ -37,10 +42,6 @@ AUTO_CREATE_TOPICS_ENABLE: Final = "auto.create.topics.enable"
 NUM_PARTITIONS: Final = "num.partitions"
 BROKER_SESSION_TIMEOUT_MS: Final = "broker.session.timeout.ms"
 DEFAULT_REPLICATION_FACTOR: Final = "default.replication.factor"
-
-_JAVA_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
-_JAVA_INT_MIN: Final = -(2**31)
-_JAVA_INT_MAX: Final = 2**31 - 1
 
 
 class BrokerConfigError(ValueError):
@@ -155,22 +156,17 @@ _KNOWN: Final = frozenset(
 
 def _int(name: str, text: str) -> int:
     """A Java INT, as ConfigDef parses one (``Integer.parseInt`` of the trimmed text)."""
-    trimmed = text.strip()
-    if not _JAVA_INTEGER.fullmatch(trimmed) or not _JAVA_INT_MIN <= int(trimmed) <= _JAVA_INT_MAX:
-        raise BrokerConfigError(
-            f"Invalid value {text} for configuration {name}: Not a number of type INT"
-        )
-    return int(trimmed)
+    try:
+        return parse_java_int(name, text)
+    except ConfigValueError as error:
+        raise BrokerConfigError(error.message) from None
 
 
 def _boolean(name: str, text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise BrokerConfigError(
-            f"Invalid value {text} for configuration {name}: "
-            "Expected value to be either true or false"
-        )
-    return lowered == "true"
+    try:
+        return parse_java_boolean(name, text)
+    except ConfigValueError as error:
+        raise BrokerConfigError(error.message) from None
 
 
 def _at_least(name: str, value: int, minimum: int) -> int:
