@@ -53,8 +53,10 @@ from kshare_cli.admin.models import (
     BrokerFailure,
     EndOffsets,
     GroupDescription,
+    GroupDescriptions,
     GroupFailure,
     GroupOffsets,
+    ShareGroupOffsets,
     SharePartitionOffset,
     TopicPartition,
 )
@@ -241,22 +243,26 @@ class InflightService:
         group = GroupInflight(group_id, description, partitions, note, limit, unknown_topics)
         return group.with_log_start_offsets(log_starts) if log_starts else group
 
-    async def groups(self, group_ids: Sequence[str]) -> dict[str, GroupInflight | GroupUnavailable]:
+    async def groups(
+        self, group_ids: Sequence[str], *, log_start_offsets: bool = False
+    ) -> dict[str, GroupInflight | GroupUnavailable]:
         """Many groups' share-partitions with windows, each group's answer or failure.
 
-        What :meth:`group` gives each of them without its log start offsets, read
-        together: one state read for all, the descriptions in one ShareGroupDescribe
-        per coordinator, the end offsets in one ListOffsets per leader, the topic ids in
-        one Metadata and the delivery limits in a few DescribeConfigs (read one by
-        one, 10,000 groups cost some 50,000 requests and most of an exporter
-        refresh's CPU). DescribeShareGroupOffsets stays one request per group (Kafka
-        serves a batch of groups one after the other). A group whose offsets its
-        coordinator held, and every group of a source that reads by placement, is
-        read on its own with :meth:`group`.
+        What :meth:`group` gives each of them, read together: one state read for all,
+        the descriptions in one ShareGroupDescribe per coordinator, the end offsets
+        (and with ``log_start_offsets``, the log start offsets of every share-partition
+        read) in one ListOffsets per leader, the topic ids in one Metadata and the
+        delivery limits in a few DescribeConfigs (read one by one, 10,000 groups cost
+        some 50,000 requests and most of an exporter refresh's CPU).
+        DescribeShareGroupOffsets stays one request per group (Kafka serves a batch of
+        groups one after the other). A group whose offsets its coordinator held, and
+        every group of a source that reads by placement, is read on its own with
+        :meth:`group`.
         """
         wanted = list(dict.fromkeys(group_ids))
         if not wanted or isinstance(self._state, PlacedStateSource):
-            return dict(zip(wanted, await asyncio.gather(*map(self._one, wanted)), strict=True))
+            read = dict(zip(wanted, await asyncio.gather(*map(self._one, wanted)), strict=True))
+            return await self._with_log_starts(read) if log_start_offsets else read
         admin = self._admin
         # The state topic first, the offsets after, as in ``group``.
         states, note, unread = await self._states_of(wanted)
@@ -265,8 +271,45 @@ class InflightService:
             admin.list_share_partition_offsets(wanted),
             stated_delivery_count_limits(admin, wanted),
         )
-        read: dict[str, GroupInflight | GroupUnavailable] = {}
+        found, read, held = self._sorted_out(wanted, descriptions, offsets)
+        read.update(zip(held, await asyncio.gather(*map(self._one, held)), strict=True))
+        rows = [row for _, listed in found.values() for row in listed.partitions]
+        (topic_ids, _), log_starts = await asyncio.gather(
+            self._topics(sorted({row.topic for row in rows})),
+            self._log_starts_of(rows, [read[group_id] for group_id in held], log_start_offsets),
+        )
+        for group_id, (description, listed) in found.items():
+            partitions = tuple(
+                _partition(
+                    row,
+                    topic_ids.get(row.topic),
+                    group_id,
+                    states,
+                    unread,
+                    log_starts.get(TopicPartition(row.topic, row.partition)),
+                )
+                for row in listed.partitions
+            )
+            stated = limits.get(group_id)
+            limit = None if stated is None else stated.limit
+            read[group_id] = GroupInflight(group_id, description, partitions, note, limit, ())
+        for group_id in held:
+            answer = read[group_id]
+            if log_start_offsets and isinstance(answer, GroupInflight):
+                read[group_id] = answer.with_log_start_offsets(log_starts)
+        return {group_id: read[group_id] for group_id in wanted}
+
+    def _sorted_out(
+        self, wanted: Sequence[str], descriptions: GroupDescriptions, offsets: ShareGroupOffsets
+    ) -> tuple[
+        dict[str, tuple[GroupDescription, GroupOffsets]],
+        dict[str, GroupInflight | GroupUnavailable],
+        list[str],
+    ]:
+        """The groups read whole, the groups failed (each with its error), and the groups
+        whose offsets their coordinator may have held (to read from the state topic)."""
         found: dict[str, tuple[GroupDescription, GroupOffsets]] = {}
+        failed: dict[str, GroupInflight | GroupUnavailable] = {}
         held: list[str] = []
         # Indexed once: the results' own ``get`` scans them (10,000 groups: 10^8 steps).
         described_by_id = {each.group_id: each for each in descriptions}
@@ -280,26 +323,41 @@ class InflightService:
             ):
                 held.append(group_id)
             elif isinstance(described, GroupFailure):
-                read[group_id] = group_error(described)
+                failed[group_id] = group_error(described)
             elif isinstance(listed, GroupFailure):
-                read[group_id] = group_error(listed)
+                failed[group_id] = group_error(listed)
             else:
                 assert isinstance(described, GroupDescription)
                 assert isinstance(listed, GroupOffsets)
                 found[group_id] = (described, listed)
-        topics = {row.topic for _, listed in found.values() for row in listed.partitions}
-        topic_ids, _ = await self._topics(sorted(topics))
-        for group_id, (description, listed) in found.items():
-            stated = limits.get(group_id)
-            partitions = tuple(
-                _partition(row, topic_ids.get(row.topic), group_id, states, unread)
-                for row in listed.partitions
-            )
-            limit = None if stated is None else stated.limit
-            read[group_id] = GroupInflight(group_id, description, partitions, note, limit, ())
-        for group_id, answer in zip(held, await asyncio.gather(*map(self._one, held)), strict=True):
-            read[group_id] = answer
-        return {group_id: read[group_id] for group_id in wanted}
+        return found, failed, held
+
+    async def _log_starts_of(
+        self,
+        rows: Sequence[SharePartitionOffset],
+        others: Sequence[GroupInflight | GroupUnavailable],
+        wanted: bool,
+    ) -> Mapping[TopicPartition, int]:
+        """The log start offsets of every share-partition of ``rows`` and of the groups
+        ``others``, in one ListOffsets per leader (none unless ``wanted``)."""
+        partitions = {TopicPartition(row.topic, row.partition) for row in rows}
+        for other in others:
+            if isinstance(other, GroupInflight):
+                partitions.update(TopicPartition(p.topic, p.partition) for p in other.partitions)
+        if not wanted or not partitions:
+            return {}
+        return (await self._admin.log_offsets(partitions, EARLIEST_TIMESTAMP)).offsets
+
+    async def _with_log_starts(
+        self, read: dict[str, GroupInflight | GroupUnavailable]
+    ) -> dict[str, GroupInflight | GroupUnavailable]:
+        log_starts = await self._log_starts_of((), list(read.values()), True)
+        return {
+            group_id: answer.with_log_start_offsets(log_starts)
+            if isinstance(answer, GroupInflight)
+            else answer
+            for group_id, answer in read.items()
+        }
 
     async def _one(self, group_id: str) -> GroupInflight | GroupUnavailable:
         """:meth:`group` without the log start offsets, its failure as an answer."""
@@ -665,7 +723,10 @@ def _partition(
     group_id: str,
     states: Mapping[SharePartitionKey, SharePartitionState] | None,
     unread: Callable[[SharePartitionKey], str | None],
+    log_start_offset: int | None = None,
 ) -> PartitionInflight:
+    """The share-partition joined to its window; given its log start offset, as
+    ``PartitionInflight.with_log_start_offset`` makes it, built once."""
     window = None
     window_error = None
     if states is not None and topic_id is not None:
@@ -674,6 +735,8 @@ def _partition(
         state = states.get(key)
         if state is not None:
             window = InFlightWindow.from_state(state)
+            if log_start_offset is not None:
+                window = window.after_retention(log_start_offset)
     return PartitionInflight(
         topic=offset.topic,
         partition=offset.partition,
@@ -686,4 +749,5 @@ def _partition(
         error=offset.error,
         window_error=window_error,
         end_offset_error=offset.end_offset_error,
+        log_start_offset=log_start_offset,
     )

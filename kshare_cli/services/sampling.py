@@ -53,32 +53,21 @@ async def sample_groups(
     # offsets, asked at the same moment, would each miss the client's cache and ask.
     # A group whose coordinator is not found gets the error from its own reads.
     await service.admin.client.find_coordinators(group_ids)
-    answers = await service.groups(group_ids)
+    answers = await service.groups(group_ids, log_start_offsets=True)
     taken_at = clock()
-    read = [_sampled(group_id, answers[group_id], taken_at) for group_id in group_ids]
-    partitions = {
-        TopicPartition(each.topic, each.partition)
-        for result in read
-        if not isinstance(result, GroupHealth)
-        for each in result[0].partitions
-    }
-    log_starts = (
-        (await service.admin.log_offsets(partitions, EARLIEST_TIMESTAMP)).offsets
-        if partitions
-        else {}
-    )
     samples: list[Sample | GroupHealth] = []
-    for result in read:
-        if isinstance(result, GroupHealth):
-            samples.append(result)
+    for group_id in group_ids:
+        read = _sampled(group_id, answers[group_id], taken_at)
+        if isinstance(read, GroupHealth):
+            samples.append(read)
             continue
-        group, taken_at = result
+        group = read[0]
         own = {
-            key: log_starts[key]
-            for key in (TopicPartition(each.topic, each.partition) for each in group.partitions)
-            if key in log_starts
+            TopicPartition(each.topic, each.partition): each.log_start_offset
+            for each in group.partitions
+            if each.log_start_offset is not None
         }
-        samples.append(Sample(group.with_log_start_offsets(own), taken_at, own))
+        samples.append(Sample(group, taken_at, own))
     return tuple(samples)
 
 

@@ -262,7 +262,7 @@ class _Service:
         self.admin = _Admin(cluster)
 
     async def groups(
-        self, group_ids: Collection[str]
+        self, group_ids: Collection[str], *, log_start_offsets: bool = False
     ) -> dict[str, GroupInflight | GroupUnavailable]:
         """Every group as the cluster has it (these groups have no delivery limit)."""
         read: dict[str, GroupInflight | GroupUnavailable] = {}

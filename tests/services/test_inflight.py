@@ -255,7 +255,7 @@ def test_groups_read_together_are_each_as_read_alone_in_requests_per_coordinator
     async def both(admin: ShareGroupAdmin) -> tuple[Any, ...]:
         with TailingStateSource(bed.settings.confluent_config(), group_ids=wanted) as source:
             service = InflightService(admin, source)
-            alone = await service.group(bed.group, log_start_offsets=False)
+            alone = await service.group(bed.group)
             with pytest.raises(GroupNotFound) as not_found:
                 await service.group(missing, log_start_offsets=False)
             client = admin.client
@@ -269,7 +269,7 @@ def test_groups_read_together_are_each_as_read_alone_in_requests_per_coordinator
                 return await attempt(connection, api_key, *rest)
 
             client._attempt = counted  # type: ignore[method-assign]  # noqa: SLF001
-            together = await service.groups(wanted)
+            together = await service.groups(wanted, log_start_offsets=True)
         return alone, not_found.value, together, sent, coordinators
 
     alone, not_found, together, sent, coordinators = bed.ask(both)
@@ -277,13 +277,15 @@ def test_groups_read_together_are_each_as_read_alone_in_requests_per_coordinator
     assert together[bed.group] == alone
     assert isinstance(together[missing], GroupNotFound)
     assert str(together[missing]) == str(not_found)
+    assert all(each.log_start_offset is not None for each in alone.partitions)
     # The descriptions once for the list and once for the offsets, per coordinator, and
-    # every group's end offsets in one ListOffsets per leader; the offsets per group.
+    # every group's end and log start offsets in a ListOffsets per leader each; the
+    # offsets per group.
     nodes = {getattr(each, "node_id", None) for each in coordinators.values()}
     assert sent.count(SHARE_GROUP_DESCRIBE) <= 2 * len(nodes)
     assert sent.count(DESCRIBE_SHARE_GROUP_OFFSETS) == 1  # the missing group is not asked
     leaders = bed.ask(lambda admin: admin.client.metadata(list(bed.topics.values())))
-    assert sent.count(LIST_OFFSETS) <= len(leaders.brokers)
+    assert sent.count(LIST_OFFSETS) <= 2 * len(leaders.brokers)
 
 
 # --------------------------------------------------------------------------- the source

@@ -55,14 +55,22 @@ class _Service:
     def __init__(self) -> None:
         self.read_together: list[list[str]] = []
 
-    async def groups(self, group_ids: Sequence[str]) -> dict[str, Any]:
+    async def groups(
+        self, group_ids: Sequence[str], *, log_start_offsets: bool = False
+    ) -> dict[str, Any]:
         self.read_together.append(list(group_ids))
         read: dict[str, Any] = {}
         for group_id in group_ids:
             try:
-                read[group_id] = await self.group(group_id, log_start_offsets=False)
+                group = await self.group(group_id, log_start_offsets=False)
             except GroupUnavailable as failed:
                 read[group_id] = failed
+                continue
+            if log_start_offsets:  # every group's in one lookup, as the service asks them
+                partitions = [TopicPartition(p.topic, p.partition) for p in group.partitions]
+                starts = await self.admin.log_offsets(partitions, EARLIEST_TIMESTAMP)
+                group = group.with_log_start_offsets(starts.offsets)
+            read[group_id] = group
         return read
 
     async def group(self, group_id: str, *, log_start_offsets: bool = True) -> Any:
