@@ -33,9 +33,9 @@ from kshare_cli.render.output_formats import (
     add_row,
     dispatch,
     error_document,
-    failed_group_csv_row,
     java_row,
     new_table,
+    per_group_csv_rows,
     table_text,
 )
 
@@ -442,51 +442,47 @@ def state_rows(descriptions: GroupDescriptions) -> list[dict[str, Any]]:
 
 
 def _member_csv_rows(descriptions: GroupDescriptions) -> list[tuple[Any, ...]]:
-    rows: list[tuple[Any, ...]] = []
-    for result in descriptions.sorted():
-        if isinstance(result, GroupFailure):
-            rows.append(failed_group_csv_row(result.group_id, result.error, MEMBERS_CSV_HEADER))
-            continue
-        for member in result.members:
-            rows.append(
-                (
-                    result.group_id,
-                    member.member_id,
-                    member.client_id,
-                    member.host,
-                    member.rack,
-                    member.member_epoch,
-                    member.partition_count,
-                    member.assignment_text,
-                    ";".join(member.subscribed_topics),
-                    None,
-                )
-            )
-    return rows
+    return per_group_csv_rows(descriptions.sorted(), MEMBERS_CSV_HEADER, _member_cells)
+
+
+def _member_cells(group: GroupDescription) -> list[tuple[Any, ...]]:
+    return [
+        (
+            group.group_id,
+            member.member_id,
+            member.client_id,
+            member.host,
+            member.rack,
+            member.member_epoch,
+            member.partition_count,
+            member.assignment_text,
+            ";".join(member.subscribed_topics),
+            None,
+        )
+        for member in group.members
+    ]
 
 
 def _state_csv_rows(descriptions: GroupDescriptions) -> list[tuple[Any, ...]]:
-    rows: list[tuple[Any, ...]] = []
-    for result in descriptions.sorted():
-        if isinstance(result, GroupFailure):
-            rows.append(failed_group_csv_row(result.group_id, result.error, STATE_CSV_HEADER))
-            continue
-        coordinator = result.coordinator
-        rows.append(
-            (
-                result.group_id,
-                result.state,
-                coordinator.node_id if coordinator else None,
-                coordinator.host if coordinator else None,
-                coordinator.port if coordinator else None,
-                result.group_epoch,
-                result.assignment_epoch,
-                result.assignor,
-                result.member_count,
-                None,
-            )
+    return per_group_csv_rows(descriptions.sorted(), STATE_CSV_HEADER, _state_cells)
+
+
+def _state_cells(group: GroupDescription) -> list[tuple[Any, ...]]:
+    coordinator = group.coordinator
+    return [
+        (
+            group.group_id,
+            group.state,
+            coordinator.node_id if coordinator else None,
+            coordinator.host if coordinator else None,
+            coordinator.port if coordinator else None,
+            group.group_epoch,
+            group.assignment_epoch,
+            group.assignor,
+            group.member_count,
+            None,
         )
-    return rows
+    ]
 
 
 _MEMBERS_VIEW: Final = _View(

@@ -34,10 +34,10 @@ from kshare_cli.render.output_formats import (
     dispatch,
     error_cell,
     error_document,
-    failed_group_csv_row,
     java_row,
     new_table,
     or_dash,
+    per_group_csv_rows,
     table_text,
 )
 
@@ -333,23 +333,21 @@ def offsets_rows(offsets: ShareGroupOffsets) -> list[dict[str, Any]]:
 
 
 def _csv_rows(offsets: ShareGroupOffsets) -> list[tuple[Any, ...]]:
-    rows: list[tuple[Any, ...]] = []
-    for result in offsets.sorted():
-        if isinstance(result, GroupFailure):
-            rows.append(failed_group_csv_row(result.group_id, result.error, CSV_HEADER))
-            continue
-        for offset in result.partitions:
-            rows.append(
-                (
-                    result.group_id,
-                    offset.topic,
-                    offset.partition,
-                    offset.start_offset,
-                    offset.end_offset,
-                    offset.lag,
-                    offset.lag_source,
-                    offset.leader_epoch,
-                    error_cell(offset.error),
-                )
-            )
-    return rows
+    return per_group_csv_rows(offsets.sorted(), CSV_HEADER, _offset_cells)
+
+
+def _offset_cells(group: GroupOffsets) -> list[tuple[Any, ...]]:
+    return [
+        (
+            group.group_id,
+            offset.topic,
+            offset.partition,
+            offset.start_offset,
+            offset.end_offset,
+            offset.lag,
+            offset.lag_source,
+            offset.leader_epoch,
+            error_cell(offset.error),
+        )
+        for offset in group.partitions
+    ]

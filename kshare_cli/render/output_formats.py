@@ -18,12 +18,16 @@ import io
 import json
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kshare_cli.output_format import OutputFormat as OutputFormat
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from kshare_cli.admin.models import GroupFailure
+
+G = TypeVar("G")
 
 #: Used when a caller gives no terminal width (a pipe, a file, a test): in effect
 #: unbounded, so a table is as wide as its content and no id is ever folded.
@@ -132,6 +136,24 @@ def failed_group_csv_row(group_id: str, error: Any, header: Sequence[str]) -> tu
     """A group that failed, as one CSV row under ``header``: its id first, its error in the
     last column, the cells between empty."""
     return (group_id, *([None] * (len(header) - 2)), error_cell(error))
+
+
+def per_group_csv_rows(
+    results: Iterable[G | GroupFailure],
+    header: Sequence[str],
+    rows_of: Callable[[G], Iterable[tuple[Any, ...]]],
+) -> list[tuple[Any, ...]]:
+    """Each group's CSV rows in turn (``rows_of``), a group that failed as one row naming
+    its error (:func:`failed_group_csv_row`): a script sees every group it asked for."""
+    from kshare_cli.admin.models import GroupFailure  # loaded already: the results hold it
+
+    rows: list[tuple[Any, ...]] = []
+    for result in results:
+        if isinstance(result, GroupFailure):
+            rows.append(failed_group_csv_row(result.group_id, result.error, header))
+        else:
+            rows.extend(rows_of(result))
+    return rows
 
 
 class TextTable:
