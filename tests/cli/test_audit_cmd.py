@@ -37,7 +37,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -766,9 +766,14 @@ def test_follow_prints_the_rows_of_new_state_records_until_sigint(
     )
     reader.start()
     try:
-        # The rows so far come first (the batch prints them at once) ...
-        wait_for(lambda: lines, timeout=240, interval=0.2, what="the first rows")
-        time.sleep(1)
+        # The rows so far come first (the batch prints them at once), ending with the one
+        # row it dates by the log end offsets (one share-partition: its last state) ...
+        wait_for(
+            lambda: any(line["lag_basis"] == "end_offsets" for line in lines),
+            timeout=240,
+            interval=0.2,
+            what="the batch's rows up to its last",
+        )
         before = len(lines)
         newest = max(line["state_offset"] for line in lines)
         assert lines[-1]["log_end_offset"] == 2 and lines[-1]["lag"] == 0
@@ -881,12 +886,22 @@ def test_follow_archived_emits_each_newly_archived_record_once(
     try:
         second = queue.feed({0: ACCEPT, 1: REJECT, 2: REJECT})
         wait_for(lambda: len(emitted) >= 2, timeout=120, interval=0.2, what="new archived rows")
-        time.sleep(3)  # a later micro-batch must not repeat them
+        # Spark runs a micro-batch only for new state records: a third round's record,
+        # rejected after the second round's rows came, is carried by a later micro-batch
+        # than theirs; once its row is there, those micro-batches have passed.
+        (third,) = queue.feed({0: REJECT})
+        wait_for(
+            lambda: third.offset in [each.offset for each in emitted],
+            timeout=120,
+            interval=0.2,
+            what="the third round's archived row",
+        )
     finally:
         follow.stop()
     assert follow.failure is None
+    # Each archived record once: the micro-batches after the second round's repeated none.
     assert sorted((each.offset, each.value, each.delivery_count) for each in emitted) == [
-        (record.offset, record.value, 1) for record in second[1:]
+        (record.offset, record.value, 1) for record in [*second[1:], third]
     ]
 
 
@@ -918,7 +933,13 @@ def test_follow_deliveries_emits_only_the_ranges_whose_outcome_changed(
             return all(got.get(offset) == outcome for offset, outcome in wanted.items())
 
         wait_for(arrived, timeout=120, interval=0.2, what=f"the new ranges {wanted}")
-        time.sleep(3)  # a later micro-batch must not repeat them
+        # Spark runs a micro-batch only for new state records: a third round's record,
+        # rejected after the second round's ranges came, is carried by a later micro-batch
+        # than theirs (with the write that moves the start offset past the second round);
+        # once its range is there, those micro-batches have passed.
+        (third,) = queue.feed({0: REJECT})
+        wanted[third.offset] = (1, "archived")
+        wait_for(arrived, timeout=120, interval=0.2, what=f"the third round's range {wanted}")
     finally:
         follow.stop()
     assert follow.failure is None
@@ -1014,7 +1035,7 @@ def test_follow_with_dlq_topic_produces_each_archived_record_once_until_sigint(
             interval=0.2,
             what=f"the batch's dead letter (stderr: {errors})",
         )
-        time.sleep(1)
+        # The follow reads the state topic from where the batch stopped: no head start.
         second = queue.feed({0: ACCEPT, 1: REJECT, 2: REJECT})
         wait_for(
             lambda: len(_read_all(bed.cluster, dlq)) >= 3,
@@ -1022,7 +1043,17 @@ def test_follow_with_dlq_topic_produces_each_archived_record_once_until_sigint(
             interval=0.5,
             what="the follow's dead letters",
         )
-        time.sleep(3)  # a later micro-batch must not produce them again
+        # Spark runs a micro-batch only for new state records: a third round's record,
+        # rejected once the second round's dead letters are there, is carried by a later
+        # micro-batch than theirs; once its dead letter is there, those have passed.
+        third = queue.feed({0: REJECT})
+        its_offset = ("__dlq.errors.offset", str(third[0].offset).encode())
+        wait_for(
+            lambda: any(its_offset in (m.headers() or ()) for m in _read_all(bed.cluster, dlq)),
+            timeout=120,
+            interval=0.5,
+            what="the third round's dead letter",
+        )
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == ExitCode.OK, errors
     finally:
@@ -1030,7 +1061,7 @@ def test_follow_with_dlq_topic_produces_each_archived_record_once_until_sigint(
             process.kill()
             process.wait(10)
     assert process.stdout is not None and process.stdout.read() == ""
-    archived = [first[0], second[1], second[2]]
+    archived = [first[0], second[1], second[2], third[0]]
     assert sorted(
         (message.key(), message.value(), tuple(message.headers() or ()))
         for message in _read_all(bed.cluster, dlq)
@@ -1120,7 +1151,12 @@ def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
     kshare.extra_env["SPARK_CONF_DIR"] = str(configuration)
     with _spark_starting(argv, kshare, temporary) as process:
         if moment == "starting":
-            time.sleep(0.5)
+            wait_for(
+                lambda: _jvms_of(process.pid) or process.poll() is not None,
+                timeout=120,
+                interval=0.05,
+                what="Spark's launcher to run java",
+            )
             assert not _python_workers_of(process.pid), "the JVM started too soon"
         else:
             wait_for(
@@ -1194,9 +1230,23 @@ def _spark_jobs(events: Path) -> dict[int, tuple[int, str | None]]:
 
 
 def _python_workers_of(pid: int) -> list[int]:
-    """PySpark's Python worker daemons descending from process pid (Linux's /proc)."""
+    """PySpark's Python worker daemons descending from process pid."""
+    return _descendants_of(
+        pid, lambda command: b"pyspark.daemon" in command or b"pyspark.worker" in command
+    )
+
+
+def _jvms_of(pid: int) -> list[int]:
+    """The java processes descending from process pid (Spark's launcher, then its JVM;
+    kshare's own ``java -version`` check has ended before Spark's log file exists)."""
+    return _descendants_of(pid, lambda command: command.split(b"\0")[0].endswith(b"java"))
+
+
+def _descendants_of(pid: int, runs: Callable[[bytes], bool]) -> list[int]:
+    """The processes descending from process pid whose command line (NUL-separated
+    arguments) runs accepts (Linux's /proc)."""
     parents: dict[int, int] = {}
-    workers = []
+    found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
@@ -1205,8 +1255,8 @@ def _python_workers_of(pid: int) -> list[int]:
             continue
         child = int(stat.parent.name)
         parents[child] = int(fields[1])
-        if b"pyspark.daemon" in command or b"pyspark.worker" in command:
-            workers.append(child)
+        if runs(command):
+            found.append(child)
 
     def descends(child: int) -> bool:
         while child > 1:
@@ -1215,7 +1265,7 @@ def _python_workers_of(pid: int) -> list[int]:
                 return True
         return False
 
-    return [worker for worker in workers if descends(worker)]
+    return [each for each in found if descends(each)]
 
 
 def _holders(directory: Path) -> list[int]:
