@@ -1120,12 +1120,13 @@ def test_since_keeps_only_what_happened_from_then_on(
 def test_ctrl_c_while_spark_starts_or_runs_is_one_line_exit_130(
     story: Story, kshare: Kshare, tmp_path: Path, moment: str
 ) -> None:
-    """SIGINT while the JVM starts (its log file exists, in this test's TMPDIR, and no Python
-    worker yet) or while a job runs (the JVM has started its first Python worker, which the
-    Kafka source's read needs): one line, exit 130, no py4j traces, no JVM left behind, and
-    no Spark job ran to its end after the SIGINT (Spark's event log says so: the Python
-    worker plans the Kafka source's read before any job, and the audit's jobs all ran to
-    their end after a Ctrl-C there, minutes on a real cluster's state topic)."""
+    """SIGINT while the JVM starts (its log file exists, in this test's TMPDIR, Spark's launcher
+    runs java, and no Python worker yet) or while a job runs (the JVM has started its first
+    Python worker, which the Kafka source's read needs): one line, exit 130, no py4j traces,
+    no JVM left behind, and no Spark job ran to its end after the SIGINT (Spark's event log
+    says so: the Python worker plans the Kafka source's read before any job, and the audit's
+    jobs all ran to their end after a Ctrl-C there, minutes on a real cluster's state
+    topic)."""
     argv = [
         str(KSHARE),
         "audit",
