@@ -149,9 +149,8 @@ def _resolve(batches: list[StateBatch]) -> list[StateBatch]:
     """
     settled: list[StateBatch] = []
     pieces: list[_Entry] = []
-    stream_length = len(batches)
-    next_index = 1
-    head_batch: StateBatch | None = batches[0]
+    stream = iter(batches)
+    head_batch: StateBatch | None = next(stream)
     head: _Entry | None = _entry(batches[0])
     heappop = heapq.heappop
     heappush = heapq.heappush
@@ -164,21 +163,15 @@ def _resolve(batches: list[StateBatch]) -> list[StateBatch]:
             earlier_batch = None
         elif head is not None:
             earlier, earlier_batch = head, head_batch
-            head = None
-            if next_index < stream_length:
-                head_batch = batches[next_index]
-                head = _entry(head_batch)
-                next_index += 1
+            head_batch = next(stream, None)
+            head = None if head_batch is None else _entry(head_batch)
         else:
             break
         while pieces and pieces[0] == earlier:
             heappop(pieces)
         while head is not None and head == earlier:
-            head = None
-            if next_index < stream_length:
-                head_batch = batches[next_index]
-                head = _entry(head_batch)
-                next_index += 1
+            head_batch = next(stream, None)
+            head = None if head_batch is None else _entry(head_batch)
 
         # Look at the next one.
         later_is_piece = bool(pieces) and (head is None or pieces[0] <= head)
@@ -200,11 +193,8 @@ def _resolve(batches: list[StateBatch]) -> list[StateBatch]:
         while pieces and pieces[0] == later:
             heappop(pieces)
         while head is not None and head == later:
-            head = None
-            if next_index < stream_length:
-                head_batch = batches[next_index]
-                head = _entry(head_batch)
-                next_index += 1
+            head_batch = next(stream, None)
+            head = None if head_batch is None else _entry(head_batch)
         if same_delivery:
             heappush(pieces, (first, max(last, later_last), count, state))
         else:
