@@ -40,7 +40,11 @@ here, ``--master``), warmed up on one of the 16 files (JVM, Python workers,
 imports), then each transform over all files, forced with Spark's ``noop``
 sink (everything computed, nothing collected); medians over the rounds.
 Records/s per core is a master's rate over the cores it runs tasks on, set
-beside the baseline's rate of the same rounds. Shuffle partitions are 2x the
+beside the baseline's rate of the same rounds. For local masters it also
+prints the cores the session kept busy (CPU seconds of its JVM and Python
+workers over the wall time): local[1] keeps more than one busy, its JVM task
+thread and its Python worker running side by side, which bounds what
+local[2] can add on a two-core machine. Shuffle partitions are 2x the
 share-partitions and adaptive coalescing is off, so each share-partition's
 pass is its own task and two cores can share them evenly.
 """
@@ -50,6 +54,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import multiprocessing
+import os
 import random
 import shutil
 import statistics
@@ -235,11 +240,38 @@ def _run_master(master: str, directory: Path, share_partitions: int) -> dict[str
         timings: dict[str, float] = {}
         for name, action in steps(str(directory)).items():
             started = time.perf_counter()
+            cpu = tree_cpu_seconds()
             action()
             timings[name] = time.perf_counter() - started
+            timings[f"{name} cpu"] = tree_cpu_seconds() - cpu
         return timings
     finally:
         spark.stop()
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds of this process and all its descendants (the JVM Spark started and its
+    Python workers, those it already reaped included), from /proc: how many cores a
+    local master really kept busy. Executors of a cluster are not descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    seconds: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        seconds[int(entry)] = sum(int(value) for value in fields[11:15]) / tick
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += seconds.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return total
 
 
 def _spin(_: int) -> int:
@@ -354,15 +386,17 @@ def report(
         for master, cores in masters.items():
             seconds = results[master][name]
             per_core = count / seconds / cores
+            busy = results[master][f"{name} cpu"] / seconds
             print(
                 f"{name:<18} {master:<24} {seconds:6.1f} s {count / seconds:>10,.0f} rec/s   "
                 f"per core {per_core:>9,.0f} rec/s = {per_core / replay_rate:4.2f} x the replay "
                 f"(target >= {TARGET_PER_CORE})"
+                + (f"   {busy:4.2f} cores busy" if master.startswith("local") else "")
             )
         one, two = results["local[1]"][name], results["local[2]"][name]
         print(f"{name:<18} local[2]/local[1] {one / two:4.2f}")
-    total_one = sum(results["local[1]"].values())
-    total_two = sum(results["local[2]"].values())
+    total_one = sum(results["local[1]"][name] for name in ("decode+replay", "decode+deliveries"))
+    total_two = sum(results["local[2]"][name] for name in ("decode+replay", "decode+deliveries"))
     print(
         f"decode+replay+deliveries  local[1] {total_one:6.1f} s   local[2] {total_two:6.1f} s   "
         f"ratio {total_one / total_two:4.2f} (target >= {TARGET_RATIO} where two processes "
