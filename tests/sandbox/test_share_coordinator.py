@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka import (
+    AcknowledgeType,
+    Consumer,
+    KafkaError,
+    Producer,
+    ShareConsumer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -83,7 +90,17 @@ class StateTopic:
 
 
 def read_state_topic(bootstrap: str, timeout: float = 30) -> StateTopic:
-    """Every record of the state topic, from each partition's log start to its end."""
+    """Every record of the state topic, from each partition's log start to its end.
+
+    The coordinator prunes while the test reads: a log start that moves between the
+    watermarks and the fetch answers OFFSET_OUT_OF_RANGE, and the read starts again from
+    the new log start (what any reader of a pruned topic does)."""
+    return wait_for(
+        lambda: _read_state_topic_once(bootstrap, timeout), timeout, what="a whole state topic read"
+    )
+
+
+def _read_state_topic_once(bootstrap: str, timeout: float) -> StateTopic | None:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -104,9 +121,16 @@ def read_state_topic(bootstrap: str, timeout: float = 30) -> StateTopic:
         records: dict[int, Partition] = {p: {} for p in wanted}
         consumer.assign([TopicPartition(SHARE_STATE_TOPIC, p, log_start[p]) for p in wanted])
 
+        pruned = False
+
         def done() -> bool:
+            nonlocal pruned
             for message in consumer.consume(500, 0.2):
-                assert message.error() is None, message.error()
+                error = message.error()
+                if error is not None and error.code() == KafkaError._AUTO_OFFSET_RESET:
+                    pruned = True
+                    return True
+                assert error is None, error
                 partition, offset = message.partition(), message.offset()
                 assert partition is not None and offset is not None
                 key = message.key()
@@ -117,7 +141,7 @@ def read_state_topic(bootstrap: str, timeout: float = 30) -> StateTopic:
             )
 
         wait_for(done, timeout, interval=0, what="the state topic read to its end")
-        return StateTopic(log_start, records)
+        return None if pruned else StateTopic(log_start, records)
     finally:
         consumer.close()
 
