@@ -97,6 +97,13 @@ __all__ = [
     "inflight",
 ]
 
+#: Up to this many groups, ``InflightService.groups`` reads each on its own, side by side.
+#: Read together, the groups wait for each other phase by phase (the state read, then the
+#: offsets), and with a broker hung the phases' waits add up: ``kshare health G1 G2 G3``
+#: went past a 10 s --timeout where the groups read alone each finished within it. The
+#: batching is for the exporter's thousands, where one request per group costs the refresh.
+READ_ALONE_UP_TO: Final = 20
+
 _ZERO_UUID: Final = uuid.UUID(int=0)
 
 
@@ -257,10 +264,10 @@ class InflightService:
         DescribeShareGroupOffsets stays one request per group (Kafka serves a batch of
         groups one after the other). A group whose offsets its coordinator held, and
         every group of a source that reads by placement, is read on its own with
-        :meth:`group`.
+        :meth:`group`; so is every group of a set of at most ``READ_ALONE_UP_TO``.
         """
         wanted = list(dict.fromkeys(group_ids))
-        if not wanted or isinstance(self._state, PlacedStateSource):
+        if len(wanted) <= READ_ALONE_UP_TO or isinstance(self._state, PlacedStateSource):
             read = dict(zip(wanted, await asyncio.gather(*map(self._one, wanted)), strict=True))
             return await self._with_log_starts(read) if log_start_offsets else read
         admin = self._admin
@@ -272,7 +279,10 @@ class InflightService:
             stated_delivery_count_limits(admin, wanted),
         )
         found, read, held = self._sorted_out(wanted, descriptions, offsets)
-        read.update(zip(held, await asyncio.gather(*map(self._one, held)), strict=True))
+        # A held group is read from the state topic with the failure in hand: asking its
+        # coordinator again (``group``) waited out a second hold, and with it --timeout.
+        rereads = (self._held(group_id, failure) for group_id, failure in held.items())
+        read.update(zip(held, await asyncio.gather(*rereads), strict=True))
         rows = [row for _, listed in found.values() for row in listed.partitions]
         (topic_ids, _), log_starts = await asyncio.gather(
             self._topics(sorted({row.topic for row in rows})),
@@ -304,13 +314,13 @@ class InflightService:
     ) -> tuple[
         dict[str, tuple[GroupDescription, GroupOffsets]],
         dict[str, GroupInflight | GroupUnavailable],
-        list[str],
+        dict[str, GroupFailure],
     ]:
         """The groups read whole, the groups failed (each with its error), and the groups
         whose offsets their coordinator may have held (to read from the state topic)."""
         found: dict[str, tuple[GroupDescription, GroupOffsets]] = {}
         failed: dict[str, GroupInflight | GroupUnavailable] = {}
-        held: list[str] = []
+        held: dict[str, GroupFailure] = {}
         # Indexed once: the results' own ``get`` scans them (10,000 groups: 10^8 steps).
         described_by_id = {each.group_id: each for each in descriptions}
         listed_by_id = {each.group_id: each for each in offsets}
@@ -321,7 +331,7 @@ class InflightService:
                 and isinstance(described, GroupDescription)
                 and self._may_be_held(listed)
             ):
-                held.append(group_id)
+                held[group_id] = listed
             elif isinstance(described, GroupFailure):
                 failed[group_id] = group_error(described)
             elif isinstance(listed, GroupFailure):
@@ -358,6 +368,14 @@ class InflightService:
             else answer
             for group_id, answer in read.items()
         }
+
+    async def _held(self, group_id: str, failure: GroupFailure) -> GroupInflight | GroupUnavailable:
+        """A group whose offsets its coordinator held, from the state topic; its failure
+        as an answer."""
+        try:
+            return await self._from_state_topic(group_id, (), failure, False)
+        except GroupUnavailable as unavailable:
+            return unavailable
 
     async def _one(self, group_id: str) -> GroupInflight | GroupUnavailable:
         """:meth:`group` without the log start offsets, its failure as an answer."""
