@@ -21,4 +21,7 @@ if [ -n "$missing" ]; then
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-exec .venv/bin/python -m pytest "$@"
+# Three workers, a test module per worker at a time (modules share their beds: a three-node
+# cluster, a Spark session): the suite mostly waits, so three share two cores well. Pass
+# -n 0 to run in one process.
+exec .venv/bin/python -m pytest -n 3 --dist loadfile "$@"
