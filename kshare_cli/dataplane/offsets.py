@@ -9,7 +9,7 @@ own clients retry such errors; each of kshare's readers (the dead-letter reader,
 the state tailer, the Spark source) does it here, once: an error
 :func:`~kshare_cli.dataplane.errors.is_retriable` calls retriable is asked again
 after a short backoff, until the caller's deadline, and then the last error is
-raised. Anything else ends the read at once, as before. A topic's metadata
+raised. Anything else ends the read at once. A topic's metadata
 (``list_topics``) is asked again the same way: right after its creation a
 topic is listed with LEADER_NOT_AVAILABLE until its leader is elected.
 

@@ -443,7 +443,7 @@ class InflightService:
         the lag by KIP-1226's rule from them (``lag_source`` ``state``).
 
         A coordinator that does not describe the group either is not holding: the
-        offsets' failure is raised, as before.
+        offsets' failure is raised.
         """
         admin = self._admin
         described = (await admin.describe_groups([group_id])).get(group_id)

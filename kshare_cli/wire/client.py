@@ -668,7 +668,7 @@ class KafkaClient:
                 try:
                     return await asyncio.shield(pending)
                 except _NotShared:
-                    pass  # that request failed: this one asks on its own, as before
+                    pass  # that request failed: this one asks on its own
 
             def body(version: int) -> Mapping[str, Any]:
                 names: list[dict[str, Any]] | None
