@@ -67,8 +67,9 @@ async def stated_delivery_count_limit(
     """:func:`delivery_count_limit` with the config that stated it; the one lookup of the limit."""
     client = admin.client
     metadata = await client.metadata([])
-    # Lowest id first (one broker answers for all); a broker that is down or silent is passed over for the
-    # next: the limit only scales the strips, so it never holds a refresh for long.
+    # Lowest id first (one broker answers for all); a broker that is down or silent is
+    # passed over for the next: the limit only scales the strips, so it never holds a
+    # refresh for long.
     for node in sorted(metadata.brokers):
         try:
             async with asyncio.timeout(LIMIT_LOOKUP_S):
