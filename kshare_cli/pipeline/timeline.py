@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kshare_cli.pipeline.replay_columns import replayed_columns
+from kshare_cli.pipeline.replay_columns import WINDOW_FIGURES, replayed_columns
 from kshare_cli.pipeline.state_records import (
     ARROW_TYPES,
     NAMED_SHARE_PARTITION_FIELDS,
@@ -254,20 +254,9 @@ def _replayed_records(table: Any, schema: StructType, *, with_batches: bool) -> 
     return pa.Table.from_arrays(arrays, names=schema.fieldNames())
 
 
-_STATE_OUTPUTS: Final = (
-    "snapshot_epoch",
-    "state_epoch",
-    "leader_epoch",
-    "start_offset",
-    "delivery_complete_count",
-    "end_offset",
-    "available",
-    "acknowledged",
-    "archived",
-    "archiving",
-    "unrecorded",
-    "max_delivery_count",
-)
+#: The state figures a replayed record carries, in REPLAYED_SCHEMA's order: the same
+#: names whichever replay (column by column or record by record) computed them.
+_STATE_OUTPUTS: Final = WINDOW_FIGURES
 
 
 def _state_summary(state: SharePartitionState) -> tuple[int, ...]:
