@@ -34,6 +34,10 @@ from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
+#: A broker stopped or hung against --timeout: run alone, after the parallel part
+#: (scripts/test.sh), so other workers' load does not eat the budgets it asserts.
+pytestmark = pytest.mark.faults
+
 #: A partial answer under --timeout 30s must come well before it: a silent broker costs
 #: each step that needs it at most the 5 s branch bound (the listing, then a group
 #: coordinator holding DescribeShareGroupOffsets on it), once per command.

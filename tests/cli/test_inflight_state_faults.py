@@ -25,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -44,6 +45,10 @@ from tests.support.fault_beds import (
 )
 from tests.support.sandbox import StartCluster
 from tests.support.waiting import wait_for
+
+#: A broker stopped or hung against --timeout: run alone, after the parallel part
+#: (scripts/test.sh), so other workers' load does not eat the budgets it asserts.
+pytestmark = pytest.mark.faults
 
 #: The node stopped: it leads one state partition of the victim group, nothing else used.
 VICTIM = 2

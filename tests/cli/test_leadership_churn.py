@@ -45,6 +45,10 @@ from tests.support.fault_beds import (
 from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
 
+#: A broker stopped or hung against --timeout: run alone, after the parallel part
+#: (scripts/test.sh), so other workers' load does not eat the budgets it asserts.
+pytestmark = pytest.mark.faults
+
 RUNS = 100
 ALL_GROUPS_RUNS = 200
 #: Groups of the --all-groups test: this many sets of one group per node.

@@ -46,6 +46,10 @@ from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
+#: A broker stopped or hung against --timeout: run alone, after the parallel part
+#: (scripts/test.sh), so other workers' load does not eat the budgets it asserts.
+pytestmark = pytest.mark.faults
+
 RECORDS_PER_PARTITION = 4
 GROUPS = 10
 VICTIM = 2
