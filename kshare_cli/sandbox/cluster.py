@@ -109,6 +109,10 @@ class ControllerState:
         self._leaderships: dict[tuple[str, int], Leadership] = {}
         self._next_start = 0
         self._loading_until: dict[tuple[str, int], float] = {}
+        #: Per topic, the latest moment any of its partitions loads until: whether a
+        #: partition loads is asked for every share-partition of every answer, and
+        #: naming its state partition costs a hash of its key.
+        self._topic_loading_until: dict[str, float] = {}
         internal = min(INTERNAL_REPLICATION_FACTOR, node_count)
         self.assign(GROUP_METADATA_TOPIC, GROUP_METADATA_PARTITIONS, internal)
 
@@ -182,7 +186,9 @@ class ControllerState:
         leadership.leader = leader
         leadership.epoch += 1
         if leader != -1 and topic in (GROUP_METADATA_TOPIC, SHARE_STATE_TOPIC):
-            self._loading_until[(topic, partition)] = self._clock() + self.coordinator_load_s
+            until = self._clock() + self.coordinator_load_s
+            self._loading_until[(topic, partition)] = until
+            self._topic_loading_until[topic] = max(until, self._topic_loading_until.get(topic, 0.0))
 
     # -- fencing -----------------------------------------------------------------
 
@@ -251,6 +257,11 @@ class ControllerState:
     def loading(self, topic: str, partition: int) -> bool:
         """Whether a coordinator partition's new leader is still loading it."""
         return self._clock() < self._loading_until.get((topic, partition), 0.0)
+
+    def any_loading(self, topic: str) -> bool:
+        """Whether some partition of ``topic`` may still be loading (a cheap first test
+        before ``loading``, whose partition can cost more to name than the test)."""
+        return self._clock() < self._topic_loading_until.get(topic, 0.0)
 
     def group_coordinator_loading(self, node_id: int) -> bool:
         """Whether ``node_id`` is still loading a ``__consumer_offsets`` partition it leads.

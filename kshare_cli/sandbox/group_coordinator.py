@@ -369,12 +369,17 @@ class ShareGroupCoordinator:
 
     def expire_members(self, now_ms: int) -> list[RemovedMember]:
         """Fence every member whose session deadline has passed; what the timer does."""
-        removed: list[RemovedMember] = []
-        for group in list(self._groups.values()):
-            for member in list(group.members.values()):
-                if member.session_deadline_ms <= now_ms:
-                    removed.append(self._fence(group, member, "session expired"))
-        return removed
+        # Runs every timer tick (20 a second) over every group: the expired members are
+        # found without copying each group's members (10,000 groups, nearly all empty,
+        # cost the sandbox a tenth of its CPU), then fenced.
+        expired = [
+            (group, member)
+            for group in self._groups.values()
+            if group.members
+            for member in group.members.values()
+            if member.session_deadline_ms <= now_ms
+        ]
+        return [self._fence(group, member, "session expired") for group, member in expired]
 
     def next_session_deadline_ms(self) -> int | None:
         """The earliest session deadline, so the broker knows when to call expire_members."""

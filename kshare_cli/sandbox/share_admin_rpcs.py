@@ -372,7 +372,9 @@ def _partition_offset(
         # Kafka 4.2 computeShareGroupLagAndBuildResponse: a persister error is
         # "treated as absence of data, rather than an error": -1, 0, -1, NONE.
         return _offset_entry(partition, -1, 0, -1, ErrorCode.none)
-    if broker.cluster.loading(SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)):
+    if broker.cluster.any_loading(SHARE_STATE_TOPIC) and broker.cluster.loading(
+        SHARE_STATE_TOPIC, state_partition_for(key, SHARE_STATE_PARTITIONS)
+    ):
         # Its share coordinator moved a moment ago: Kafka 4.2 answered this
         # share-partition NOT_LEADER_OR_FOLLOWER until the move settled.
         return _offset_entry(partition, -1, -1, -1, ErrorCode.not_leader_or_follower)
@@ -412,6 +414,10 @@ async def _read_summaries(
     .readSummary`` waits on all of them, ``KafkaApis`` on all groups).
     """
     cluster = broker.cluster
+    if all(state is NodeState.RUNNING for state in cluster.states.values()):
+        # No share coordinator can be down: nothing to wait for, and no state partition
+        # to compute for every share-partition of every group asked.
+        return frozenset()
     keys = {
         key
         for wanted in wanted_groups
