@@ -127,10 +127,14 @@ class BatchAudit:
 class GroupState:
     """State-topic records as the Kafka source yields them, and per state-topic partition
     where a capture's records stop short of the next ones it kept (``capture.history_records``;
-    empty without a capture)."""
+    empty without a capture). whole_state_partitions: each input partition of records holds
+    every record of the state-topic partitions it reads (the audit's own read of the topic,
+    not a capture's files and the topic after them), so the per-share-partition passes need
+    no exchange (`state_records.per_share_partition`)."""
 
     records: DataFrame
     gaps: Mapping[int, int] = field(default_factory=dict)
+    whole_state_partitions: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +177,9 @@ def extract_state(spark: SparkSession, audit: BatchAudit) -> GroupState:
 
     scope = audit.scope
     if audit.history_dir is None:
-        return GroupState(jobs.extract_state_records(spark, audit.config, scope))
+        return GroupState(
+            jobs.extract_state_records(spark, audit.config, scope), whole_state_partitions=True
+        )
     from kshare_cli.pipeline.capture import history_records
 
     assert scope.state_end_offsets is not None
@@ -200,8 +206,18 @@ def audit_state(
     with _cached() as keep:
         records = keep(jobs.group_records(state.records, audit.scope))
         state_records = records.count()
-        history = jobs.collect_history(jobs.history_frame(spark, audit.scope, records, state.gaps))
-        transformed = transform(spark, audit, GroupState(records, state.gaps), keep)
+        # Filtered and cached, the records keep their input partitions.
+        group = dataclasses.replace(state, records=records)
+        history = jobs.collect_history(
+            jobs.history_frame(
+                spark,
+                audit.scope,
+                records,
+                state.gaps,
+                whole_state_partitions=state.whole_state_partitions,
+            )
+        )
+        transformed = transform(spark, audit, group, keep)
         written, dead_letters = load(transformed.frames[audit.job], audit)
         rows = collect(audit, transformed.frames)
         result = AuditResult(
@@ -256,7 +272,12 @@ def transform(spark: SparkSession, audit: BatchAudit, group: GroupState, keep: K
     replayed = None
     if AuditJob.TIMELINE in wanted:
         replayed = keep(
-            replay_states(group.records, **jobs.scope_filters(scope), with_batches=audit.follow)
+            replay_states(
+                group.records,
+                **jobs.scope_filters(scope),
+                with_batches=audit.follow,
+                whole_state_partitions=group.whole_state_partitions,
+            )
         )
         notes.extend(undecoded_in_timeline(replayed))
         frames[AuditJob.TIMELINE] = jobs.timeline_frame(
@@ -292,6 +313,7 @@ def _offset_ranges(
             since_ms=scope.since_ms,
             corrupt=skipped,
             gaps=group.gaps,
+            whole_state_partitions=group.whole_state_partitions,
         )
     )
     ranges.count()  # each share-partition's task once: the cache, and the count

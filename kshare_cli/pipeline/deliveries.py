@@ -31,6 +31,7 @@ from kshare_cli.pipeline.state_records import (
     arrow_schema,
     decoded_in_order,
     in_log_order,
+    per_share_partition,
     share_partition_records,
 )
 from kshare_cli.state.partitioning import kafka_uuid
@@ -110,6 +111,7 @@ def deliveries(
     since_ms: int | None = None,
     corrupt: Accumulator[int] | None = None,
     gaps: Mapping[int, int] | None = None,
+    whole_state_partitions: bool = False,
 ) -> DataFrame:
     """Per share-partition and offset range: highest delivery count and final state.
 
@@ -129,19 +131,22 @@ def deliveries(
     outcomes it restates were reached before it, at a time the topic no
     longer holds, and last_changed is null. gaps (state-topic partition ->
     the first offset read after records that could not be read) treats the
-    first record after a gap the same way.
+    first record after a gap the same way. whole_state_partitions is as
+    `timeline.replay_states` takes it.
     """
     since_us = None if since_ms is None else since_ms * 1000
     gap_after = dict(gaps or {})
 
-    def ranges(key: tuple[Any, ...], table: Any) -> Any:
+    def ranges(table: Any) -> Any:
         result, skipped = _share_partition_deliveries(table, since_us, gap_after)
         if corrupt is not None and skipped:
             corrupt.add(skipped)
         return result
 
     rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
-    return rows.groupBy("share_partition").applyInArrow(ranges, DELIVERIES_SCHEMA)
+    return per_share_partition(
+        rows, ranges, DELIVERIES_SCHEMA, whole_state_partitions=whole_state_partitions
+    )
 
 
 class _OffsetHistory:

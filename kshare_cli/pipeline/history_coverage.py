@@ -27,6 +27,7 @@ from kshare_cli.pipeline.models import HISTORY_GAP, HISTORY_PRUNED
 from kshare_cli.pipeline.state_records import (
     ARROW_TYPES,
     SHARE_PARTITION_FIELDS,
+    per_share_partition,
     share_partition_records,
 )
 from kshare_cli.state.partitioning import kafka_uuid
@@ -111,6 +112,7 @@ def state_history(
     group_ids: Collection[str] | None = None,
     topic_ids: Collection[str] | None = None,
     gaps: Mapping[int, int] | None = None,
+    whole_state_partitions: bool = False,
 ) -> DataFrame:
     """HISTORY_SCHEMA rows, one per share-partition the records name.
 
@@ -120,15 +122,18 @@ def state_history(
     bounds the unknown offsets (normally the very next snapshot). gaps is as
     `deliveries` takes it: a share-partition whose first record lies before a
     gap lost what the gap held; one that starts after it is judged by its
-    first record alone.
+    first record alone. whole_state_partitions is as `timeline.replay_states`
+    takes it.
     """
     gap_after = dict(gaps or {})
 
-    def judge(key: tuple[Any, ...], table: Any) -> Any:
+    def judge(table: Any) -> Any:
         return _share_partition_history(table, gap_after)
 
     rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
-    return rows.groupBy("share_partition").applyInArrow(judge, HISTORY_SCHEMA)
+    return per_share_partition(
+        rows, judge, HISTORY_SCHEMA, whole_state_partitions=whole_state_partitions
+    )
 
 
 def _share_partition_history(table: Any, gaps: Mapping[int, int]) -> Any:

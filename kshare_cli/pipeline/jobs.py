@@ -22,11 +22,12 @@ with the functions here.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kshare_cli.pipeline.archived import archived_offsets, archived_records
 from kshare_cli.pipeline.deliveries import deliveries
@@ -133,11 +134,21 @@ def state_read(
     )
 
 
+_WHOLE_PARTITION: Final = 2**62
+"""Offsets per input partition of the audit's state read: more than any partition holds."""
+
+
 def extract_state_records(
     spark: SparkSession, config: Mapping[str, str], scope: AuditScope
 ) -> DataFrame:
-    """The state topic's records (the Kafka source's columns) that can hold the group's state."""
-    return read_kafka(spark, state_read(config, scope), connector=scope.connector)
+    """The state topic's records (the Kafka source's columns) that can hold the group's state,
+    each state-topic partition read whole by one task: the per-share-partition passes then
+    need no exchange (`state_records.per_share_partition`), which cost the JVM more than
+    the reads' split saved."""
+    whole = dataclasses.replace(
+        state_read(config, scope), max_records_per_partition=_WHOLE_PARTITION
+    )
+    return read_kafka(spark, whole, connector=scope.connector)
 
 
 def group_records(records: DataFrame, scope: AuditScope) -> DataFrame:
@@ -359,12 +370,21 @@ def collect_archived(rows: DataFrame) -> tuple[ArchivedRecord, ...]:
 
 
 def history_frame(
-    spark: SparkSession, scope: AuditScope, records: DataFrame, gaps: Mapping[int, int]
+    spark: SparkSession,
+    scope: AuditScope,
+    records: DataFrame,
+    gaps: Mapping[int, int],
+    *,
+    whole_state_partitions: bool = False,
 ) -> DataFrame:
     """`history_coverage.state_history` of the group's records, with topic names."""
-    return with_topic_names(
-        state_history(records, **scope_filters(scope), gaps=gaps), topic_names_frame(spark, scope)
+    history = state_history(
+        records,
+        **scope_filters(scope),
+        gaps=gaps,
+        whole_state_partitions=whole_state_partitions,
     )
+    return with_topic_names(history, topic_names_frame(spark, scope))
 
 
 def collect_history(rows: DataFrame) -> tuple[SharePartitionHistory, ...]:

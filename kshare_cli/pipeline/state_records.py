@@ -5,7 +5,10 @@ The ground every audit transform stands on (`timeline`, `deliveries`,
 knows how a state record's bytes become Spark columns:
 
 * `state_records_of` / `share_partition_records`: a group's (and topic's)
-  records, chosen by comparing key bytes in Spark, grouped by share-partition;
+  records, chosen by comparing key bytes in Spark;
+* `per_share_partition`: a function over each share-partition's records,
+  grouped by Spark, or split by the Python workers where each input
+  partition holds whole state-topic partitions;
 * `decode_state_records`: the records of the state topic (the Kafka source's
   columns) -> one flat row per record, batches as an array of structs. A
   record that does not decode is a row with `error` set, never a failed job;
@@ -25,12 +28,15 @@ conversion per batch for nothing.
 from __future__ import annotations
 
 import base64
+import itertools
 import struct
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -75,7 +81,9 @@ __all__ = [
     "decode_state_records",
     "decoded_in_order",
     "in_log_order",
+    "per_share_partition",
     "share_partition_records",
+    "share_partition_tables",
     "state_records_of",
     "topic_uuid",
     "with_topic_names",
@@ -418,6 +426,74 @@ def share_partition_records(
         "value",
         F.expr("substring(key, 3, length(key) - 2)").alias("share_partition"),
     )
+
+
+def per_share_partition(
+    rows: DataFrame,
+    function: Callable[[Any], Any],
+    schema: StructType,
+    *,
+    whole_state_partitions: bool = False,
+) -> DataFrame:
+    """schema's rows of function's Arrow table for each share-partition's records (an Arrow
+    table of `share_partition_records`' columns).
+
+    By default Spark groups the records by share-partition: an exchange of
+    every record's bytes and a sort, in the JVM, that cost it more CPU than
+    the Python workers spend replaying. whole_state_partitions says each
+    input partition holds every record of each state-topic partition it
+    reads (as the audit's own read of the state topic does): Kafka keys the
+    state topic by share-partition, so every share-partition's records are
+    then all in one input partition, and each Python worker splits its own
+    partition's records (`share_partition_tables`): no exchange, no sort in
+    the JVM, and the share-partition column is never built. On any other
+    input (a capture's files and the topic after them, micro-batches) it
+    would cut share-partitions in pieces, so the default groups.
+    """
+    if not whole_state_partitions:
+
+        def grouped(key: tuple[Any, ...], table: Any) -> Any:
+            return function(table)
+
+        return rows.groupBy("share_partition").applyInArrow(grouped, schema)
+
+    def mapped(batches: Iterator[Any]) -> Iterator[Any]:
+        for table in share_partition_tables(batches):
+            yield from function(table).to_batches()
+
+    return rows.drop("share_partition").mapInArrow(mapped, schema)
+
+
+def share_partition_tables(batches: Iterable[Any]) -> Iterator[Any]:
+    """The records of Arrow batches (`share_partition_records`' columns but the
+    share-partition), one table per share-partition, each in log order."""
+    tables = [pa.Table.from_batches([batch]) for batch in batches if batch.num_rows]
+    if not tables:
+        return
+    table = pa.concat_tables(tables)
+    # The key without its record type: a snapshot's and an update's share-partition.
+    # (binary_slice needs a stop: without one pyarrow 26 fails to size its buffer.)
+    table = table.append_column(
+        _SPLIT_KEY, pc.binary_slice(table.column("key"), 2, _KEY_LENGTH_LIMIT)
+    )
+    table = table.sort_by(
+        [
+            (_SPLIT_KEY, "ascending"),
+            ("state_partition", "ascending"),
+            ("state_offset", "ascending"),
+        ]
+    )
+    keys = table.column(_SPLIT_KEY).combine_chunks()
+    table = table.drop_columns([_SPLIT_KEY])
+    count = len(keys)
+    changes = pc.not_equal(keys.slice(1), keys.slice(0, count - 1))
+    starts = [0, *(np.flatnonzero(changes.to_numpy(zero_copy_only=False)) + 1).tolist(), count]
+    for first, end in itertools.pairwise(starts):
+        yield table.slice(first, end - first)
+
+
+_SPLIT_KEY: Final = "_share_partition"
+_KEY_LENGTH_LIMIT: Final = 2**31 - 1
 
 
 def decoded_in_order(

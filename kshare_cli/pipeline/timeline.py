@@ -1,10 +1,11 @@
 """The timeline audit: each share-partition's state after every record, with its lag.
 
 * `replay_states`: per share-partition, in state-topic order, the state after
-  every record. Share-partitions are independent, so each is one group of a
-  grouped Arrow map that decodes and replays its undecoded records in one
-  pass with `replay.ShareStateReplayer`, and the work spreads over every
-  core; the shuffle carries the records' bytes, not a wide decoded row.
+  every record. Share-partitions are independent, so each is decoded and
+  replayed in one pass by one Python function
+  (`state_records.per_share_partition`: Spark groups the undecoded records,
+  or, where each input partition holds whole state-topic partitions, each
+  Python worker splits its own), and the work spreads over every core.
   `window.window_counts` counts (the figures of `window.InFlightWindow`).
   There is one replay, not two; what Spark adds is only where it runs.
 * `timeline`: the replayed states with topic names, log end offsets and lag
@@ -43,6 +44,7 @@ from kshare_cli.pipeline.state_records import (
     batches_array,
     decoded_in_order,
     in_log_order,
+    per_share_partition,
     share_partition_records,
     with_topic_names,
 )
@@ -134,6 +136,7 @@ def replay_states(
     group_ids: Collection[str] | None = None,
     topic_ids: Collection[str] | None = None,
     with_batches: bool = False,
+    whole_state_partitions: bool = False,
 ) -> DataFrame:
     """Per share-partition, the state after every record (REPLAYED_SCHEMA), in log order.
 
@@ -145,15 +148,17 @@ def replay_states(
     `records.decode_record` and replayed with `ShareStateReplayer` in one
     pass. A record that does not decode is a row with its error and the state
     unchanged. with_batches adds the replayed batches
-    (REPLAYED_WITH_BATCHES_SCHEMA).
+    (REPLAYED_WITH_BATCHES_SCHEMA). whole_state_partitions: each input
+    partition of records holds whole state-topic partitions, so no exchange
+    is needed (`state_records.per_share_partition`).
     """
     schema = REPLAYED_WITH_BATCHES_SCHEMA if with_batches else REPLAYED_SCHEMA
 
-    def replay(key: tuple[Any, ...], table: Any) -> Any:
+    def replay(table: Any) -> Any:
         return _replayed_table(table, schema, with_batches=with_batches)
 
     rows = share_partition_records(records, group_ids=group_ids, topic_ids=topic_ids)
-    return rows.groupBy("share_partition").applyInArrow(replay, schema)
+    return per_share_partition(rows, replay, schema, whole_state_partitions=whole_state_partitions)
 
 
 def _replayed_table(table: Any, schema: StructType, *, with_batches: bool) -> Any:
