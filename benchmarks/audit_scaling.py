@@ -14,9 +14,13 @@ What is measured: decode + replay and decode + deliveries, the
 per-share-partition passes the audit jobs run (``replay_states`` -- the
 timeline's base -- and ``deliveries`` -- the deliveries and archived jobs'
 base; each decodes the group's records, chosen in Spark by key bytes, in one
-Python function per share-partition), on the same records in every session.
-The replay gives the state after every record (the timeline needs each), the
-single-process baseline only the final state.
+Python function per share-partition), on the same records in every session:
+as an audit of the state topic runs them (each input partition a whole
+state-topic partition, which each Python worker splits by share-partition:
+``whole_state_partitions``), and, as "grouped", as an audit of a capture
+does (Spark's exchange and sort by share-partition). The replay gives the
+state after every record (the timeline needs each), the single-process
+baseline only the final state.
 
 What is not measured: the broker. The records are generated here as a
 share coordinator writes them (``ShareCoordinatorState``: an initial
@@ -26,9 +30,10 @@ folded into a snapshot every 500 updates as Kafka does), encoded with
 ``state.records.encode_record``, and written as Parquet files in exactly
 the shape the "kshare-kafka" source yields (key, value, topic,
 partition, offset, timestamp; each share-partition in the state-topic
-partition Kafka would put it in). Reading them through the sandbox instead
-would measure the sandbox -- one Python process serving Fetch -- and not the
-pipeline.
+partition Kafka would put it in; one file, and so one task, per state-topic
+partition, as the audit's read of the topic gives them). Reading them
+through the sandbox instead would measure the sandbox -- one Python process
+serving Fetch -- and not the pipeline.
 
 How: in rounds. Each round measures how much faster two plain Python
 processes run than one (the most local[2] can gain at that moment: the
@@ -36,23 +41,26 @@ machines this runs on are shared), then the baseline -- ``decode_record`` +
 ``ShareStateReplayer.apply`` over the same records in this process --, then
 each master in a fresh session of its own process (local[1], local[2],
 ``--standalone``'s cluster of one master and two one-core workers started
-here, ``--master``), warmed up on one of the 16 files (JVM, Python workers,
+here, ``--master``), warmed up on one of the files (JVM, Python workers,
 imports), then each transform over all files, forced with Spark's ``noop``
 sink (everything computed, nothing collected); medians over the rounds.
 Records/s per core is a master's rate over the cores it runs tasks on, set
 beside the baseline's rate of the same rounds. For local masters it also
 prints the cores the session kept busy (CPU seconds of its JVM and Python
-workers over the wall time): local[1] keeps more than one busy, its JVM task
-thread and its Python worker running side by side, which bounds what
-local[2] can add on a two-core machine. Shuffle partitions are 2x the
+workers over the wall time) and the JVM's and the Python workers' CPU
+seconds apart (a figure other load on the machine distorts less than the
+wall): what the JVM spends beside a busy Python worker is what bounds
+local[2]'s gain on a two-core machine (local[1] keeping 1 + j cores busy
+leaves local[2] at most 2 / (1 + j)). Shuffle partitions are 2x the
 share-partitions and adaptive coalescing is off, so each share-partition's
-pass is its own task and two cores can share them evenly.
+grouped pass is its own task and two cores can share them evenly.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import multiprocessing
 import os
 import random
@@ -67,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from kshare_cli.sandbox.share_coordinator_state import ShareCoordinatorState
@@ -85,6 +94,15 @@ BASE_MS = 1_767_225_600_000
 TARGET_RATIO = 1.6
 TARGET_CEILING = 1.8
 TARGET_PER_CORE = 0.5
+# (name, pass, whole_state_partitions): as an audit of the state topic runs each pass, then
+# as an audit of a capture does (grouped by Spark).
+TRANSFORMS = (
+    ("decode+replay", "replay", True),
+    ("decode+deliveries", "deliveries", True),
+    ("grouped replay", "replay", False),
+    ("grouped deliveries", "deliveries", False),
+)
+MAIN = ("decode+replay", "decode+deliveries")
 
 
 def generate(records: int, share_partitions: int) -> list[tuple[SharePartitionKey, StateRecord]]:
@@ -147,7 +165,8 @@ def generate(records: int, share_partitions: int) -> list[tuple[SharePartitionKe
 
 
 def write_parquet(log: list[tuple[SharePartitionKey, StateRecord]], directory: Path) -> int:
-    """The records as the Kafka source's columns, in 16 files (so reading them spreads)."""
+    """The records as the Kafka source's columns, a file per state-topic partition (one row
+    group each: Spark reads a row group in one task, so a file is never split)."""
     offsets: dict[int, int] = {}
     columns: dict[str, list[Any]] = {
         name: [] for name in ("key", "value", "topic", "partition", "offset", "timestamp")
@@ -173,10 +192,12 @@ def write_parquet(log: list[tuple[SharePartitionKey, StateRecord]], directory: P
             "timestamp": pa.array(columns["timestamp"], pa.timestamp("us", tz="UTC")),
         }
     )
-    files = 16
-    size = -(-table.num_rows // files)
-    for part in range(files):
-        pq.write_table(table.slice(part * size, size), directory / f"part-{part:02d}.parquet")
+    partitions = table.column("partition")
+    for partition in sorted(offsets):
+        rows = table.filter(pc.equal(partitions, partition))
+        pq.write_table(
+            rows, directory / f"partition-{partition:02d}.parquet", row_group_size=rows.num_rows
+        )
     return sum(
         len(key) + len(value or b"")
         for key, value in zip(columns["key"], columns["value"], strict=True)
@@ -215,6 +236,9 @@ def _run_master(master: str, directory: Path, share_partitions: int) -> dict[str
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": str(2 * share_partitions),
             "spark.sql.adaptive.coalescePartitions.enabled": "false",
+            # A task per file, as the Kafka source reads a task per state-topic partition
+            # (Spark would pack small files into one task).
+            "spark.sql.files.openCostInBytes": str(1 << 30),
             "spark.driver.memory": "2g",
             "spark.executor.memory": "1g",
         },
@@ -222,40 +246,48 @@ def _run_master(master: str, directory: Path, share_partitions: int) -> dict[str
     )
     try:
         group = {GROUP}
+        passes: dict[str, Callable[..., Any]] = {"replay": replay_states, "deliveries": deliveries}
 
         def steps(path: str) -> dict[str, Callable[[], None]]:
             records = spark.read.parquet(path)
             frames = {
-                "decode+replay": replay_states(records, group_ids=group),
-                "decode+deliveries": deliveries(records, group_ids=group),
+                name: passes[kind](records, group_ids=group, whole_state_partitions=whole)
+                for name, kind, whole in TRANSFORMS
             }
-            return {
-                name: (lambda frame=frame: frame.write.format("noop").mode("overwrite").save())
-                for name, frame in frames.items()
-            }
+            return {name: functools.partial(_computed, frame) for name, frame in frames.items()}
 
         # Warm-up on one file: the JVM's code paths, Python workers, imports.
-        for action in steps(str(directory / "part-00.parquet")).values():
+        for action in steps(str(min(directory.iterdir()))).values():
             action()
         timings: dict[str, float] = {}
         for name, action in steps(str(directory)).items():
             started = time.perf_counter()
-            cpu = tree_cpu_seconds()
+            cpu, jvm = tree_cpu_seconds()
             action()
             timings[name] = time.perf_counter() - started
-            timings[f"{name} cpu"] = tree_cpu_seconds() - cpu
+            cpu_after, jvm_after = tree_cpu_seconds()
+            timings[f"{name} cpu"] = cpu_after - cpu
+            timings[f"{name} jvm"] = jvm_after - jvm
         return timings
     finally:
         spark.stop()
 
 
-def tree_cpu_seconds() -> float:
+def _computed(frame: Any) -> None:
+    """Every row of frame computed, nothing collected (Spark's noop sink)."""
+    frame.write.format("noop").mode("overwrite").save()
+
+
+def tree_cpu_seconds() -> tuple[float, float]:
     """CPU seconds of this process and all its descendants (the JVM Spark started and its
-    Python workers, those it already reaped included), from /proc: how many cores a
-    local master really kept busy. Executors of a cluster are not descendants."""
+    Python workers, those it already reaped included), and of the JVM's own threads alone,
+    from /proc: how many cores a local master really kept busy, and how many of them the
+    JVM. Executors of a cluster are not descendants."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
-    seconds: dict[int, float] = {}
+    own: dict[int, float] = {}
+    reaped: dict[int, float] = {}
+    java: set[int] = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -264,14 +296,20 @@ def tree_cpu_seconds() -> float:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        seconds[int(entry)] = sum(int(value) for value in fields[11:15]) / tick
-    total, todo = 0.0, [os.getpid()]
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        own[pid] = (int(fields[11]) + int(fields[12])) / tick
+        reaped[pid] = (int(fields[13]) + int(fields[14])) / tick
+        if stat[stat.index("(") + 1 : stat.rindex(")")] == "java":
+            java.add(pid)
+    total, jvm, todo = 0.0, 0.0, [os.getpid()]
     while todo:
         pid = todo.pop()
-        total += seconds.get(pid, 0.0)
+        total += own.get(pid, 0.0) + reaped.get(pid, 0.0)
+        if pid in java:
+            jvm += own.get(pid, 0.0)
         todo += children.get(pid, [])
-    return total
+    return total, jvm
 
 
 def _spin(_: int) -> int:
@@ -382,21 +420,26 @@ def report(
         f"medians of {args.rounds} rounds (each: the replay, then each master in a fresh "
         "session); per core: records/s over the master's cores, and against the replay's"
     )
-    for name in ("decode+replay", "decode+deliveries"):
+    for name, _, _ in TRANSFORMS:
         for master, cores in masters.items():
             seconds = results[master][name]
             per_core = count / seconds / cores
-            busy = results[master][f"{name} cpu"] / seconds
+            busy = ""
+            if master.startswith("local"):
+                cpu, jvm = results[master][f"{name} cpu"], results[master][f"{name} jvm"]
+                busy = (
+                    f"   {cpu / seconds:4.2f} cores busy (JVM {jvm:5.1f} s CPU, "
+                    f"Python {cpu - jvm:5.1f} s)"
+                )
             print(
                 f"{name:<18} {master:<24} {seconds:6.1f} s {count / seconds:>10,.0f} rec/s   "
                 f"per core {per_core:>9,.0f} rec/s = {per_core / replay_rate:4.2f} x the replay "
-                f"(target >= {TARGET_PER_CORE})"
-                + (f"   {busy:4.2f} cores busy" if master.startswith("local") else "")
+                f"(target >= {TARGET_PER_CORE}){busy}"
             )
         one, two = results["local[1]"][name], results["local[2]"][name]
         print(f"{name:<18} local[2]/local[1] {one / two:4.2f}")
-    total_one = sum(results["local[1]"][name] for name in ("decode+replay", "decode+deliveries"))
-    total_two = sum(results["local[2]"][name] for name in ("decode+replay", "decode+deliveries"))
+    total_one = sum(results["local[1]"][name] for name in MAIN)
+    total_two = sum(results["local[2]"][name] for name in MAIN)
     print(
         f"decode+replay+deliveries  local[1] {total_one:6.1f} s   local[2] {total_two:6.1f} s   "
         f"ratio {total_one / total_two:4.2f} (target >= {TARGET_RATIO} where two processes "
