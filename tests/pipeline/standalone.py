@@ -131,14 +131,23 @@ def standalone_cluster(workers: int = 2, cores_per_worker: int = 1) -> Iterator[
 
 def transform_rows(spark: object, path: str, group_id: str) -> dict[str, list[list[object]]]:
     """The rows `replay_states` and `deliveries` give for the group's records in the
-    Parquet files at path (the Kafka source's columns), sorted, as JSON values."""
+    Parquet files at path (the Kafka source's columns), sorted, as JSON values: grouped by
+    Spark, and split by the Python workers of input partitions that each hold whole
+    state-topic partitions ("whole": as the audit's read of the state topic gives them)."""
     from kshare_cli.pipeline.deliveries import deliveries
     from kshare_cli.pipeline.timeline import replay_states
 
     records = spark.read.parquet(path)  # type: ignore[attr-defined]
+    by_state_partition = records.repartition(3, "partition")
     frames = {
         "replay": replay_states(records, group_ids=(group_id,)),
         "deliveries": deliveries(records, group_ids=(group_id,)),
+        "whole replay": replay_states(
+            by_state_partition, group_ids=(group_id,), whole_state_partitions=True
+        ),
+        "whole deliveries": deliveries(
+            by_state_partition, group_ids=(group_id,), whole_state_partitions=True
+        ),
     }
     return {
         name: sorted(

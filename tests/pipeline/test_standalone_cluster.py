@@ -1,5 +1,6 @@
 """`--master spark://...`: the audit's transforms on a standalone cluster (one master, two
-workers, on this machine) give exactly the rows `local[1]` gives."""
+workers, on this machine) give exactly the rows `local[1]` gives, grouped by Spark or split
+by share-partition in the executors' Python workers."""
 
 from __future__ import annotations
 
@@ -89,4 +90,8 @@ def test_a_standalone_cluster_gives_the_rows_local_gives(spark: Any, tmp_path: P
     assert len(local["replay"]) == 2 * 61 + 2 * 3  # every record of both stories
     assert any(row[8] is not None for row in local["replay"])  # the corrupt record's error
     assert local["deliveries"]
+    assert (local["whole replay"], local["whole deliveries"]) == (
+        local["replay"],
+        local["deliveries"],
+    )
     assert clustered == local
