@@ -521,16 +521,25 @@ def test_the_exporter_during_a_stopped_node_keeps_the_healthy_groups_fresh_and_n
     bed.produce(0, 2)
     moved = {group: RECORDS * PARTITIONS + 2 for group in healthy}
 
+    last: list[dict[str, Any]] = []
+
     def fresh_and_counted() -> bool:
         found = metrics(exporter)
         lags = per_group(found, "kshare_share_group_lag")
+        errs = per_group(found, "kshare_share_group_status", status="ERR")
+        last[:] = [{"lags": lags, "err": errs, "brokers": broker_errors(found)}]
         return (
             all(lags.get(group) == lag for group, lag in moved.items())
-            and per_group(found, "kshare_share_group_status", status="ERR").get(victim) == 1
+            and errs.get(victim) == 1
             and broker_errors(found).get("2", 0) >= 2
         )
 
-    wait_for(fresh_and_counted, timeout=30, what="fresh healthy groups, the victim ERR")
+    wait_for(
+        fresh_and_counted,
+        timeout=30,
+        what="fresh healthy groups, the victim ERR",
+        seen=lambda: (last, moved, victim, stderr_lines(exporter)),
+    )
     during = metrics(exporter)
     status, health = exporter.get("/healthz")
     named = bed.broker_named(VICTIM)

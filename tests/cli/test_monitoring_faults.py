@@ -204,11 +204,14 @@ def test_health_all_groups_shows_the_healthy_and_names_the_broker_for_the_rest(
     by_id = {group["group_id"]: group for group in document["groups"]}
     assert broken.clean() and broken.held(), (broken.clean(), broken.held())
     for group in broken.clean():
-        assert by_id[group]["state"] == "Empty", (by_id[group], message)
+        assert by_id[group]["state"] == "Empty", (by_id[group]["reasons"], message)
         assert len(by_id[group]["partitions"]) == PARTITIONS, by_id[group]
     for group in broken.held():
         assert by_id[group]["status"] == "ERR", by_id[group]
-        assert f"{broken.broker_named(VICTIM)} does not answer" in by_id[group]["reasons"][0]
+        assert f"{broken.broker_named(VICTIM)} does not answer" in by_id[group]["reasons"][0], (
+            by_id[group]["reasons"],
+            message,
+        )
     (failed,) = document["broker_errors"]
     assert f"broker {failed['node_id']} ({failed['host']}:{failed['port']})" == (
         broken.broker_named(VICTIM)

@@ -21,15 +21,24 @@ PROMPTLY_S: Final = 5.0
 
 
 def wait_for(
-    condition: Callable[[], Any], timeout: float, interval: float = 0.05, what: str = ""
+    condition: Callable[[], Any],
+    timeout: float,
+    interval: float = 0.05,
+    what: str = "",
+    seen: Callable[[], object] | None = None,
 ) -> Any:
     """Poll ``condition`` until it returns something truthy, and return that; fail after
-    ``timeout`` seconds (a generous deadline: only a broken feature ever reaches it)."""
+    ``timeout`` seconds (a generous deadline: only a broken feature ever reaches it).
+    ``seen``: what the failure message shows of the state the condition last looked at,
+    so a timeout on a CI machine says which part of the condition never came."""
     deadline = time.monotonic() + timeout
     while True:
         result = condition()
         if result:
             return result
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+            message = f"timed out after {timeout} s waiting for {what or condition}"
+            if seen is not None:
+                message += f"; last seen: {seen()}"
+            raise AssertionError(message)
         time.sleep(interval)
