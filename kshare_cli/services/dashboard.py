@@ -28,7 +28,7 @@ and consumer layers only through this service.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -38,6 +38,7 @@ from kshare_cli.admin.inflight import GroupInflight, GroupsOverview, GroupSummar
 from kshare_cli.admin.models import BrokerFailure, GroupFailure
 from kshare_cli.consumer.records import ConsumedRecord
 from kshare_cli.errors import TimedOut
+from kshare_cli.services.dead_letters import DeadLetterEnds
 from kshare_cli.services.inflight import InflightService
 from kshare_cli.services.session import BACKSTOP_S, Session
 from kshare_cli.state.sources import StateSource, TailingStateSource
@@ -52,6 +53,7 @@ __all__ = [
     "ClusterFacts",
     "ConsumedRecord",
     "DashboardReads",
+    "DeadLetterEnds",
     "GroupDeadLetterQueue",
     "GroupFailure",
     "GroupInflight",
@@ -70,6 +72,9 @@ __all__ = [
 #: about 5 s and the healthy groups are shown; a dashboard refreshing every 2 s must
 #: not wait out a 30 s ``--timeout`` for one broker.
 REFRESH_BOUND_S: Final = 10.0
+#: The most one reading of the groups' DLQ end offsets may take (``--timeout`` when
+#: shorter): a DLQ partition whose leader is silent is given up, not waited for.
+DLQ_ENDS_BOUND_S: Final = 5.0
 
 T = TypeVar("T")
 
@@ -310,6 +315,24 @@ class DashboardReads:
             f"the dead-letter queue of share group {group_id!r}",
         )
         return queues[group_id]
+
+    async def dead_letter_ends(self, group_ids: Sequence[str]) -> DeadLetterEnds:
+        """The log end offsets of the groups' DLQ topics (Kafka 4.4), for the groups screen
+        to tell which DLQ grew: one DescribeConfigs, one ListOffsets per partition leader,
+        under one deadline of ``DLQ_ENDS_BOUND_S``; nothing asked of a cluster without
+        the DLQ."""
+        from kshare_cli.services.dead_letters import read_dead_letter_ends
+
+        service = await self._connected()
+        what = "the dead-letter queues' end offsets"
+        client = service.admin.client
+        bound_s = min(DLQ_ENDS_BOUND_S, self._session.timeout_s)
+
+        async def bounded() -> DeadLetterEnds:
+            async with client.bounded(what, bound_s):
+                return await read_dead_letter_ends(self._session, service.admin, group_ids)
+
+        return await _backstopped(bounded(), what, bound_s)
 
     async def aclose(self) -> None:
         self._service = None

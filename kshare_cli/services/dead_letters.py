@@ -8,25 +8,40 @@ caller, so each read reads only what is new). A one-shot command's read gets
 what is left of ``--timeout`` (less a moment, so its answer still arrives), and
 its note says when it stopped early. The model is re-exported for the layers
 above.
+
+``read_dead_letter_ends`` is the cheap reading a screen of every group can
+afford on each refresh (the dashboard's groups screen): no record is read, only
+the DLQ topics' log end offsets, in one DescribeConfigs of the groups, one
+Metadata of their topics (mostly the client's cache) and one ListOffsets per
+partition leader; how much each topic grew is the caller's arithmetic over its
+readings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final
+
+from kio.schema.errors import ErrorCode
 
 from kshare_cli.admin.dead_letter_queues import (
     DeadLetterQueues,
     GroupDeadLetterQueue,
+    dead_letter_topics,
     group_dead_letter_queues,
 )
+from kshare_cli.admin.models import TopicPartition
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.services.session import Session
+from kshare_cli.wire.errors import KafkaError
 
 __all__ = [
+    "DeadLetterEnds",
     "DeadLetterQueues",
     "GroupDeadLetterQueue",
     "KeptDeadLetterQueues",
+    "read_dead_letter_ends",
     "read_dead_letter_queues",
 ]
 
@@ -83,3 +98,67 @@ class KeptDeadLetterQueues:
 
     def close(self) -> None:
         self._queues.close()
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterEnds:
+    """One reading of the log end offsets of some groups' DLQ topics.
+
+    ``active`` False: the cluster writes no dead letters (``share.version`` below 2, or
+    Kafka 4.3 and older), so nothing was asked. ``topics`` maps each group with a DLQ
+    to its topic (a topic may serve several groups); ``ends`` holds each topic's end
+    offset by partition, for the partitions that answered; ``missing`` the topics that
+    do not exist (a broker that creates DLQ topics creates one with its first dead
+    letter). ``topic_failures`` says why a topic, or some of its partitions, could not
+    be read, ``group_failures`` why a group's DLQ config could not be.
+    """
+
+    active: bool
+    topics: Mapping[str, str] = field(default_factory=dict)
+    ends: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+    missing: frozenset[str] = frozenset()
+    topic_failures: Mapping[str, str] = field(default_factory=dict)
+    group_failures: Mapping[str, str] = field(default_factory=dict)
+
+
+async def read_dead_letter_ends(
+    session: Session, admin: ShareGroupAdmin, group_ids: Sequence[str]
+) -> DeadLetterEnds:
+    """The groups' DLQ topics and their log end offsets, read together (no records read).
+
+    The caller's deadline (``client.bounded``) bounds it; a partition whose leader does
+    not answer within it is a failure of its topic, never of the reading.
+    """
+    facts = await session.cluster_facts(admin, configs=False)
+    if not facts.dead_letter_queue or not group_ids:
+        return DeadLetterEnds(facts.dead_letter_queue)
+    answers = await dead_letter_topics(admin.client, group_ids)
+    topics = {group: topic for group, topic in answers.items() if isinstance(topic, str)}
+    group_failures = {
+        group: f"its errors.deadletterqueue.topic.name could not be read: {answer}"
+        for group, answer in answers.items()
+        if isinstance(answer, KafkaError)
+    }
+    names = sorted(set(topics.values()))
+    if not names:
+        return DeadLetterEnds(True, topics, group_failures=group_failures)
+    metadata = await admin.client.metadata(names)
+    partitions: list[TopicPartition] = []
+    missing: set[str] = set()
+    failures: dict[str, str] = {}
+    for name in names:
+        described = metadata.topics.get(name)
+        code = ErrorCode.unknown_topic_or_partition if described is None else described.error_code
+        if code == ErrorCode.unknown_topic_or_partition:
+            missing.add(name)
+        elif code:
+            failures[name] = str(KafkaError.of(code))
+        elif described is not None:
+            partitions.extend(TopicPartition(name, index) for index in described.partitions)
+    read = await admin.log_end_offsets(partitions)
+    ends: dict[str, dict[int, int]] = {}
+    for tp, offset in read.offsets.items():
+        ends.setdefault(tp.topic, {})[tp.partition] = offset
+    for tp, error in sorted(read.failures.items()):
+        failures.setdefault(tp.topic, f"partition {tp.partition}: {error}")
+    return DeadLetterEnds(True, topics, ends, frozenset(missing), failures, group_failures)

@@ -48,7 +48,7 @@ from kshare_cli.tui.lag_history import (
 from kshare_cli.tui.live_screen import LiveScreen
 from kshare_cli.tui.source import ClosableSource, DashboardSource
 
-__all__ = ["REFRESH_STEPS", "DashboardApp", "HelpScreen"]
+__all__ = ["HELP_TEXT", "REFRESH_STEPS", "DashboardApp", "HelpScreen", "help_text"]
 
 #: What ``+`` and ``-`` step through (seconds).
 REFRESH_STEPS: Final = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -56,7 +56,7 @@ REFRESH_STEPS: Final = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 TICK_S: Final = 0.25
 DEFAULT_PEEK_LIMIT: Final = 10
 
-HELP_TEXT: Final = f"""\
+_HELP_FIGURES: Final = """\
 [b]Keys[/b]
   enter, arrows   drill into the highlighted group or share-partition, move
   escape          back (first clears an active filter)
@@ -83,17 +83,31 @@ HELP_TEXT: Final = f"""\
   stalled (⚠)     lag above 0 and the start offset unmoved for the stall time
                   (kshare dashboard --stall-after)
   stale 42s       last figures, that old, of a group whose broker is down (status line)
-
+"""
+#: The help's line for the groups screen's DLQ mark, shown on a cluster that writes
+#: dead letters (elsewhere there is no such mark to explain).
+DLQ_MARK_HELP: Final = """\
+  DLQ+12          the group's dead-letter queue topic got 12 records in the last minute,
+                  as the refreshes read its end offsets (a topic several groups share
+                  counts for each; the group screen's DLQ line counts the group's own)
+"""
+_HELP_WINDOWS: Final = f"""
 [b]Windows[/b]
   Read from __share_group_state, which needs READ on that internal topic; with only
   DESCRIBE the window column stays empty and the screen says why.
   Note: {ACQUIRED_NOT_PERSISTED}.
 
 escape, q or ? closes this help."""
+HELP_TEXT: Final = _HELP_FIGURES + _HELP_WINDOWS
+
+
+def help_text(*, dead_letters: bool = False) -> str:
+    """The help, with the DLQ mark's line when the groups screen marks dead letters."""
+    return _HELP_FIGURES + DLQ_MARK_HELP + _HELP_WINDOWS if dead_letters else HELP_TEXT
 
 
 class HelpScreen(ModalScreen[None]):
-    """The keys and what every figure means."""
+    """The keys and what every figure means (``text``: ``help_text()``'s)."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -109,9 +123,13 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "close", "Close", show=False),
     ]
 
+    def __init__(self, text: str = HELP_TEXT) -> None:
+        super().__init__()
+        self._text = text
+
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(HELP_TEXT, id="help")
+            yield Static(self._text, id="help")
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -278,7 +296,11 @@ class DashboardApp(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            groups = next(
+                (screen for screen in self.screen_stack if isinstance(screen, GroupsScreen)), None
+            )
+            marks = groups is not None and groups.marks_dead_letters
+            self.push_screen(HelpScreen(help_text(dead_letters=marks)))
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused

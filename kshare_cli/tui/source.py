@@ -9,12 +9,13 @@ to connect, only what the screens ask.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kshare_cli.services.dashboard import (
     ClusterFacts,
     ConsumedRecord,
+    DeadLetterEnds,
     GroupDeadLetterQueue,
     GroupInflight,
     GroupsOverview,
@@ -28,6 +29,7 @@ __all__ = [
     "ClosableSource",
     "ClusterFactsSource",
     "DashboardSource",
+    "DeadLetterEndsSource",
     "DeadLetterSource",
     "LiveSource",
     "TimeLagSource",
@@ -64,6 +66,15 @@ class DeadLetterSource(Protocol):
     letters the broker wrote there, by reason. A source without it shows no DLQ line."""
 
     async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue: ...
+
+
+@runtime_checkable
+class DeadLetterEndsSource(Protocol):
+    """A source that reads the log end offsets of the listed groups' DLQ topics in one go
+    (Kafka 4.4), so the groups screen can mark a group whose DLQ grew. A source without
+    it marks none."""
+
+    async def dead_letter_ends(self, group_ids: Sequence[str]) -> DeadLetterEnds: ...
 
 
 @runtime_checkable
@@ -128,6 +139,9 @@ class LiveSource:
 
     async def dead_letter_queue(self, group_id: str) -> GroupDeadLetterQueue:
         return await self._reads.dead_letter_queue(group_id)
+
+    async def dead_letter_ends(self, group_ids: Sequence[str]) -> DeadLetterEnds:
+        return await self._reads.dead_letter_ends(group_ids)
 
     async def cluster_facts(self) -> ClusterFacts:
         return await self._reads.cluster_facts()
