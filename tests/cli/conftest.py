@@ -275,3 +275,17 @@ def members_of(document: Mapping[str, Any], group_id: str) -> Sequence[Mapping[s
             members: Sequence[Mapping[str, Any]] = group["members"]
             return members
     raise AssertionError(f"{group_id} not in {document}")
+
+
+def kafka_line(kshare: Kshare, group_id: str) -> tuple[int, int]:
+    """The Kafka release line the cluster's feature levels prove, as (major, minor).
+
+    Read from ``describe GROUP --state -o json``'s cluster facts: the suite's sandbox is
+    pinned to 4.2, a real cluster is whatever release it runs, and some answers changed
+    between the lines (from 4.3 a reset's share-partition has a known lag).
+    """
+    document = _describe_json(kshare, group_id, "--state")
+    line = document["cluster"]["kafka_line"]
+    assert line is not None, document["cluster"]
+    major, minor = line.split(".")
+    return int(major), int(minor)

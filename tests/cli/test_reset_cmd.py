@@ -31,9 +31,15 @@ from kshare_cli.sandbox.broker import Broker, response_type
 from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.server import Connection
 from kshare_cli.wire.build import build
-from tests.cli.conftest import Kshare, ShareGroups, assert_one_error_line, validate
+from tests.cli.conftest import (
+    Kshare,
+    ShareGroups,
+    assert_one_error_line,
+    kafka_line,
+    validate,
+)
 from tests.support.golden import GOLDEN
-from tests.support.sandbox import Cluster
+from tests.support.sandbox import KEEP_OLD_RECORDS, Cluster
 from tests.support.waiting import wait_for
 from tests.wire.conftest import Handler, replaced_handler
 
@@ -46,10 +52,12 @@ def golden_path() -> Path:
 
 @pytest.fixture(scope="module")
 def topic(cluster: Cluster) -> str:
-    """``a-xxxxxx`` (8 characters, as ``golden-a``): 2 partitions, 15 records each."""
+    """``a-xxxxxx`` (8 characters, as ``golden-a``): 2 partitions, 15 records each, kept
+    whatever their January 2026 CreateTimes (a real broker's 7-day retention deletes them at
+    its next check, moving the log start to 15 under every test of the module)."""
     name = f"a-{uuid.uuid4().hex[:6]}"
     admin = AdminClient(cluster.config())
-    for future in admin.create_topics([NewTopic(name, 2, 1)]).values():
+    for future in admin.create_topics([NewTopic(name, 2, 1, config=KEEP_OLD_RECORDS)]).values():
         future.result(30)
     producer = Producer(cluster.config())
     for i in range(30):
@@ -142,7 +150,12 @@ def test_golden_reset_scenarios_give_kafkas_offsets(
     )
 
     described = kshare.run("describe", group, "-o", "plain")
-    assert described.stdout == golden_rows("17-describe-after-reset-earliest.out", topic, group)
+    after_reset = golden_rows("17-describe-after-reset-earliest.out", topic, group)
+    if kafka_line(kshare, group) >= (4, 3):
+        # Kafka 4.2 did not know the lag after a reset ("-"); from 4.3 on (KAFKA-20034) a
+        # reset's snapshot counts 0 records delivered, and the lag is 15 - 0.
+        after_reset = after_reset.replace(" -\n", " 15\n")
+    assert described.stdout == after_reset
 
     by_time = reset(
         kshare,
