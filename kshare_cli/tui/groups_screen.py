@@ -117,6 +117,8 @@ class GroupsScreen(LiveScreen[GroupsView]):
         #: reading on this cluster), and why the last reading failed.
         self.dead_letter_ends: DeadLetterEnds | None = None
         self.dead_letter_error: str | None = None
+        #: The dashboard clock when the last DLQ reading answered or failed.
+        self.dead_letters_read_at: float | None = None
         self._dead_letters = DeadLetterGrowth()
         self._reading_dead_letters = False
         self._marks_shown: dict[str, int] = {}
@@ -217,6 +219,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
     def on_groups_screen_dead_letters_read(self, message: GroupsScreen.DeadLettersRead) -> None:
         message.stop()
         self._reading_dead_letters = False
+        self.dead_letters_read_at = message.at
         self.dead_letter_error = message.error
         if message.ends is not None:
             self.dead_letter_ends = message.ends
