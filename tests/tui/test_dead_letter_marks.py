@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +35,7 @@ from textual.widgets import DataTable, Static
 
 from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
+from kshare_cli.sandbox.security import ListenerSecurity
 from kshare_cli.tui.app import DashboardApp, HelpScreen
 from kshare_cli.tui.groups_screen import GroupsScreen
 from kshare_cli.tui.source import LiveSource
@@ -43,7 +45,7 @@ from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
 from tests.support.waiting import wait_for
 from tests.tui.scenario import FakeClock
-from tests.tui.test_dashboard import SIZE, cells, loaded, run, text_of, until
+from tests.tui.test_dashboard import SIZE, cells, loaded, run, status_of, text_of, until
 
 SOURCE = "marks-src"
 RECORDS = 10
@@ -73,12 +75,20 @@ def _set_group_configs(admin: AdminClient, configs: dict[str, dict[str, str]]) -
 
 
 def _prepare(
-    bootstrap: str, groups: list[str], dlq_topics: dict[str, str], create: dict[str, bool]
+    bootstrap: str,
+    groups: list[str],
+    dlq_topics: dict[str, str],
+    create: dict[str, bool],
+    *,
+    client: Mapping[str, str] | None = None,
+    command_config: Path | None = None,
 ) -> None:
     """The source topic with RECORDS records, the topics ``create`` names (True: as DLQ
     topics, ``errors.deadletterqueue.group.enable``), and each group reading from the
-    earliest record, with its DLQ topic where ``dlq_topics`` names one."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    earliest record, with its DLQ topic where ``dlq_topics`` names one. ``client`` and
+    ``command_config``: how to connect (SASL), as librdkafka's and as kshare's."""
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap, **(client or {})}
+    admin = AdminClient(config)
     topics = [NewTopic(SOURCE, 2, 1)] + [
         NewTopic(topic, 2, 1, config={DLQ_TOPIC_ENABLE: "true"} if dlq else {})
         for topic, dlq in create.items()
@@ -89,16 +99,18 @@ def _prepare(
     for group, topic in dlq_topics.items():
         configs[group]["errors.deadletterqueue.topic.name"] = topic
     _set_group_configs(admin, configs)
-    asyncio.run(_make_groups(bootstrap, groups))
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    asyncio.run(_make_groups(bootstrap, groups, command_config))
+    producer = Producer({**config, "acks": "all"})
     for index in range(RECORDS):
         producer.produce(SOURCE, value=f"r{index}".encode(), partition=index % 2)
     assert producer.flush(15) == 0
 
 
-async def _make_groups(bootstrap: str, groups: list[str]) -> None:
+async def _make_groups(bootstrap: str, groups: list[str], command_config: Path | None) -> None:
     """The groups exist (with start offset 0) before any consumer joins them."""
-    settings = resolve_settings(bootstrap=bootstrap, command_config=None, profile=None, environ={})
+    settings = resolve_settings(
+        bootstrap=bootstrap, command_config=command_config, profile=None, environ={}
+    )
     async with await KafkaClient.connect(settings, timeout_s=15) as client:
         for group in groups:
             await alter_share_group_offsets(client, group, {SOURCE: [0, 1]})
@@ -179,8 +191,10 @@ def sandbox_44() -> Iterator[SandboxThread]:
         yield sandbox
 
 
-def _app(bootstrap: str, clock: FakeClock) -> DashboardApp:
-    settings = resolve_settings(bootstrap=bootstrap, command_config=None, profile=None, environ={})
+def _app(bootstrap: str, clock: FakeClock, command_config: Path | None = None) -> DashboardApp:
+    settings = resolve_settings(
+        bootstrap=bootstrap, command_config=command_config, profile=None, environ={}
+    )
     return DashboardApp(LiveSource(settings, timeout_s=15), refresh_s=1.0, clock=clock)
 
 
@@ -294,3 +308,76 @@ async def _next_refresh(pilot: Pilot[Any], screen: GroupsScreen, clock: FakeCloc
     clock.now += 2
     await until(pilot, lambda: screen.freshness.received_at == clock.now, what="a refresh")
     await pilot.pause(0.2)  # time for a DLQ reading, were one started
+
+
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+def _sasl(user: str) -> dict[str, str]:
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+    }
+
+
+def _properties(path: Path, user: str) -> Path:
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{user}" password="{USERS[user]}";'
+    )
+    path.write_text(
+        f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={jaas}\n"
+    )
+    return path
+
+
+@run
+async def test_a_dlq_the_principal_may_not_describe_marks_nothing_and_is_named(
+    tmp_path: Path,
+) -> None:
+    """bob may not DESCRIBE ``dlq.secret``: its group is not marked, the line under the
+    table names the topic and Kafka's error, and ``open``'s DLQ, read in the same
+    reading, is marked. The dead letters are produced as the broker writes them."""
+    skip_on_real_cluster("needs a principal the cluster's ACLs refuse; the sandbox's deny list")
+    security = ListenerSecurity(protocol="SASL_PLAINTEXT", users=USERS, mechanisms=("PLAIN",))
+    deny = {"User:bob": [("TOPIC", "dlq.secret", "DESCRIBE")]}
+    with SandboxThread(kafka_version="4.4", security=security, deny=deny) as sandbox:
+        alice = _properties(tmp_path / "alice.properties", "alice")
+        bob = _properties(tmp_path / "bob.properties", "bob")
+        topics = {"secret": "dlq.secret", "open": "dlq.open"}
+        await asyncio.to_thread(
+            _prepare,
+            sandbox.bootstrap,
+            sorted(topics),
+            topics,
+            dict.fromkeys(topics.values(), True),
+            client=_sasl("alice"),
+            command_config=alice,
+        )
+        clock = FakeClock()
+        app = _app(sandbox.bootstrap, clock, command_config=bob)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, GroupsScreen)
+            await until(pilot, lambda: loaded(screen), what="the groups")
+            await until(pilot, lambda: screen.dead_letters_read_at is not None, what="a reading")
+            producer = Producer({"bootstrap.servers": sandbox.bootstrap, **_sasl("alice")})
+            for topic in topics.values():
+                for index in range(5):
+                    producer.produce(
+                        topic,
+                        value=None,
+                        partition=index % 2,
+                        headers=[("__dlq.errors.group", b"g")],
+                    )
+            assert producer.flush(15) == 0
+            await _refresh(pilot, screen, clock, 2)
+            table: DataTable[Any] = screen.query_one("#groups", DataTable)
+            assert cells(table, "open")[0] == "open DLQ+5"
+            assert cells(table, "secret")[0] == "secret"
+            assert text_of(screen, "#failures") == (
+                "DLQ not read: dlq.secret (of secret): TOPIC_AUTHORIZATION_FAILED"
+            )
+            assert "failed" not in str(status_of(screen).render())
