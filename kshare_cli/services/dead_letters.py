@@ -159,6 +159,11 @@ async def read_dead_letter_ends(
     ends: dict[str, dict[int, int]] = {}
     for tp, offset in read.offsets.items():
         ends.setdefault(tp.topic, {})[tp.partition] = offset
+    unread: dict[str, list[tuple[int, KafkaError]]] = {}
     for tp, error in sorted(read.failures.items()):
-        failures.setdefault(tp.topic, f"partition {tp.partition}: {error}")
+        unread.setdefault(tp.topic, []).append((tp.partition, error))
+    for topic, parts in unread.items():
+        noun = "partition" if len(parts) == 1 else "partitions"
+        indexes = ", ".join(str(partition) for partition, _ in parts)
+        failures[topic] = f"{noun} {indexes}: {parts[0][1]}"
     return DeadLetterEnds(True, topics, ends, frozenset(missing), failures, group_failures)

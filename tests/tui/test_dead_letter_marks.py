@@ -40,12 +40,13 @@ from kshare_cli.tui.app import DashboardApp, HelpScreen
 from kshare_cli.tui.groups_screen import GroupsScreen
 from kshare_cli.tui.source import LiveSource
 from kshare_cli.wire.client import KafkaClient
-from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox import StartCluster, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.share_offsets import alter_share_group_offsets
 from tests.support.waiting import wait_for
 from tests.tui.scenario import FakeClock
 from tests.tui.test_dashboard import SIZE, cells, loaded, run, status_of, text_of, until
+from tests.tui.test_dashboard_faults import NEVER_FENCED_MS, every_node, live_leaders, produce_to
 
 SOURCE = "marks-src"
 RECORDS = 10
@@ -55,6 +56,8 @@ PLAIN = "plain"
 MISSING = "missing-dlq"
 DLQ_TOPICS = {REJECTING: "dlq.rejecting", OLD: "dlq.old-dead-letters"}
 DLQ_TOPIC_ENABLE = "errors.deadletterqueue.group.enable"
+#: The node stopped in the fault test (not the first bootstrap server).
+VICTIM = 2
 #: Joining takes a heartbeat interval for librdkafka: a short one keeps the test short.
 FAST_HEARTBEATS = BrokerGroupSettings(
     share_heartbeat_interval_ms=100, share_min_heartbeat_interval_ms=100
@@ -381,3 +384,46 @@ async def test_a_dlq_the_principal_may_not_describe_marks_nothing_and_is_named(
                 "DLQ not read: dlq.secret (of secret): TOPIC_AUTHORIZATION_FAILED"
             )
             assert "failed" not in str(status_of(screen).render())
+
+
+@pytest.mark.faults
+def test_a_dlq_partition_whose_leader_is_down_is_named_and_the_rest_still_counts(
+    sandbox_cluster: StartCluster,
+) -> None:
+    """Node 2, leader of one of ``dlq.down``'s partitions, stops: the readings go on over
+    the others (their growth marks the group), the line under the table names the
+    partition and the broker, and the refreshes keep answering."""
+    sandbox = sandbox_cluster(3, session_timeout_ms=NEVER_FENCED_MS, kafka_version="4.4")
+    bootstrap = every_node(sandbox)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    dlq = NewTopic("dlq.down", 3, 1, config={DLQ_TOPIC_ENABLE: "true"})
+    for future in admin.create_topics([dlq]).values():
+        future.result(15)
+    _prepare(bootstrap, ["down"], {"down": "dlq.down"}, {})
+    alive = live_leaders(sandbox, "dlq.down", VICTIM)
+    (stopped,) = sorted(set(range(3)) - set(alive))
+
+    @run
+    async def body() -> None:
+        clock = FakeClock()
+        app = _app(bootstrap, clock)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, GroupsScreen)
+            await until(pilot, lambda: loaded(screen), what="the groups")
+            await until(pilot, lambda: screen.dead_letters_read_at is not None, what="a reading")
+            await asyncio.to_thread(sandbox.stop_node, VICTIM)
+            await asyncio.to_thread(produce_to, sandbox, "dlq.down", alive, 5)
+            await _refresh(pilot, screen, clock, 2)
+            table: DataTable[Any] = screen.query_one("#groups", DataTable)
+            # The group may be stale as well (node 2 may be its coordinator): both marks.
+            name = cells(table, "down")[0]
+            assert name.startswith("down ") and name.endswith(f" DLQ+{5 * len(alive)}"), name
+            failures = text_of(screen, "#failures").splitlines()
+            said = [line for line in failures if line.startswith("DLQ not read: dlq.down")]
+            assert len(said) == 1, failures
+            assert said[0].startswith(f"DLQ not read: dlq.down (of down): partition {stopped}: ")
+            assert f"broker {VICTIM}" in said[0], said
+            assert screen.freshness.received_at == clock.now
+
+    body()
