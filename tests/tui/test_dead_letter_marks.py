@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,8 +35,13 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.kafka.api_keys import DESCRIBE_CONFIGS, LIST_OFFSETS
+from kshare_cli.kafka.group_configs import GROUP_RESOURCE
+from kshare_cli.sandbox.broker import Broker
+from kshare_cli.sandbox.framing import Request
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from kshare_cli.sandbox.security import ListenerSecurity
+from kshare_cli.sandbox.server import Connection
 from kshare_cli.tui.app import DashboardApp, HelpScreen
 from kshare_cli.tui.groups_screen import GroupsScreen
 from kshare_cli.tui.source import LiveSource
@@ -47,6 +53,7 @@ from tests.support.waiting import wait_for
 from tests.tui.scenario import FakeClock
 from tests.tui.test_dashboard import SIZE, cells, loaded, run, status_of, text_of, until
 from tests.tui.test_dashboard_faults import NEVER_FENCED_MS, every_node, live_leaders, produce_to
+from tests.wire.conftest import Handler, replaced_handler
 
 SOURCE = "marks-src"
 RECORDS = 10
@@ -427,3 +434,70 @@ def test_a_dlq_partition_whose_leader_is_down_is_named_and_the_rest_still_counts
             assert screen.freshness.received_at == clock.now
 
     body()
+
+
+#: Groups each with a DLQ topic of its own, for the cost of a reading.
+MANY = [f"many-{index:02d}" for index in range(30)]
+
+
+@contextmanager
+def _counting(sandbox: SandboxThread, sent: Counter[str]) -> Iterator[None]:
+    """Count the requests the broker gets that read DLQs: a ListOffsets naming a ``dlq.``
+    topic, a DescribeConfigs naming a group (answered as ever)."""
+
+    def counting(name: str, reads_dlq: Callable[[Any], bool]) -> Callable[[Handler], Handler]:
+        def make(original: Handler) -> Handler:
+            async def counted(broker: Broker, request: Request, connection: Connection) -> Any:
+                if reads_dlq(request.payload):
+                    sent[name] += 1
+                return await original(broker, request, connection)
+
+            return counted
+
+        return make
+
+    offsets = counting(
+        "ListOffsets", lambda body: any(t.name.startswith("dlq.") for t in body.topics)
+    )
+    configs = counting(
+        "DescribeConfigs",
+        lambda body: any(r.resource_type == GROUP_RESOURCE for r in body.resources),
+    )
+    with replaced_handler(sandbox, LIST_OFFSETS, offsets):
+        with replaced_handler(sandbox, DESCRIBE_CONFIGS, configs):
+            yield
+
+
+@run
+async def test_a_reading_of_every_groups_dlq_is_one_describe_configs_and_one_list_offsets() -> None:
+    """Thirty groups, thirty DLQ topics, one broker: each refresh's reading is one
+    DescribeConfigs and one ListOffsets (one per partition leader), not one per group,
+    and it marks each of the groups whose DLQ grew with its own count."""
+    skip_on_real_cluster("it counts the requests the sandbox's broker receives")
+    with SandboxThread(kafka_version="4.4") as sandbox:
+        topics = {group: f"dlq.{group}" for group in MANY}
+        await asyncio.to_thread(
+            _prepare, sandbox.bootstrap, MANY, topics, dict.fromkeys(topics.values(), True)
+        )
+        sent: Counter[str] = Counter()
+        clock = FakeClock()
+        app = _app(sandbox.bootstrap, clock)
+        with _counting(sandbox, sent):
+            async with app.run_test(size=SIZE) as pilot:
+                screen = app.screen
+                assert isinstance(screen, GroupsScreen)
+                await until(pilot, lambda: loaded(screen), what="the groups")
+                await until(pilot, lambda: screen.dead_letters_read_at is not None, what="one")
+                producer = Producer({"bootstrap.servers": sandbox.bootstrap})
+                for count, group in enumerate(MANY[:3], start=1):
+                    for _ in range(count):
+                        producer.produce(topics[group], value=None, partition=0)
+                assert producer.flush(15) == 0
+                sent.clear()
+                for _ in range(3):
+                    await _refresh(pilot, screen, clock, 2)
+                assert sent == {"ListOffsets": 3, "DescribeConfigs": 3}
+                table: DataTable[Any] = screen.query_one("#groups", DataTable)
+                names = [cells(table, group)[0] for group in MANY]
+                assert names[:4] == ["many-00 DLQ+1", "many-01 DLQ+2", "many-02 DLQ+3", "many-03"]
+                assert names[3:] == MANY[3:]
