@@ -10,7 +10,9 @@ figure is what the dashboard saw: one opened 10 s ago counts the growth of
 those 10 s, and a DLQ that only holds old records never counts.
 
 A step between two readings counts when it ends inside the window, so a record
-it brought may be up to one refresh older than the window, but none is missed.
+it brought may be up to one refresh older than the window, but none is missed;
+a step longer than the window (the groups screen was not shown meanwhile: only
+the active screen refreshes) counts nothing, as its records may be older.
 A topic read as missing counts as empty (a broker that creates DLQ topics makes
 one with its first dead letter, and that letter counts); an end offset that
 goes back (the topic deleted and made again, records deleted) adds nothing for
@@ -50,24 +52,28 @@ NOT_READ_LINES: Final = 3
 
 @dataclass(slots=True)
 class _TopicSeries:
-    """One DLQ topic's last end offset per partition, and its recent growth steps."""
+    """One DLQ topic's last end offset per partition (and when it was read), and its recent
+    growth steps."""
 
-    ends: dict[int, int] = field(default_factory=dict)
+    ends: dict[int, tuple[int, float]] = field(default_factory=dict)
     #: When the topic was last read as missing (its partitions then count from 0).
     missing_at: float | None = None
     #: (reading time, records added since the reading before), only steps that added.
     steps: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=MAX_STEPS))
 
     def read(self, ends: Mapping[int, int], at: float, window_s: float) -> None:
+        """Count what each partition added since its last reading, unless that reading is
+        older than the window (the groups screen was not shown meanwhile): what came over
+        such a gap may be older than the window, so the reading is a new baseline."""
         added = 0
         missing_at = self.missing_at
-        zero_base = missing_at is not None and at - missing_at <= window_s
+        zero_base = None if missing_at is None or at - missing_at > window_s else (0, missing_at)
         last = self.ends
         for partition, end in ends.items():
-            before = last.get(partition, 0 if zero_base else None)
-            if before is not None and end > before:
-                added += end - before
-            last[partition] = end
+            before = last.get(partition, zero_base)
+            if before is not None and end > before[0] and at - before[1] <= window_s:
+                added += end - before[0]
+            last[partition] = (end, at)
         if added:
             self.steps.append((at, added))
 

@@ -40,6 +40,16 @@ def test_the_first_reading_is_a_baseline_and_growth_lasts_a_minute() -> None:
     assert growth.marked(64.0) == {}
 
 
+def test_growth_over_a_gap_longer_than_the_window_is_a_new_baseline() -> None:
+    growth = DeadLetterGrowth()
+    growth.record(_ends({"dlq.a": {0: 10}}), at=0.0)
+    # The group screen was shown for five minutes: when did these 90 come? Unknown.
+    growth.record(_ends({"dlq.a": {0: 100}}), at=300.0)
+    assert growth.marked(300.0) == {}
+    growth.record(_ends({"dlq.a": {0: 104}}), at=302.0)
+    assert growth.marked(302.0) == {"g-dlq.a": 4}
+
+
 def test_a_partition_not_read_once_is_compared_with_its_last_reading() -> None:
     growth = DeadLetterGrowth()
     growth.record(_ends({"dlq.a": {0: 10, 1: 10}}), at=0.0)
