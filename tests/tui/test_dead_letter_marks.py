@@ -9,6 +9,11 @@ dead-lettered before the dashboard opened, and is never marked; ``plain`` (no DL
 never marked either; ``missing-dlq`` names a DLQ topic that does not exist, which marks
 nothing and is said under the table. On Kafka 4.2, and on 4.4 at ``share.version`` 1,
 nothing is marked and no DLQ is read, even while the topic a group's config names grows.
+
+What cannot be read marks nothing and is named, the refresh going on: a DLQ topic the
+principal may not DESCRIBE (the sandbox's deny list), a DLQ partition whose leader is
+stopped (a fault test on three nodes). And the cost: thirty groups' DLQs are read with
+one DescribeConfigs and one ListOffsets a refresh, counted where the broker receives them.
 """
 
 from __future__ import annotations
