@@ -404,6 +404,11 @@ class _AgeCollector(Collector):
         return _age(self._current(), self._cluster, self._clock)
 
 
+#: The page's gzip level, in the refresh: at 100,000 share-partitions (114 MB of text)
+#: level 3 takes 0.18 s of CPU for 3.1 MB where level 6 took 0.60 s for 2.8 MB.
+GZIP_LEVEL: Final = 3
+
+
 class MetricsPage:
     """The ``/metrics`` body: rendered once per snapshot, in the refresh; only the age
     line per scrape.
@@ -456,7 +461,8 @@ class MetricsPage:
                 self._static
             )
             self.renders += 1
-            self._published = (snapshot, body, gzip.compress(body, compresslevel=6, mtime=0))
+            packed = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+            self._published = (snapshot, body, packed)
 
     def body(self, *, gzipped: bool = False) -> bytes:
         """The page as a scrape gets it; ``gzipped``: as gzip members, for Content-Encoding."""

@@ -283,7 +283,7 @@ def _partition(
     return PartitionHealth(
         current.topic,
         current.partition,
-        worst(status for status, _ in findings),
+        worst(status for status, _ in findings) if findings else Status.OK,
         tuple(reason for _, reason in findings),
         start,
         current.end_offset,
@@ -340,10 +340,14 @@ def _window_findings(
     """What the window says (records one delivery short of the limit, archiving, archived),
     added to ``findings``; the three counts the row quotes."""
     last_chance = max(1, delivery_limit - 1)
-    near_limit = sum(
-        run.count
-        for run in window.runs
-        if run.state is WindowState.AVAILABLE and run.delivery_count >= last_chance
+    near_limit = (
+        sum(
+            run.count
+            for run in window.runs
+            if run.state is WindowState.AVAILABLE and run.delivery_count >= last_chance
+        )
+        if window.runs
+        else 0
     )
     if near_limit:
         findings.append(
