@@ -15,6 +15,7 @@ changing them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -289,3 +290,34 @@ def kafka_line(kshare: Kshare, group_id: str) -> tuple[int, int]:
     assert line is not None, document["cluster"]
     major, minor = line.split(".")
     return int(major), int(minor)
+
+
+def skip_unless_dead_letter_queues(bootstrap: str, command_config: Path | None) -> None:
+    """Skip a dead-letter-queue scenario on a real cluster that does not write DLQs.
+
+    The DLQ is Kafka 4.4's with ``share.version`` 2; an older cluster refuses the DLQ topic
+    config (``errors.deadletterqueue.group.enable``: INVALID_CONFIG on 4.2), a 4.4 one at
+    share.version 1 accepts it and ignores it. What the cluster supports is read from its
+    finalized features, as kshare reads them.
+    """
+    if not os.environ.get("KSHARE_TEST_BOOTSTRAP"):
+        return
+    from kshare_cli.admin.cluster_facts import read_cluster_facts
+    from kshare_cli.connect.resolve import resolve_settings
+    from kshare_cli.wire.client import KafkaClient
+
+    settings = resolve_settings(
+        bootstrap=bootstrap,
+        command_config=command_config,
+        profile=None,
+        environ={},
+        profiles_path=Path(os.devnull),
+    )
+
+    async def lacking() -> str | None:
+        async with await KafkaClient.connect(settings, timeout_s=30) as client:
+            return (await read_cluster_facts(client, configs=False)).dead_letter_queue_lacking()
+
+    reason = asyncio.run(lacking())
+    if reason is not None:
+        pytest.skip(f"on a real cluster: the scenario needs the broker's DLQ writes: {reason}")

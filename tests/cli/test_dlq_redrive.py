@@ -38,7 +38,14 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from typer.testing import CliRunner
 
 from kshare_cli.cli.app import app
-from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, process_env, write_properties
+from tests.cli.conftest import (
+    KSHARE,
+    Kshare,
+    assert_one_error_line,
+    process_env,
+    skip_unless_dead_letter_queues,
+    write_properties,
+)
 from tests.support.sandbox import Cluster, read_properties
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
@@ -200,6 +207,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
         if properties:
             directory = tmp_path_factory.mktemp("redrive-config")
             command_config = write_properties(directory / "client.properties", properties)
+        skip_unless_dead_letter_queues(bootstrap, command_config)
         yield _make_bed(Cluster(bootstrap, properties), command_config)
         return
     with SandboxThread(kafka_version="4.4") as sandbox:

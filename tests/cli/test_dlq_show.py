@@ -35,7 +35,14 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from kshare_cli.errors import ExitCode
 from kshare_cli.sandbox.security import ListenerSecurity
-from tests.cli.conftest import KSHARE, Kshare, assert_one_error_line, validate, write_properties
+from tests.cli.conftest import (
+    KSHARE,
+    Kshare,
+    assert_one_error_line,
+    skip_unless_dead_letter_queues,
+    validate,
+    write_properties,
+)
 from tests.support.sandbox import (
     KEEP_OLD_RECORDS,
     Cluster,
@@ -107,6 +114,7 @@ def scenario() -> Iterator[Scenario]:
     bootstrap = os.environ.get("KSHARE_TEST_BOOTSTRAP")
     if bootstrap:
         config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
+        skip_unless_dead_letter_queues(bootstrap, Path(config_path) if config_path else None)
         yield _play(Cluster(bootstrap, read_properties(config_path) if config_path else {}))
         return
     with SandboxThread(kafka_version="4.4") as sandbox:
