@@ -29,6 +29,17 @@ from kshare_cli.kafka.api_keys import (
 from kshare_cli.wire.client import KafkaClient
 from kshare_cli.wire.cluster import BrokerNode
 
+#: Whole-request answers Kafka's Admin client retries after a new coordinator lookup: on
+#: a freshly started broker the group's ``__consumer_offsets`` partition is still being
+#: made or loaded (Kafka 4.2 answered NOT_COORDINATOR to the suite's first requests).
+_COORDINATOR_MOVING = frozenset(
+    {
+        ErrorCode.not_coordinator,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+    }
+)
+
 
 async def alter_share_group_offsets(
     client: KafkaClient,
@@ -40,8 +51,8 @@ async def alter_share_group_offsets(
 ) -> Any:
     """Set ``group``'s start offsets on ``partitions`` (topic -> indexes); the response.
 
-    Fails the test when the group is refused or a partition is still unknown after
-    ``wait_s`` seconds.
+    Fails the test when the group is refused, or its coordinator or a partition is still
+    unknown after ``wait_s`` seconds.
     """
     body = {
         "group_id": group,
@@ -62,6 +73,9 @@ async def alter_share_group_offsets(
         _, response = await client.request(
             ALTER_SHARE_GROUP_OFFSETS, body, node=coordinator.node_id
         )
+        if int(response.error_code) in _COORDINATOR_MOVING and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)  # a fresh broker still electing or loading it
+            continue
         assert int(response.error_code) == 0, response
         codes = [
             int(partition.error_code)
