@@ -17,11 +17,13 @@ import select
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from kshare_cli.consumer.deserializers import make_deserializer
 from kshare_cli.consumer.record_formatters import make_formatter
@@ -29,7 +31,7 @@ from kshare_cli.consumer.share_consume import ConsumeOptions, consume
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from tests.cli.conftest import KSHARE, Kshare, process_env
 from tests.support.consume_beds import Bed, Captured, values
-from tests.support.sandbox import skip_on_real_cluster
+from tests.support.sandbox import read_properties
 from tests.support.sandbox_thread import SandboxThread
 
 #: Kafka's default ``share.heartbeat.interval.ms``, which the sandbox below keeps.
@@ -38,9 +40,29 @@ HEARTBEAT_INTERVAL_S = BrokerGroupSettings().share_heartbeat_interval_ms / 1000
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Bed]:
-    skip_on_real_cluster("it needs a broker with the default 5 s heartbeat interval")
+    """A sandbox keeping Kafka's default interval, or the real cluster when it keeps it too."""
+    real = os.environ.get("KSHARE_TEST_BOOTSTRAP")
+    if real:
+        config_path = os.environ.get("KSHARE_TEST_COMMAND_CONFIG")
+        cluster = Bed("cluster", real, read_properties(config_path) if config_path else {})
+        interval_s = _share_heartbeat_interval_s(cluster)
+        if interval_s != HEARTBEAT_INTERVAL_S:
+            pytest.skip(
+                f"on a real cluster: its share.heartbeat.interval.ms is {interval_s * 1000:.0f},"
+                f" not Kafka's default {HEARTBEAT_INTERVAL_S * 1000:.0f}"
+            )
+        yield cluster
+        return
     with SandboxThread() as sandbox:
         yield Bed("sandbox", sandbox.bootstrap, sandbox=sandbox)
+
+
+def _share_heartbeat_interval_s(bed: Bed) -> float:
+    """The interval a new group on ``bed``'s cluster gets (its group config's value)."""
+    resource = ConfigResource("GROUP", f"first-record-interval-{uuid.uuid4().hex[:10]}")
+    admin = AdminClient(bed.config())
+    (future,) = admin.describe_configs([resource]).values()
+    return float(future.result(30)["share.heartbeat.interval.ms"].value) / 1000
 
 
 class _Heartbeats(logging.Handler):
@@ -136,7 +158,7 @@ def test_a_terminal_shows_joining_until_the_assignment(bed: Bed, tmp_path: Path)
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [str(KSHARE), "consume", "-t", topic, "-g", group, "--max-messages", "1"]
-        + kshare.connection_args(),
+        + bed.kshare_args(tmp_path),
         stdin=subprocess.DEVNULL,
         stdout=follower,
         stderr=follower,
