@@ -170,12 +170,16 @@ class Deletions:
 
     ``broker_failures`` names brokers that did not answer the ListGroups of
     ``delete --all-groups``: the empty groups they coordinate were not considered.
+    ``kafka_line`` is the release line the cluster's features prove (``4.4``), None
+    when unknown: Kafka's tool words a group that is not a share group differently
+    from one release to the next.
     """
 
     operation: Operation
     dry_run: bool
     results: tuple[Deletion, ...]
     broker_failures: tuple[BrokerFailure, ...] = ()
+    kafka_line: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(

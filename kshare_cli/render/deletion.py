@@ -118,8 +118,23 @@ def _java_exception(error: KafkaError) -> str:
     return f"org.apache.kafka.common.errors.{name}: {_kafka_message(error)}"
 
 
-def _group_failure_text(result: Deletion) -> str:
-    """What Kafka's tool prints after ``could not be deleted due to:``."""
+#: The first release whose ``kafka-share-groups.sh --delete`` calls a group that is not
+#: a share group a GroupIdNotFoundException (KAFKA-20524); 4.2 and 4.3 raise an
+#: IllegalArgumentException with the same message.
+GROUP_ID_NOT_FOUND_FROM: Final = (4, 4)
+
+
+def _not_a_share_group(group_id: str, kafka_line: str | None) -> str:
+    message = f"Group '{group_id}' is not a share group."
+    line = None if kafka_line is None else tuple(int(part) for part in kafka_line.split("."))
+    if line is not None and line >= GROUP_ID_NOT_FOUND_FROM:
+        return f"org.apache.kafka.common.errors.GroupIdNotFoundException: {message}"
+    return f"java.lang.IllegalArgumentException: {message}"
+
+
+def _group_failure_text(result: Deletion, kafka_line: str | None) -> str:
+    """What Kafka's tool prints after ``could not be deleted due to:`` (on the cluster's
+    release line: the words for a group that is not a share group changed in 4.4)."""
     group_id = result.group_id
     if result.reason == "not_empty" and result.error is None:
         return (
@@ -131,7 +146,7 @@ def _group_failure_text(result: Deletion) -> str:
     if result.reason == "not_share_group" or result.not_found:
         # Kafka's tool checks ListGroups (share groups only) first, so a missing group and
         # a consumer group both read "not a share group" there.
-        return f"java.lang.IllegalArgumentException: Group '{group_id}' is not a share group."
+        return _not_a_share_group(group_id, kafka_line)
     if result.error is not None:
         return _java_exception(result.error)
     return f"java.lang.IllegalStateException: {result.message or result.result}"
@@ -154,7 +169,7 @@ def _plain_delete(deletions: Deletions) -> str:
     text = f"\nError: Deletion of some share groups {verb}:\n"
     for result in failed:
         text += f"* Group '{result.group_id}' could not be deleted due to: "
-        text += _group_failure_text(result) + "\n"
+        text += _group_failure_text(result, deletions.kafka_line) + "\n"
     if done:
         if dry:
             text += f"\nThese share groups would be deleted: {_quoted(done)}\n"

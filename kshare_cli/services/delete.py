@@ -6,6 +6,7 @@ which reach the admin layer only through services.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from kshare_cli.admin.deletion import (
@@ -29,13 +30,19 @@ async def delete(
     timeout_s: float,
 ) -> Deletions:
 
+    session = Session(settings, timeout_s)
+
     async def question(admin: ShareGroupAdmin) -> Deletions:
         if all_empty_groups:
-            return await delete_empty_groups(admin, dry_run=dry_run)
-        return await delete_groups(admin, group_ids, dry_run=dry_run)
+            deletions = await delete_empty_groups(admin, dry_run=dry_run)
+        else:
+            deletions = await delete_groups(admin, group_ids, dry_run=dry_run)
+        # The features came with the client's ApiVersions: no request is sent.
+        facts = await session.cluster_facts(admin, configs=False)
+        return dataclasses.replace(deletions, kafka_line=facts.kafka_line)
 
     what = "checking share groups" if dry_run else "deleting share groups"
-    return await Session(settings, timeout_s).ask(what, question)
+    return await session.ask(what, question)
 
 
 async def delete_offsets(

@@ -320,3 +320,28 @@ def test_all_empty_groups_are_deleted_and_only_they(tmp_path: Path, unique: str)
         nothing = kshare.run("delete", "--all-groups", "--empty-only", "--execute")
         assert nothing.exit_code == 0
         assert (nothing.stdout, nothing.stderr) == ("", "kshare: no empty share group to delete\n")
+
+
+@pytest.mark.parametrize(
+    ("version", "exception"),
+    [
+        ("4.2", "java.lang.IllegalArgumentException"),
+        ("4.3", "java.lang.IllegalArgumentException"),
+        ("4.4", "org.apache.kafka.common.errors.GroupIdNotFoundException"),
+    ],
+)
+def test_plain_words_a_missing_group_as_the_clusters_release_of_kafkas_tool_does(
+    tmp_path: Path, version: str, exception: str
+) -> None:
+    """Kafka's ``--delete`` of a group that is not a share group raised an
+    IllegalArgumentException up to 4.3 and a GroupIdNotFoundException from 4.4 (read on
+    real 4.2.0 and 4.4 brokers): ``-o plain`` follows the release the cluster runs."""
+    with SandboxThread(kafka_version=version) as sandbox:
+        kshare = Kshare(sandbox.bootstrap, None, tmp_path / "kshare" / "config.toml")
+        result = kshare.run("delete", "kshare-delete-nowhere", "--execute", "-o", "plain")
+    assert result.exit_code == 5, result.stderr
+    assert result.stdout == (
+        "\nError: Deletion of some share groups failed:\n"
+        "* Group 'kshare-delete-nowhere' could not be deleted due to: "
+        f"{exception}: Group 'kshare-delete-nowhere' is not a share group.\n"
+    )

@@ -237,3 +237,13 @@ def test_jsonl_lines_and_csv_rows_follow_the_row_schema() -> None:
 def test_every_format_renders_a_dry_run(fmt: str) -> None:
     dry = Deletions("delete", True, (Deletion("a", "would_delete"),))
     assert "a" in render_deletions(dry, fmt)
+
+
+def test_from_kafka_4_4_a_group_that_is_not_a_share_group_is_a_group_id_not_found() -> None:
+    deletions = Deletions("delete", False, (Deletion("missing", "not_found"),), kafka_line="4.4")
+    assert render_deletions(deletions, "plain") == (
+        "\nError: Deletion of some share groups failed:\n"
+        "* Group 'missing' could not be deleted due to: "
+        "org.apache.kafka.common.errors.GroupIdNotFoundException: "
+        "Group 'missing' is not a share group.\n"
+    )
