@@ -710,6 +710,11 @@ class ShareGroupResetter:
     async def _describe(self, group_id: str, *, allow_new_group: bool) -> GroupDescription | None:
         described = (await self._admin.describe_groups([group_id])).get(group_id)
         if isinstance(described, GroupFailure):
+            if described.not_share_group:
+                # A consumer group of that id: there is nothing to create, and the
+                # broker would refuse the new share group's offsets after the rollback
+                # file was written.
+                raise Refused(str(described))
             if described.not_found and allow_new_group:
                 return None
             if described.not_found:

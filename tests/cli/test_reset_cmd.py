@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
@@ -659,6 +659,41 @@ def test_an_unknown_group_is_not_found_unless_allowed(
     assert_one_error_line(result.stderr, f"share group '{group}' not found", "--allow-new-group")
     listed = kshare.run("list", "-o", "json")
     assert group not in listed.stdout
+
+
+@pytest.mark.parametrize("allow_new_group", [False, True])
+def test_a_consumer_group_is_not_a_share_group_and_nothing_is_written(
+    kshare: Kshare, cluster: Cluster, tmp_path: Path, topic: str, allow_new_group: bool
+) -> None:
+    """A classic consumer group of that id: refused as describe refuses it (exit 1, "is not
+    a share group"), with or without --allow-new-group, before any rollback file is
+    written (Kafka 4.4 answered the AlterShareGroupOffsets only after kshare had warned it
+    would create the group and written the file)."""
+    group = new_group()
+    consumer = Consumer(cluster.config(**{"group.id": group, "enable.auto.commit": False}))
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    rollback = tmp_path / "rollback.csv"
+    extra = ["--allow-new-group"] if allow_new_group else []
+    result = kshare.run(
+        "reset-offsets",
+        group,
+        "--topic",
+        topic,
+        "--to-earliest",
+        "--execute",
+        "--yes",
+        *extra,
+        "--rollback-file",
+        str(rollback),
+    )
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert_one_error_line(result.stderr, f"group '{group}' is not a share group")
+    assert not rollback.exists()
+    assert result.stderr == kshare.run("describe", group).stderr
 
 
 def test_a_share_consumer_receives_from_the_new_start(
