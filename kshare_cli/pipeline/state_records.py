@@ -446,9 +446,11 @@ def per_share_partition(
     state topic by share-partition, so every share-partition's records are
     then all in one input partition, and each Python worker splits its own
     partition's records (`share_partition_tables`): no exchange, no sort in
-    the JVM, and the share-partition column is never built. On any other
-    input (a capture's files and the topic after them, micro-batches) it
-    would cut share-partitions in pieces, so the default groups.
+    the JVM, and the share-partition column is never built. A worker holds
+    the chosen records of its whole input partition at once, where a group
+    held one share-partition's. On any other input (a capture's files and
+    the topic after them, micro-batches) it would cut share-partitions in
+    pieces, so the default groups.
     """
     if not whole_state_partitions:
 
