@@ -163,3 +163,28 @@ def test_a_node_loading_a_group_coordinator_partition_it_leads_is_loading_for_li
     cluster.move_leader(GROUP_METADATA_TOPIC, partition, 3)
     cluster.move_leader(GROUP_METADATA_TOPIC, partition, 1)
     assert [cluster.group_coordinator_loading(node) for node in (1, 2, 3)] == [True, False, False]
+
+
+def test_a_topic_is_loading_somewhere_exactly_while_one_of_its_partitions_loads() -> None:
+    """``any_loading`` is the cheap first test before ``loading``: it may never say no
+    while a partition of the topic loads, and says no again once none does."""
+    clock = Clock()
+    cluster = ControllerState(3, coordinator_load_s=0.5, clock=clock)
+    cluster.assign("__share_group_state", 3, 3)
+    clock.now += 0.5
+    assert not cluster.any_loading("__share_group_state")
+    cluster.move_leader("__share_group_state", 1, 3)
+    assert cluster.loading("__share_group_state", 1)
+    assert cluster.any_loading("__share_group_state")
+    # Another topic's move is no move of this one.
+    assert not cluster.any_loading(GROUP_METADATA_TOPIC)
+    clock.now += 0.25
+    cluster.move_leader("__share_group_state", 2, 1)
+    clock.now += 0.25
+    # Partition 1 has loaded, partition 2 still loads: the topic too.
+    assert not cluster.loading("__share_group_state", 1)
+    assert cluster.loading("__share_group_state", 2)
+    assert cluster.any_loading("__share_group_state")
+    clock.now += 0.25
+    assert not cluster.loading("__share_group_state", 2)
+    assert not cluster.any_loading("__share_group_state")
