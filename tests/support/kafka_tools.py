@@ -4,7 +4,7 @@ The recordings under ``tests/golden/`` say what one release's tools printed; a r
 cluster may run another release (``kafka-configs.sh`` lists other configs and synonyms
 on 4.4 than on 4.2). With ``KSHARE_TEST_KAFKA_HOME`` naming a Kafka binary distribution
 (``bin/``, ``libs/``) of the release that ``KSHARE_TEST_BOOTSTRAP``'s cluster runs --
-``../shared/kafka/build.sh``'s output or Apache's tarball -- a test compares kshare's
+a Kafka built as ``docs/real-kafka.md`` says, or Apache's tarball -- a test compares kshare's
 ``-o plain`` with what Kafka's tool prints on the same cluster at the same moment.
 ``docs/real-kafka.md`` says how to run the suite that way.
 """
