@@ -41,9 +41,12 @@ machines this runs on are shared), then the baseline -- ``decode_record`` +
 ``ShareStateReplayer.apply`` over the same records in this process --, then
 each master in a fresh session of its own process (local[1], local[2],
 ``--standalone``'s cluster of one master and two one-core workers started
-here, ``--master``), warmed up on one of the files (JVM, Python workers,
-imports), then each transform over all files, forced with Spark's ``noop``
-sink (everything computed, nothing collected); medians over the rounds.
+here, ``--master``), warmed up by each transform over all files (JVM,
+Python workers, imports; the JVM's JIT compiler works through several
+passes, and one file left most of it to whichever transform came first),
+then each transform over all files again, measured, forced with Spark's
+``noop`` sink (everything computed, nothing collected); medians over the
+rounds.
 Records/s per core is a master's rate over the cores it runs tasks on, set
 beside the baseline's rate of the same rounds. For local masters it also
 prints the cores the session kept busy (CPU seconds of its JVM and Python
@@ -256,8 +259,8 @@ def _run_master(master: str, directory: Path, share_partitions: int) -> dict[str
             }
             return {name: functools.partial(_computed, frame) for name, frame in frames.items()}
 
-        # Warm-up on one file: the JVM's code paths, Python workers, imports.
-        for action in steps(str(min(directory.iterdir()))).values():
+        # Warm-up: the JVM's code paths (compiled while they run), Python workers, imports.
+        for action in steps(str(directory)).values():
             action()
         timings: dict[str, float] = {}
         for name, action in steps(str(directory)).items():
