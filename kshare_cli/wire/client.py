@@ -60,7 +60,13 @@ from kshare_cli.wire.cluster import (
     metadata_from_response,
 )
 from kshare_cli.wire.connection import BrokerConnection
-from kshare_cli.wire.errors import BrokerUnreachable, KafkaError, NodeLeft, NotKafka
+from kshare_cli.wire.errors import (
+    BrokerUnreachable,
+    ConnectionReplaced,
+    KafkaError,
+    NodeLeft,
+    NotKafka,
+)
 from kshare_cli.wire.fanout import Body
 from kshare_cli.wire.framing import request_schema
 
@@ -131,8 +137,10 @@ class KafkaClient:
         self._ssl_context = ssl_context
         self._sasl = settings.sasl if settings.security_protocol.startswith("SASL") else None
         self._bootstrap = [split_host_port(server) for server in settings.bootstrap_servers]
-        self._connections: dict[Address, BrokerConnection] = {}
-        self._connecting: dict[Address, asyncio.Task[BrokerConnection]] = {}
+        #: Keyed by address and lane: "" for every request but those a coordinator may
+        #: hold, which have a connection of their own (``coordinators.HELD_LANE``).
+        self._connections: dict[tuple[Address, str], BrokerConnection] = {}
+        self._connecting: dict[tuple[Address, str], asyncio.Task[BrokerConnection]] = {}
         self._cluster = ClusterState()
         self._versions: BrokerApiVersions | None = None
         self._bootstrap_address: Address | None = None
@@ -249,7 +257,7 @@ class KafkaClient:
             raise ConnectionFailed(f"cannot connect to any bootstrap server ({servers}): {detail}")
         connection = chosen.result()
         address = (connection.host, connection.port)
-        self._connections[address] = connection
+        self._connections[(address, "")] = connection
         self._bootstrap_address = address
         self._versions = connection.api_versions
 
@@ -409,26 +417,32 @@ class KafkaClient:
             on_request=self._count_request,
         )
 
-    async def connection(self, address: Address) -> BrokerConnection:
-        """A live connection to ``address``, opening one (once, however many ask) if needed."""
-        existing = self._connections.get(address)
+    async def connection(self, address: Address, lane: str = "") -> BrokerConnection:
+        """A live connection to ``address``, opening one (once, however many ask) if needed.
+
+        ``lane`` names a connection of its own to the same broker: a broker answers one
+        connection's requests in order, so requests a coordinator may hold for long go
+        on a lane apart, and the others never queue behind them.
+        """
+        key = (address, lane)
+        existing = self._connections.get(key)
         if existing is not None and not existing.closed:
             return existing
         if existing is not None:
-            del self._connections[address]
-        task = self._connecting.get(address)
+            del self._connections[key]
+        task = self._connecting.get(key)
         if task is None:
             task = asyncio.get_running_loop().create_task(self.open_connection(address))
-            self._connecting[address] = task
+            self._connecting[key] = task
 
             def settled(done: asyncio.Task[BrokerConnection]) -> None:
-                if self._connecting.get(address) is done:
-                    del self._connecting[address]
+                if self._connecting.get(key) is done:
+                    del self._connecting[key]
                 if not done.cancelled() and done.exception() is None:
                     if self._closed:
                         asyncio.get_running_loop().create_task(done.result().close())
                     else:
-                        self._connections[address] = done.result()
+                        self._connections[key] = done.result()
 
             task.add_done_callback(settled)
         # Shielded: one caller's deadline must not abort a connect others wait for.
@@ -436,8 +450,8 @@ class KafkaClient:
 
     async def _any_connection(self) -> BrokerConnection:
         """A connection to any broker: a live one if there is one, else the first that opens."""
-        for connection in self._connections.values():
-            if not connection.closed:
+        for (_, lane), connection in self._connections.items():
+            if not lane and not connection.closed:
                 return connection
         candidates: list[Address] = []
         if self._bootstrap_address is not None:
@@ -454,13 +468,17 @@ class KafkaClient:
                 failure = error
         raise failure or ConnectionFailed("no broker to connect to")
 
-    async def adopt_connection(self, node: BrokerNode, fresh: BrokerConnection) -> None:
-        """Make ``fresh`` the pool's connection to ``node``, closing the one it replaces
-        (a request stuck on that one would hold every later request behind it)."""
-        stuck = self._connections.pop(node.address, None)
-        self._connections[node.address] = fresh
+    async def adopt_connection(
+        self, node: BrokerNode, fresh: BrokerConnection, lane: str = ""
+    ) -> None:
+        """Make ``fresh`` the pool's connection to ``node`` on ``lane``, closing the one it
+        replaces (a request stuck on that one would hold every later request behind it)."""
+        stuck = self._connections.pop((node.address, lane), None)
+        self._connections[(node.address, lane)] = fresh
         if stuck is not None and stuck is not fresh:
-            await stuck.close()
+            await stuck.close(
+                ConnectionReplaced(f"connection to {stuck.address} replaced: a request held it")
+            )
 
     async def _node(self, node_id: int) -> BrokerNode:
         found = self._cluster.broker(node_id)
@@ -545,9 +563,8 @@ class KafkaClient:
             now,
             BrokerUnreachable(node.node_id, node.host, node.port, f"silent: {error}"),
         )
-        connection = self._connections.pop(node.address, None)
-        if connection is not None:
-            await connection.close()
+        for key in [key for key in self._connections if key[0] == node.address]:
+            await self._connections.pop(key).close()
 
     def given_up_recently(self, node_id: int) -> bool:
         """Whether ``node_id`` was given up on less than ``GIVE_UP_FOR_S`` ago."""

@@ -559,9 +559,10 @@ class BrokerConnection:
                 future.set_exception(self._failure)
         self._pending.clear()
 
-    async def close(self) -> None:
-        """Close the socket and fail whatever is still pending."""
-        self._fail(ConnectionLost(f"connection to {self.address} closed"))
+    async def close(self, reason: ConnectionLost | None = None) -> None:
+        """Close the socket and fail whatever is still pending (with ``reason``, when
+        the caller knows why better than "closed")."""
+        self._fail(reason or ConnectionLost(f"connection to {self.address} closed"))
         if not self._reader_task.done():
             self._reader_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, ConnectionLost):

@@ -24,13 +24,19 @@ from typing import Any, Final, Protocol
 from kio.schema.errors import ErrorCode
 
 from kshare_cli.errors import AuthenticationFailed, ConnectionFailed, IncompatibleBroker, TimedOut
-from kshare_cli.kafka.api_keys import FIND_COORDINATOR
+from kshare_cli.kafka.api_keys import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    FIND_COORDINATOR,
+)
 from kshare_cli.wire.backoff import Backoff
 from kshare_cli.wire.cluster import BrokerNode, ClusterState, api_name, plan_coordinators
 from kshare_cli.wire.connection import BrokerConnection
 from kshare_cli.wire.errors import (
     COORDINATOR_MOVED,
     BrokerUnreachable,
+    ConnectionReplaced,
     KafkaError,
     NodeLeft,
     is_retriable,
@@ -55,10 +61,25 @@ PROBE_S: Final = 1.0
 ALONE_S: Final = 2.0
 ALONE_IN_FLIGHT: Final = 8
 
+#: The group RPCs Kafka's group coordinator answers only once the share coordinators it
+#: reads from have (``PersisterStateManager``): about 180 s for a hung one. They go on a
+#: connection of their own to each coordinator, its ``HELD_LANE``, so that a held one
+#: never holds the descriptions, metadata and end offsets asked meanwhile.
+HOLDABLE: Final = frozenset(
+    {DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS}
+)
+HELD_LANE: Final = "offsets"
+
 GroupsBody = Callable[[int, Sequence[str]], Mapping[str, Any]]
 GroupsSplit = Callable[[Any], Mapping[str, tuple[int, Any]]]
 #: One coordinator's answers so far, and the groups to ask again.
 Answers = tuple[dict[str, Any | KafkaError], list[str]]
+
+
+class HeldBehind(TimedOut):
+    """A request queued behind a held one on the same connection, which another
+    fan-out found held and replaced: the coordinator is alive (it answered that
+    fan-out's handshake), so the group is asked again alone, not given up."""
 
 
 class CoordinatorPool(BrokerPool, Protocol):
@@ -90,8 +111,8 @@ class CoordinatorPool(BrokerPool, Protocol):
         """``node_id`` answered: forget that it ever failed."""
         ...
 
-    async def connection(self, address: tuple[str, int]) -> BrokerConnection:
-        """The pooled connection to ``address``, opened if needed."""
+    async def connection(self, address: tuple[str, int], lane: str = "") -> BrokerConnection:
+        """The pooled connection to ``address`` on ``lane``, opened if needed."""
         ...
 
     async def connection_failed(self, node: BrokerNode, error: ConnectionFailed) -> None:
@@ -102,8 +123,11 @@ class CoordinatorPool(BrokerPool, Protocol):
         """A new connection outside the pool; the caller closes it."""
         ...
 
-    async def adopt_connection(self, node: BrokerNode, fresh: BrokerConnection) -> None:
-        """Make ``fresh`` the pooled connection to ``node``, closing the one it replaces."""
+    async def adopt_connection(
+        self, node: BrokerNode, fresh: BrokerConnection, lane: str = ""
+    ) -> None:
+        """Make ``fresh`` the pooled connection to ``node`` on ``lane``, closing the one
+        it replaces."""
         ...
 
     async def attempt(
@@ -326,15 +350,20 @@ async def _coordinator_silent(
     One that answers is holding: it stays in use (its stuck connection replaced),
     each of its silent groups is asked once more on a connection of its own, and
     the groups held again fail naming the brokers that do not answer as the cause.
+    Groups whose requests were queued behind a held one when another fan-out
+    replaced that connection (``HeldBehind``) are asked again alone at once: the
+    coordinator was just checked, and checking it again would replace the
+    connection the other fan-outs now use.
     """
     groups = [group_id for each, _ in branches for group_id in each]
     error = branches[0][1]
-    fresh = await _fresh_connection(pool, node)
-    if fresh is None:
-        await pool.give_up(node, error)
-        failure = branch_failure(error, node)
-        return {group_id: failure for group_id in groups}
-    await pool.adopt_connection(node, fresh)
+    if not all(isinstance(each, HeldBehind) for _, each in branches):
+        fresh = await _fresh_connection(pool, node)
+        if fresh is None:
+            await pool.give_up(node, error)
+            failure = branch_failure(error, node)
+            return {group_id: failure for group_id in groups}
+        await pool.adopt_connection(node, fresh, _lane(api_key))
     gate = asyncio.Semaphore(ALONE_IN_FLIGHT)
 
     async def alone(group_id: str) -> Any | KafkaError | None:
@@ -459,7 +488,7 @@ async def _ask_coordinator(
         pool.cluster.forget_coordinators(group_ids)  # found again once it may have moved
         raise
     try:
-        connection = await pool.connection(node.address)
+        connection = await pool.connection(node.address, _lane(api_key))
     except (AuthenticationFailed, IncompatibleBroker):
         raise
     except ConnectionFailed as error:
@@ -480,6 +509,8 @@ async def _ask_coordinator(
         )
     except (AuthenticationFailed, IncompatibleBroker):
         raise
+    except ConnectionReplaced as error:
+        raise HeldBehind(str(error)) from error
     except ConnectionFailed as error:
         pool.note(error)
         pool.cluster.forget_coordinators(group_ids)
@@ -533,3 +564,8 @@ def _coordinator(entry: Any) -> BrokerNode | KafkaError:
         message = entry.error_message
         return KafkaError.of(code, None if message in ("", "NONE") else message)
     return BrokerNode(int(entry.node_id), entry.host, int(entry.port))
+
+
+def _lane(api_key: int) -> str:
+    """The pooled connection a group RPC goes on: its own for those Kafka may hold."""
+    return HELD_LANE if api_key in HOLDABLE else ""

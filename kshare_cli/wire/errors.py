@@ -104,6 +104,15 @@ class ConnectionLost(ConnectionFailed):
     """
 
 
+class ConnectionReplaced(ConnectionLost):
+    """The client closed a connection a held request was stuck on, for a fresh one.
+
+    The requests queued behind the held one on that connection (a broker answers a
+    connection's requests in order) got no answer through no fault of their own
+    group: the broker is alive, and asking again on a new connection answers them.
+    """
+
+
 class NotKafka(ConnectionLost):
     """The peer accepted the connection but does not answer as a Kafka broker.
 
