@@ -90,8 +90,9 @@ class KafkaProfile:
 
     @property
     def reset_delivery_complete_count(self) -> int:
-        """The deliveryCompleteCount of a reset's snapshot: 0 from 4.4 on, -1 (unknown) before."""
-        return 0 if at_least(self.kafka_version, "4.4") else -1
+        """The deliveryCompleteCount of a reset's snapshot: 0 from 4.3 on (KAFKA-20034, in
+        4.3.0), -1 (unknown) on 4.2."""
+        return 0 if at_least(self.kafka_version, "4.3") else -1
 
     def features(self, *, share_groups: bool = True) -> tuple[Feature, ...]:
         """ApiVersions' features, in the order Kafka lists the finalized ones.
