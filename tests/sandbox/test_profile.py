@@ -2,8 +2,8 @@
 
 The releases' differences as measured (``kshare_cli/sandbox/profile.py``; DESIGN.md's
 facts; ``tests/golden/kafka-4.4/README.md``): the group configs a broker lists (4.2, 4.3
-and 4.4 each their own), a reset's snapshot (deliveryCompleteCount -1 before 4.4, so
-describe's LAG is ``-``; 0 from 4.4 on, so LAG is a number) and a share-partition's
+and 4.4 each their own), a reset's snapshot (deliveryCompleteCount -1 on 4.2, so
+describe's LAG is ``-``; 0 from 4.3 on, so LAG is a number) and a share-partition's
 first snapshot (state epoch 1 before 4.4, 2 on 4.4). Each is checked here on 4.2, 4.3
 and 4.4, one sandbox per profile for the module; the dead-letter queue (4.4 with
 share.version 2 only) is checked on each profile in ``tests/cli/test_config_cmd_kafka44``.
