@@ -41,12 +41,14 @@ machines this runs on are shared), then the baseline -- ``decode_record`` +
 ``ShareStateReplayer.apply`` over the same records in this process --, then
 each master in a fresh session of its own process (local[1], local[2],
 ``--standalone``'s cluster of one master and two one-core workers started
-here, ``--master``), warmed up by each transform over all files (JVM,
-Python workers, imports; the JVM's JIT compiler works through several
-passes, and one file left most of it to whichever transform came first),
-then each transform over all files again, measured, forced with Spark's
-``noop`` sink (everything computed, nothing collected); medians over the
-rounds.
+here, ``--master``), warmed up by ``--warmups`` passes of each transform
+over all files (JVM, Python workers, imports; the JVM's JIT compiler works
+through several passes: after one, a measured local[1] pass still spent
+0.6-1.2 s of JIT compilation on the second core, which is what local[2]
+needs, and made local[2]/local[1] 1.30 where two warm-up passes give
+1.65), then ``--passes`` measured passes of each transform over all files,
+forced with Spark's ``noop`` sink (everything computed, nothing
+collected); the session's median, then the median over the rounds.
 Records/s per core is a master's rate over the cores it runs tasks on, set
 beside the baseline's rate of the same rounds. For local masters it also
 prints the cores the session kept busy (CPU seconds of its JVM and Python
@@ -73,7 +75,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +110,13 @@ TRANSFORMS = (
 MAIN = ("decode+replay", "decode+deliveries")
 
 
-def generate(records: int, share_partitions: int) -> list[tuple[SharePartitionKey, StateRecord]]:
-    """The coordinator's records, interleaved across share-partitions as it writes them."""
+def generate(
+    records: int, share_partitions: int
+) -> Iterator[tuple[SharePartitionKey, StateRecord]]:
+    """The coordinator's records, interleaved across share-partitions as it writes them.
+
+    Yielded as they are made: 10,000,000 records kept as objects would take
+    more memory than the machines this runs on have (their encoded bytes fit)."""
     coordinator = ShareCoordinatorState(updates_per_snapshot=500, clock=lambda: BASE_MS)
     chooser = random.Random(7)
     topics = [uuid.UUID(int=topic + 1) for topic in range(4)]
@@ -117,19 +124,23 @@ def generate(records: int, share_partitions: int) -> list[tuple[SharePartitionKe
         SharePartitionKey(GROUP, topics[index % len(topics)], index // len(topics))
         for index in range(share_partitions)
     ]
-    log: list[tuple[SharePartitionKey, StateRecord]] = []
+    made = 0
 
-    def append(key: SharePartitionKey, record: StateRecord | None) -> None:
+    def append(
+        key: SharePartitionKey, record: StateRecord | None
+    ) -> Iterator[tuple[SharePartitionKey, StateRecord]]:
+        nonlocal made
         if record is not None:
             coordinator.apply(record)
-            log.append((key, record))
+            made += 1
+            yield key, record
 
     for key in keys:
-        append(key, coordinator.initialize(key, state_epoch=1, start_offset=0))
+        yield from append(key, coordinator.initialize(key, state_epoch=1, start_offset=0))
     next_offset = dict.fromkeys(keys, 0)
     pending: dict[SharePartitionKey, list[tuple[int, int]]] = {key: [] for key in keys}
-    while len(log) < records:
-        key = keys[len(log) % share_partitions]
+    while made < records:
+        key = keys[made % share_partitions]
         first = next_offset[key]
         next_offset[key] += 10
         batches = [
@@ -153,7 +164,7 @@ def generate(records: int, share_partitions: int) -> list[tuple[SharePartitionKe
         start = min((offset for offset, _ in pending[key]), default=first + 10)
         current = coordinator.state(key)
         assert current is not None
-        append(
+        yield from append(
             key,
             coordinator.write(
                 key,
@@ -164,21 +175,25 @@ def generate(records: int, share_partitions: int) -> list[tuple[SharePartitionKe
                 state_batches=batches,
             ),
         )
-    return log
 
 
-def write_parquet(log: list[tuple[SharePartitionKey, StateRecord]], directory: Path) -> int:
+def write_parquet(
+    log: Iterable[tuple[SharePartitionKey, StateRecord]], directory: Path
+) -> list[tuple[bytes, bytes | None]]:
     """The records as the Kafka source's columns, a file per state-topic partition (one row
-    group each: Spark reads a row group in one task, so a file is never split)."""
+    group each: Spark reads a row group in one task, so a file is never split); returns
+    each record's key and value bytes, in log order, for the single-process baseline."""
     offsets: dict[int, int] = {}
     columns: dict[str, list[Any]] = {
         name: [] for name in ("key", "value", "topic", "partition", "offset", "timestamp")
     }
+    encoded: list[tuple[bytes, bytes | None]] = []
     for index, (key, record) in enumerate(log):
         state_partition = state_partition_for(key, DEFAULT_STATE_PARTITIONS)
         offset = offsets.get(state_partition, 0)
         offsets[state_partition] = offset + 1
         record_key, record_value = encode_record(record)
+        encoded.append((record_key, record_value))
         columns["key"].append(record_key)
         columns["value"].append(record_value)
         columns["topic"].append("__share_group_state")
@@ -201,10 +216,7 @@ def write_parquet(log: list[tuple[SharePartitionKey, StateRecord]], directory: P
         pq.write_table(
             rows, directory / f"partition-{partition:02d}.parquet", row_group_size=rows.num_rows
         )
-    return sum(
-        len(key) + len(value or b"")
-        for key, value in zip(columns["key"], columns["value"], strict=True)
-    )
+    return encoded
 
 
 def single_process(encoded: list[tuple[bytes, bytes | None]]) -> float:
@@ -217,17 +229,23 @@ def single_process(encoded: list[tuple[bytes, bytes | None]]) -> float:
     return time.perf_counter() - started
 
 
-def run_master(master: str, directory: Path, share_partitions: int) -> dict[str, float]:
-    """Seconds per transform in a fresh session of master, after a warm-up on one file.
+def run_master(
+    master: str, directory: Path, share_partitions: int, warmups: int, passes: int
+) -> dict[str, float]:
+    """Seconds per transform in a fresh session of master, after warm-up passes.
 
     In a process of its own, so that each session starts its own JVM (a stopped
     session leaves the JVM and its settings behind for the next)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        timings: dict[str, float] = pool.apply(_run_master, (master, directory, share_partitions))
+        timings: dict[str, float] = pool.apply(
+            _run_master, (master, directory, share_partitions, warmups, passes)
+        )
     return timings
 
 
-def _run_master(master: str, directory: Path, share_partitions: int) -> dict[str, float]:
+def _run_master(
+    master: str, directory: Path, share_partitions: int, warmups: int, passes: int
+) -> dict[str, float]:
     from kshare_cli.pipeline.deliveries import deliveries
     from kshare_cli.pipeline.session import spark_session
     from kshare_cli.pipeline.timeline import replay_states
@@ -249,29 +267,31 @@ def _run_master(master: str, directory: Path, share_partitions: int) -> dict[str
     )
     try:
         group = {GROUP}
-        passes: dict[str, Callable[..., Any]] = {"replay": replay_states, "deliveries": deliveries}
+        kinds: dict[str, Callable[..., Any]] = {"replay": replay_states, "deliveries": deliveries}
 
         def steps(path: str) -> dict[str, Callable[[], None]]:
             records = spark.read.parquet(path)
             frames = {
-                name: passes[kind](records, group_ids=group, whole_state_partitions=whole)
+                name: kinds[kind](records, group_ids=group, whole_state_partitions=whole)
                 for name, kind, whole in TRANSFORMS
             }
             return {name: functools.partial(_computed, frame) for name, frame in frames.items()}
 
         # Warm-up: the JVM's code paths (compiled while they run), Python workers, imports.
-        for action in steps(str(directory)).values():
-            action()
-        timings: dict[str, float] = {}
-        for name, action in steps(str(directory)).items():
-            started = time.perf_counter()
-            cpu, jvm = tree_cpu_seconds()
-            action()
-            timings[name] = time.perf_counter() - started
-            cpu_after, jvm_after = tree_cpu_seconds()
-            timings[f"{name} cpu"] = cpu_after - cpu
-            timings[f"{name} jvm"] = jvm_after - jvm
-        return timings
+        for _ in range(warmups):
+            for action in steps(str(directory)).values():
+                action()
+        measured: dict[str, list[float]] = {}
+        for _ in range(passes):
+            for name, action in steps(str(directory)).items():
+                started = time.perf_counter()
+                cpu, jvm = tree_cpu_seconds()
+                action()
+                measured.setdefault(name, []).append(time.perf_counter() - started)
+                cpu_after, jvm_after = tree_cpu_seconds()
+                measured.setdefault(f"{name} cpu", []).append(cpu_after - cpu)
+                measured.setdefault(f"{name} jvm", []).append(jvm_after - jvm)
+        return {name: statistics.median(values) for name, values in measured.items()}
     finally:
         spark.stop()
 
@@ -349,6 +369,18 @@ def main() -> None:
         "--rounds", type=int, default=2, help="local[1] then local[2], this many times"
     )
     parser.add_argument(
+        "--warmups",
+        type=int,
+        default=2,
+        help="passes of every transform over all files before any is measured (JIT, workers)",
+    )
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=3,
+        help="measured passes of every transform in each session; each session's median",
+    )
+    parser.add_argument(
         "--master",
         help="also measure this master (e.g. spark://host:7077; its workers must see this "
         "machine's temporary directory), in every round",
@@ -365,7 +397,6 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    log = generate(args.records, args.share_partitions)
     directory = Path(tempfile.mkdtemp(prefix="kshare-audit-scaling-"))
     with contextlib.ExitStack() as stack:
         masters = {"local[1]": 1, "local[2]": 2}
@@ -381,19 +412,22 @@ def main() -> None:
         baselines: list[float] = []
         ceilings: list[float] = []
         try:
-            size = write_parquet(log, directory)
+            encoded = write_parquet(generate(args.records, args.share_partitions), directory)
+            size = sum(len(key) + len(value or b"") for key, value in encoded)
             print(
-                f"{len(log):,} state records of {args.share_partitions} share-partitions "
+                f"{len(encoded):,} state records of {args.share_partitions} share-partitions "
                 f"({size / 1e6:.0f} MB of keys and values), generated in "
                 f"{time.perf_counter() - started:.0f} s"
             )
-            encoded = [encode_record(record) for _, record in log]
-            del log
             for _ in range(args.rounds):
                 ceilings.append(machine_parallelism())
                 baselines.append(single_process(encoded))
                 for master in masters:
-                    samples[master].append(run_master(master, directory, args.share_partitions))
+                    samples[master].append(
+                        run_master(
+                            master, directory, args.share_partitions, args.warmups, args.passes
+                        )
+                    )
         finally:
             shutil.rmtree(directory, ignore_errors=True)
     report(args, masters, samples, baselines, ceilings)
@@ -448,10 +482,17 @@ def report(
         f"ratio {total_one / total_two:4.2f} (target >= {TARGET_RATIO} where two processes "
         f"gain >= {TARGET_CEILING})"
     )
+    ceiling = statistics.median(ceilings)
     print(
         "two plain Python processes against one on this machine during the rounds: "
-        + ", ".join(f"{ceiling:.2f}x" for ceiling in ceilings)
+        + ", ".join(f"{each:.2f}x" for each in ceilings)
         + " (the most local[2] can gain here)"
+    )
+    print(
+        f"local[2]/local[1] against two plain processes' gain: {total_one / total_two:4.2f} / "
+        f"{ceiling:4.2f} = {total_one / total_two / ceiling:4.2f} of what this machine allows "
+        f"(the target's share: {TARGET_RATIO} / {TARGET_CEILING} = "
+        f"{TARGET_RATIO / TARGET_CEILING:4.2f})"
     )
 
 
