@@ -45,8 +45,8 @@ here, ``--master``), warmed up by ``--warmups`` passes of each transform
 over all files (JVM, Python workers, imports; the JVM's JIT compiler works
 through several passes: after one, a measured local[1] pass still spent
 0.6-1.2 s of JIT compilation on the second core, which is what local[2]
-needs, and made local[2]/local[1] 1.30 where two warm-up passes give
-1.65), then ``--passes`` measured passes of each transform over all files,
+needs, and local[2]/local[1] read 1.30 where two warm-up passes give
+1.56), then ``--passes`` measured passes of each transform over all files,
 forced with Spark's ``noop`` sink (everything computed, nothing
 collected); the session's median, then the median over the rounds.
 Records/s per core is a master's rate over the cores it runs tasks on, set
