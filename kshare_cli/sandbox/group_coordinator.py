@@ -30,6 +30,18 @@ The rules follow Apache Kafka 4.2.0:
 * The simple assignor spreads partitions evenly and lets a partition be shared
   by several members when members outnumber partitions (``desiredSharing =
   ceil(members / partitions)``); balance first, then stickiness.
+* Kafka 4.3 (KAFKA-20268, KAFKA-20291, both in 4.3.1) starts a group at epoch 1
+  with an empty target assignment of epoch 1, so the first computed assignment is
+  epoch 2 and a new group's share-partitions are initialised with state epoch 2
+  (the 4.4 recording's); and it batches assignments: a group epoch moves at once,
+  but the target assignment is computed in a heartbeat only when
+  ``share.assignment.interval.ms`` (1 s) has passed since the last one was
+  (``GroupMetadataManager.canComputeNextTargetAssignment``; never computed counts
+  as long ago, 0 turns it off). Meanwhile members reconcile to the last target,
+  a new member to its empty one, and newly initialised share-partitions bump
+  the epoch only when no assignment is pending. No timer: the first heartbeat
+  after the interval computes it (librdkafka's comes a heartbeat interval later,
+  Java's too once its first acknowledgement went early).
 * A member that does not heartbeat within ``share.session.timeout.ms`` is fenced
   by :meth:`ShareGroupCoordinator.expire_members`. States are ``Empty`` and
   ``Stable`` (``Dead`` only while being deleted, never observable here).
@@ -165,6 +177,8 @@ class _Group:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
+    #: When the target assignment was last computed (ms; 0: never), for 4.3's interval.
+    assignment_timestamp_ms: int = 0
     metadata_hash: tuple[tuple[str, int], ...] = ()
     members: dict[str, _Member] = field(default_factory=dict)
     target: dict[str, _Assignment] = field(default_factory=dict)
@@ -208,13 +222,17 @@ class ShareGroupCoordinator:
         auto_initialize: bool = True,
         initialize_retry_interval_ms: int = DEFAULT_INITIALIZE_RETRY_INTERVAL_MS,
         on_member_removed: Callable[[RemovedMember], None] | None = None,
-        extra_epoch_before_initialization: bool = False,
+        initial_group_epoch: int = 0,
+        assignment_batching: bool = False,
     ) -> None:
         self.configs = configs if configs is not None else GroupConfigStore()
         self.auto_initialize = auto_initialize
-        #: Kafka 4.4 (``KafkaProfile.extra_epoch_before_initialization``): a group's first
-        #: initialisation comes one group epoch later, so its state epoch is 2, not 1.
-        self.extra_epoch_before_initialization = extra_epoch_before_initialization
+        #: A new group's epoch and target assignment epoch: 0 on 4.2, 1 from 4.3
+        #: (``KafkaProfile.initial_group_epoch``).
+        self.initial_group_epoch = initial_group_epoch
+        #: 4.3's assignment batching (``KafkaProfile.assignment_batching``): the target is
+        #: computed at most once per ``share.assignment.interval.ms``.
+        self.assignment_batching = assignment_batching
         self.initialize_retry_interval_ms = initialize_retry_interval_ms
         self.on_member_removed = on_member_removed
         self._groups: dict[str, _Group] = {}
@@ -267,7 +285,7 @@ class ShareGroupCoordinator:
             group, member, rack_id, client_id, client_host, subscribed_topic_names
         )
         subscribed_topics = group.subscribed_topics()
-        self._reconcile(group, member, subscribed_topics, bump)
+        self._reconcile(group, member, subscribed_topics, bump, now_ms)
         member.session_deadline_ms = now_ms + self.configs.session_timeout_ms(group_id)
 
         send_assignment = (
@@ -297,7 +315,7 @@ class ShareGroupCoordinator:
         if group is None:
             if not joining:
                 return _error(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
-            group = _Group(group_id)
+            group = self._new_group(group_id)
         max_size = self.configs.broker.share_max_size
         if len(group.members) >= max_size and member_id not in group.members:
             return _error(
@@ -334,7 +352,10 @@ class ShareGroupCoordinator:
             else member.subscribed
         )
         subscription_changed = new_subscribed != member.subscribed
-        bump = subscription_changed or self._initialized_assignment_pending(group)
+        # 4.3 asks for newly initialised share-partitions only when no assignment is
+        # pending: the pending one will include them.
+        settled = not self.assignment_batching or group.assignment_epoch >= group.group_epoch
+        bump = subscription_changed or (settled and self._initialized_assignment_pending(group))
         member.rack_id = rack_id if rack_id is not None else member.rack_id
         member.client_id = client_id
         member.client_host = client_host
@@ -342,10 +363,16 @@ class ShareGroupCoordinator:
         return bump
 
     def _reconcile(
-        self, group: _Group, member: _Member, subscribed_topics: Iterable[str], bump: bool
+        self,
+        group: _Group,
+        member: _Member,
+        subscribed_topics: Iterable[str],
+        bump: bool,
+        now_ms: int,
     ) -> None:
         """Move the group epoch when the subscription or the topics' metadata changed, the
-        target assignment with it, and bring the member to the target's epoch."""
+        target assignment with it (once the assignment interval allows), and bring the
+        member to the target's epoch."""
         metadata_hash = self._metadata_hash(subscribed_topics)
         if metadata_hash != group.metadata_hash:
             bump = True
@@ -353,9 +380,10 @@ class ShareGroupCoordinator:
             group.group_epoch += 1
             group.metadata_hash = metadata_hash
 
-        if group.group_epoch > group.assignment_epoch:
+        if group.group_epoch > group.assignment_epoch and self._may_assign(group, now_ms):
             group.target = self._compute_target(group)
             group.assignment_epoch = group.group_epoch
+            group.assignment_timestamp_ms = now_ms
         target = group.target.get(member.member_id, {})
 
         if member.member_epoch != group.assignment_epoch:
@@ -364,6 +392,18 @@ class ShareGroupCoordinator:
             member.member_epoch = group.assignment_epoch
         elif bump:
             member.assigned = self._filter_subscribed(target, member.subscribed)
+
+    def _may_assign(self, group: _Group, now_ms: int) -> bool:
+        """``canComputeNextTargetAssignment``: never computed, no interval, or the interval
+        since the last computation has passed."""
+        if not self.assignment_batching or group.assignment_timestamp_ms == 0:
+            return True
+        interval_ms = self.configs.assignment_interval_ms(group.group_id)
+        return interval_ms == 0 or now_ms >= group.assignment_timestamp_ms + interval_ms
+
+    def _new_group(self, group_id: str) -> _Group:
+        epoch = self.initial_group_epoch
+        return _Group(group_id, group_epoch=epoch, assignment_epoch=epoch)
 
     # -- sessions
 
@@ -432,7 +472,8 @@ class ShareGroupCoordinator:
 
     def ensure_group(self, group_id: str) -> None:
         """Create an empty share group if absent, as AlterShareGroupOffsets does in Kafka."""
-        self._groups.setdefault(group_id, _Group(group_id))
+        if group_id not in self._groups:
+            self._groups[group_id] = self._new_group(group_id)
 
     # -- admin views
 
@@ -633,12 +674,6 @@ class ShareGroupCoordinator:
                     wanted[topic] = missing
         if not wanted:
             return None
-        if (
-            self.extra_epoch_before_initialization
-            and not group.initialized
-            and not any(group.initializing.values())
-        ):
-            group.group_epoch += 1
         for topic, parts in wanted.items():
             pending = group.initializing.get(topic)
             earlier = pending[0] if pending is not None else set()

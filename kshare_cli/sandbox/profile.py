@@ -9,9 +9,11 @@ measured"; ``tests/golden/kafka-4.4/README.md``):
   4.4 either 1 (what a new 4.4 cluster is formatted with) or 2 (after
   ``kafka-features.sh upgrade --feature share.version=2``, the sandbox's 4.4 default);
 * group configs (``GroupConfigStore``'s ``kafka_version``);
-* 4.4's snapshots: a new share-partition's first snapshot carries state epoch 2 (its
-  group epoch was bumped once more before the initialisation; 4.2 wrote 1), and a
-  reset's snapshot carries deliveryCompleteCount 0 (4.2: -1, unknown);
+* from 4.3 (both in 4.3.1's source, KAFKA-20268 and KAFKA-20291): a new group starts at
+  epoch 1, so a new share-partition's first snapshot carries state epoch 2 (the 4.4
+  recording's; 4.2 wrote 1), and a group's target assignment is computed at most once
+  per ``share.assignment.interval.ms``; a reset's snapshot carries
+  deliveryCompleteCount 0 (4.2: -1, unknown);
 * 4.4 with ``share.version`` 2: the dead-letter queue, a rejected or over-limit record
   persisted as ARCHIVING, written to the group's DLQ topic, then ARCHIVED.
 """
@@ -79,14 +81,20 @@ class KafkaProfile:
         return self.finalized_share_version >= 2
 
     @property
-    def extra_epoch_before_initialization(self) -> bool:
-        """4.4 initialises a new group's share-partitions one group epoch later than 4.2.
-
-        Measured, not derived: every initial snapshot of the 4.4 recording has state epoch
-        2 (librdkafka's and Java's consumers alike) where 4.2's had 1, and the group
-        epochs after it are one higher too (5 with the idle member, resets at 6).
+    def initial_group_epoch(self) -> int:
+        """A new group's epoch (and its empty target assignment's): 1 from 4.3 (KAFKA-20268,
+        ``ModernGroup``'s ``groupEpoch.set(1)``; in 4.3.1), 0 before. So a new group's
+        first assignment is epoch 2 and its share-partitions' first snapshots carry state
+        epoch 2: the 4.4 recording's (and its group epochs one higher than 4.2's: 5 with
+        the idle member, resets at 6).
         """
-        return at_least(self.kafka_version, "4.4")
+        return 1 if at_least(self.kafka_version, "4.3") else 0
+
+    @property
+    def assignment_batching(self) -> bool:
+        """4.3 computes a group's target assignment at most once per
+        ``share.assignment.interval.ms`` (KIP-1263, KAFKA-20291; in 4.3.1)."""
+        return at_least(self.kafka_version, "4.3")
 
     @property
     def reset_delivery_complete_count(self) -> int:

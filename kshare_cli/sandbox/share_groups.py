@@ -101,7 +101,8 @@ class ShareGroups(BrokerExtension):
             self.configs.on_change = lambda: save_group_configs(data_dir, self.configs.snapshot())
         self.groups = ShareGroupCoordinator(
             self.configs,
-            extra_epoch_before_initialization=broker.profile.extra_epoch_before_initialization,
+            initial_group_epoch=broker.profile.initial_group_epoch,
+            assignment_batching=broker.profile.assignment_batching,
         )
         #: The share coordinator's ``share.coordinator.*`` settings (``--config``).
         self.coordinator = coordinator or ShareCoordinatorConfig()

@@ -115,29 +115,33 @@ def test_config_get_lists_the_releases_group_configs(
     assert ("errors.deadletterqueue.topic.name" in listed) is (version == "4.4")
 
 
-@pytest.mark.parametrize(("version", "state_epoch"), [("4.2", 1), ("4.3", 1), ("4.4", 2)])
+@pytest.mark.parametrize(("version", "state_epoch"), [("4.2", 1), ("4.3", 2), ("4.4", 2)])
 def test_a_share_partitions_first_snapshot_has_the_releases_state_epoch(
     version: KafkaVersion, state_epoch: int
 ) -> None:
-    """4.4 initialises a new group's share-partitions one group epoch later: its initial
-    snapshot's stateEpoch is 2 (the 4.4 recording), 1 before (the 4.2 recording)."""
+    """From 4.3 a new group starts at epoch 1 (KAFKA-20268, in 4.3.1), so the join's
+    epoch is 2 and the initial snapshot's stateEpoch 2 (the 4.4 recording), 1 before
+    (the 4.2 recording); the partitions come with the next heartbeat, one epoch on (Kafka's
+    ShareGroupHeartbeatRequestTest: 2 then 3 from 4.3, 1 then 2 before)."""
     profile = KafkaProfile(version)
     coordinator = ShareGroupCoordinator(
         GroupConfigStore(kafka_version=version),
-        extra_epoch_before_initialization=profile.extra_epoch_before_initialization,
+        initial_group_epoch=profile.initial_group_epoch,
+        assignment_batching=profile.assignment_batching,
     )
 
     joined = coordinator.heartbeat(
         "g", "m", 0, None, "client-m", "/127.0.0.1", [TOPIC], 1_000_000, {TOPIC: 1}
     )
-    if joined.initialization is None:  # 4.4: the epoch bump comes first, then the ask
-        joined = coordinator.heartbeat(
-            "g", "m", joined.member_epoch, None, "client-m", "/127.0.0.1", None, 1_000_000,
-            {TOPIC: 1},
-        )  # fmt: skip
-
+    assert (joined.member_epoch, joined.assignment) == (state_epoch, {})
     assert joined.initialization is not None
     assert (joined.initialization.state_epoch, joined.initialization.partitions) == (
         state_epoch,
         {TOPIC: [0]},
     )
+    # Kafka's member heartbeats again a heartbeat interval later: the interval has passed.
+    assigned = coordinator.heartbeat(
+        "g", "m", joined.member_epoch, None, "client-m", "/127.0.0.1", None, 1_005_000,
+        {TOPIC: 1},
+    )  # fmt: skip
+    assert (assigned.member_epoch, assigned.assignment) == (state_epoch + 1, {TOPIC: [0]})

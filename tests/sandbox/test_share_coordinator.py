@@ -64,8 +64,14 @@ COLD_MS = "share.coordinator.cold.partition.snapshot.interval.ms"
 RECORDS = 8
 REJECTED = 1  # this offset is rejected (Archived); the others are accepted
 HEARTBEAT_MS = 100
+#: Assignments at once (Kafka 4.3+'s ``group.share.assignment.interval.ms`` 0, as 4.2): with
+#: the 1 s default a new share-partition sits idle that long before its first
+#: acknowledgement, longer than the cold-snapshot intervals below, and its cold snapshot
+#: then comes before the consumer's writes (and, the shard quiet, none after them).
 SETTINGS = BrokerGroupSettings(
-    share_heartbeat_interval_ms=HEARTBEAT_MS, share_min_heartbeat_interval_ms=HEARTBEAT_MS
+    share_heartbeat_interval_ms=HEARTBEAT_MS,
+    share_min_heartbeat_interval_ms=HEARTBEAT_MS,
+    share_assignment_interval_ms=0,
 )
 
 #: offset -> record, for one state-topic partition
