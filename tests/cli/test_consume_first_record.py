@@ -28,10 +28,11 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from kshare_cli.consumer.deserializers import make_deserializer
 from kshare_cli.consumer.record_formatters import make_formatter
 from kshare_cli.consumer.share_consume import ConsumeOptions, consume
+from kshare_cli.kafka.versions import KafkaVersion
 from kshare_cli.sandbox.group_configs import BrokerGroupSettings
 from tests.cli.conftest import KSHARE, Kshare, process_env
 from tests.support.consume_beds import Bed, Captured, values
-from tests.support.sandbox import read_properties
+from tests.support.sandbox import read_properties, skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 
 #: Kafka's default ``share.heartbeat.interval.ms``, which the sandbox below keeps.
@@ -123,6 +124,47 @@ def test_first_record_comes_a_round_trip_after_the_join(bed: Bed) -> None:
     assert 2 <= len(before_leave) <= 8, heartbeats.sent
     assert [state for state, _ in joining] == [True, False]
     assert joining[1][1] <= sink.at + 0.05
+
+
+#: Kafka 4.3+'s ``share.assignment.interval.ms`` default: the least time between a
+#: group's two assignments, the join's (empty) one and the one with the partitions.
+ASSIGNMENT_INTERVAL_S = BrokerGroupSettings().share_assignment_interval_ms / 1000
+
+
+@pytest.mark.parametrize(
+    ("version", "earliest_s", "latest_s"),
+    [("4.2", 0.0, 1.0), ("4.4", ASSIGNMENT_INTERVAL_S, ASSIGNMENT_INTERVAL_S + 1.5)],
+)
+def test_the_first_record_waits_for_the_releases_assignment_not_the_heartbeat_interval(
+    version: KafkaVersion, earliest_s: float, latest_s: float
+) -> None:
+    """On 4.2 the partitions come a round trip after the broker initialised them; from
+    4.3 the broker computes the next assignment only an assignment interval (1 s) after
+    the join's, whatever the client does (real Kafka 4.4: kshare's first record after
+    1.27 s, Java's console share consumer's after 6.7 s: its one early heartbeat came
+    within the interval, and the next a heartbeat interval later). Either way well under
+    librdkafka's 5 s heartbeat interval."""
+    skip_on_real_cluster("it compares the sandbox's Kafka releases")
+    with SandboxThread(kafka_version=version) as sandbox:
+        bed = Bed("sandbox", sandbox.bootstrap, sandbox=sandbox)
+        topic, group = bed.names(f"first-record-{version}")
+        bed.produce(topic, values(1))
+        sink = _FirstRecord()
+        formatter = make_formatter(
+            "jsonl", {}, make_deserializer("string"), make_deserializer("string")
+        )
+        started = time.monotonic()
+        result = consume(
+            bed.config(),
+            ConsumeOptions(topics=(topic,), group_id=group, max_messages=1),
+            formatter,
+            sink,
+        )
+    assert result.processed == 1 and result.error is None, result
+    assert sink.at is not None
+    first_record_s = sink.at - started
+    assert earliest_s <= first_record_s < latest_s, f"first record after {first_record_s:.2f} s"
+    assert latest_s < HEARTBEAT_INTERVAL_S
 
 
 def test_no_assignment_yet_means_paced_heartbeats_then_librdkafkas_own(bed: Bed) -> None:
