@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,23 +99,10 @@ def test_first_record_comes_a_round_trip_after_the_join(bed: Bed) -> None:
     log.addHandler(heartbeats)
     config = bed.config
     bed.config = lambda **extra: config(debug="protocol", logger=log, **extra)  # type: ignore[method-assign]
-    sink = _FirstRecord()
     joining: list[tuple[bool, float]] = []
-
-    formatter = make_formatter(
-        "jsonl", {}, make_deserializer("string"), make_deserializer("string")
+    first_record_s, first_at = _first_record(
+        bed, topic, group, on_joining=lambda state: joining.append((state, time.monotonic()))
     )
-    started = time.monotonic()
-    result = consume(
-        bed.config(),
-        ConsumeOptions(topics=(topic,), group_id=group, max_messages=1),
-        formatter,
-        sink,
-        on_joining=lambda state: joining.append((state, time.monotonic())),
-    )
-    assert result.processed == 1 and result.error is None, result
-    assert sink.at is not None
-    first_record_s = sink.at - started
     # Without the expedited second heartbeat the assignment waits the broker's whole
     # interval; with it, a round trip (milliseconds here). The heartbeats are counted below.
     assert first_record_s < HEARTBEAT_INTERVAL_S, f"first record after {first_record_s:.2f} s"
@@ -123,7 +110,7 @@ def test_first_record_comes_a_round_trip_after_the_join(bed: Bed) -> None:
     before_leave = heartbeats.sent[:-1]
     assert 2 <= len(before_leave) <= 8, heartbeats.sent
     assert [state for state, _ in joining] == [True, False]
-    assert joining[1][1] <= sink.at + 0.05
+    assert joining[1][1] <= first_at + 0.05
 
 
 #: Kafka 4.3+'s ``share.assignment.interval.ms`` default: the least time between a
@@ -149,22 +136,31 @@ def test_the_first_record_waits_for_the_releases_assignment_not_the_heartbeat_in
         bed = Bed("sandbox", sandbox.bootstrap, sandbox=sandbox)
         topic, group = bed.names(f"first-record-{version}")
         bed.produce(topic, values(1))
-        sink = _FirstRecord()
-        formatter = make_formatter(
-            "jsonl", {}, make_deserializer("string"), make_deserializer("string")
-        )
-        started = time.monotonic()
-        result = consume(
-            bed.config(),
-            ConsumeOptions(topics=(topic,), group_id=group, max_messages=1),
-            formatter,
-            sink,
-        )
-    assert result.processed == 1 and result.error is None, result
-    assert sink.at is not None
-    first_record_s = sink.at - started
+        first_record_s, _ = _first_record(bed, topic, group)
     assert earliest_s <= first_record_s < latest_s, f"first record after {first_record_s:.2f} s"
     assert latest_s < HEARTBEAT_INTERVAL_S
+
+
+def _first_record(
+    bed: Bed, topic: str, group: str, on_joining: Callable[[bool], None] | None = None
+) -> tuple[float, float]:
+    """``kshare consume --max-messages 1`` of a new group: seconds from its start to its
+    first record, and that moment (monotonic)."""
+    sink = _FirstRecord()
+    formatter = make_formatter(
+        "jsonl", {}, make_deserializer("string"), make_deserializer("string")
+    )
+    started = time.monotonic()
+    result = consume(
+        bed.config(),
+        ConsumeOptions(topics=(topic,), group_id=group, max_messages=1),
+        formatter,
+        sink,
+        on_joining=on_joining,
+    )
+    assert result.processed == 1 and result.error is None, result
+    assert sink.at is not None
+    return sink.at - started, sink.at
 
 
 def test_no_assignment_yet_means_paced_heartbeats_then_librdkafkas_own(bed: Bed) -> None:
