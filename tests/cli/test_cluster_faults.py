@@ -23,15 +23,14 @@ from typer.testing import Result
 from kshare_cli.errors import ExitCode
 from tests.cli.conftest import Kshare, validate
 from tests.support.fault_beds import (
-    NEVER_FENCED_MS,
     PARTITIONS,
     VICTIM,
     FaultBed,
     coordinator_of,
     make_fault_bed,
+    never_fenced_cluster,
 )
-from tests.support.sandbox import StartCluster, skip_on_real_cluster
-from tests.support.sandbox_thread import SandboxThread
+from tests.support.sandbox import StartCluster
 from tests.support.waiting import wait_for
 
 #: A broker stopped or hung against --timeout: run alone, after the parallel part
@@ -46,9 +45,7 @@ PARTIAL_WITHIN_S = 15.0
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultBed]:
-    skip_on_real_cluster("it stops and hangs nodes of a sandbox cluster")
-    config = {"broker.session.timeout.ms": str(NEVER_FENCED_MS)}
-    with SandboxThread(brokers=3, config=config) as sandbox:
+    with never_fenced_cluster("it stops and hangs nodes of a sandbox cluster") as sandbox:
         yield make_fault_bed(sandbox, tmp_path_factory.mktemp("faults") / "config.toml")
 
 

@@ -35,14 +35,14 @@ from kshare_cli.state.partitioning import kafka_uuid, state_partition_for
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare, validate
 from tests.support.fault_beds import (
-    NEVER_FENCED_MS,
     PARTITIONS,
     coordinator_of,
+    never_fenced_cluster,
     start_offsets_at,
     state_leaders,
     topic_id_of,
 )
-from tests.support.sandbox import StartCluster, skip_on_real_cluster
+from tests.support.sandbox import StartCluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
@@ -148,9 +148,7 @@ def make_bed(sandbox: SandboxThread, profiles: Path) -> Bed:
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
-    skip_on_real_cluster("it stops and hangs nodes of a sandbox cluster")
-    config = {"broker.session.timeout.ms": str(NEVER_FENCED_MS)}
-    with SandboxThread(brokers=3, config=config) as sandbox:
+    with never_fenced_cluster("it stops and hangs nodes of a sandbox cluster") as sandbox:
         yield make_bed(sandbox, tmp_path_factory.mktemp("monitoring") / "config.toml")
 
 

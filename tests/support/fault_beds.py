@@ -10,7 +10,9 @@ A real cluster cannot be stopped node by node: these beds are sandbox-only.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from kshare_cli.state.partitioning import SHARE_STATE_TOPIC, kafka_uuid, state_p
 from kshare_cli.state.replay import SharePartitionKey
 from tests.cli.conftest import Kshare
 from tests.support.raw import call
+from tests.support.sandbox import skip_on_real_cluster
 from tests.support.sandbox_thread import SandboxThread
 from tests.support.waiting import wait_for
 
@@ -59,6 +62,16 @@ class FaultBed:
     def broker_named(self, node: int) -> str:
         """How kshare names a broker on stderr: ``broker 2 (127.0.0.1:PORT)``."""
         return f"broker {node} ({self.address(node)})"
+
+
+@contextlib.contextmanager
+def never_fenced_cluster(why: str) -> Iterator[SandboxThread]:
+    """Three sandbox nodes whose stopped or hung node is never fenced (its groups stay
+    with it for the whole module); skipped on a real cluster, saying ``why``."""
+    skip_on_real_cluster(why)
+    config = {"broker.session.timeout.ms": str(NEVER_FENCED_MS)}
+    with SandboxThread(brokers=3, config=config) as sandbox:
+        yield sandbox
 
 
 def coordinator_of(address: str, group: str) -> int:

@@ -21,9 +21,7 @@ from kshare_cli.admin.models import GroupDescription
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.wire.client import BRANCH_MAX_S, KafkaClient
-from tests.support.fault_beds import NEVER_FENCED_MS, VICTIM, FaultBed, make_fault_bed
-from tests.support.sandbox import skip_on_real_cluster
-from tests.support.sandbox_thread import SandboxThread
+from tests.support.fault_beds import VICTIM, FaultBed, make_fault_bed, never_fenced_cluster
 
 pytestmark = pytest.mark.faults
 
@@ -33,9 +31,7 @@ TIMEOUT_S = 30.0
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultBed]:
-    skip_on_real_cluster("it hangs a node of a sandbox cluster")
-    config = {"broker.session.timeout.ms": str(NEVER_FENCED_MS)}
-    with SandboxThread(brokers=3, config=config) as sandbox:
+    with never_fenced_cluster("it hangs a node of a sandbox cluster") as sandbox:
         yield make_fault_bed(sandbox, tmp_path_factory.mktemp("lane") / "config.toml")
 
 
