@@ -55,6 +55,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeVar
 
+from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
 from kshare_cli.admin.models import BrokerFailure, GroupListing
 from kshare_cli.admin.share_groups import ShareGroupAdmin
 from kshare_cli.errors import KshareError
@@ -374,7 +375,8 @@ class Refresher:
         except (KshareError, TimeoutError, OSError) as error:
             self._failed(str(error) or f"no answer within {self._timeout_s:g} s")
             return
-        latest, unlisted = reading.latest, reading.unlisted
+        latest = _sharing_unchanged(reading.latest, self.snapshot.samples)
+        unlisted = reading.unlisted
         brokers = _count_brokers(self.snapshot.broker_errors, reading.brokers, unlisted)
         failed = [each for each in latest if isinstance(each, GroupHealth) and not each.not_found]
         if (failed and len(failed) == len(latest)) or (unlisted and not latest):
@@ -392,7 +394,9 @@ class Refresher:
         previous = self.snapshot
         unread = {each.group_id: "; ".join(each.reasons) for each in failed}
         kept_at = self.history_clock()
-        report = evaluate_samples(latest, self._earlier(kept_at), self._thresholds)
+        report = _sharing_unchanged_health(
+            evaluate_samples(latest, self._earlier(kept_at), self._thresholds), previous.report
+        )
         self._history.append((kept_at, latest))
         kept = {sample.group.group_id: sample for sample in previous.samples}
         samples = tuple(
@@ -591,6 +595,80 @@ class Refresher:
         newest = old_enough[-1]
         del self._history[:newest]
         return self._history[0][1]
+
+
+def _sharing_unchanged(
+    latest: Sequence[Sample | GroupHealth], previous: Sequence[Sample]
+) -> tuple[Sample | GroupHealth, ...]:
+    """``latest`` with each group's reading, share-partition or log start offsets that
+    equals the previous refresh's replaced by that very object.
+
+    Why: a refresh's samples live for a minute in the stall history (five refreshes
+    at 15 s), and most of what a refresh reads equals what the last one read. Built
+    anew at every refresh, these long-lived objects -- some 400,000 at 10,000 groups --
+    land in whatever pymalloc arena has room beside the temporaries, and an arena is
+    returned only once all of it is free: the resident memory crept by one 1 MiB
+    arena every few minutes with the count of live objects flat
+    (``benchmarks/exporter.py --hour``). Shared, only what changed is new.
+    A window's ``start_offset_moved`` is not part of its equality, so it is compared
+    apart: an equal window that moved differently is not shared.
+    """
+    if not previous:
+        return tuple(latest)
+    before = {sample.group.group_id: sample for sample in previous}
+    shared: list[Sample | GroupHealth] = []
+    for each in latest:
+        old = before.get(each.group.group_id) if isinstance(each, Sample) else None
+        if old is None or not isinstance(each, Sample):
+            shared.append(each)
+            continue
+        group = _shared_group(each.group, old.group)
+        log_starts = (
+            old.log_start_offsets
+            if each.log_start_offsets == old.log_start_offsets
+            else each.log_start_offsets
+        )
+        dead_letters = (
+            old.dead_letters if each.dead_letters == old.dead_letters else each.dead_letters
+        )
+        shared.append(
+            replace(each, group=group, log_start_offsets=log_starts, dead_letters=dead_letters)
+        )
+    return tuple(shared)
+
+
+def _sharing_unchanged_health(report: HealthReport, previous: HealthReport) -> HealthReport:
+    """``report`` with each group's health that equals the previous refresh's replaced by
+    that object: the snapshot keeps it until the next refresh (see ``_sharing_unchanged``)."""
+    before = {each.group_id: each for each in previous.groups}
+    return replace(
+        report,
+        groups=tuple(
+            old if (old := before.get(each.group_id)) is not None and old == each else each
+            for each in report.groups
+        ),
+    )
+
+
+def _shared_group(new: GroupInflight, old: GroupInflight) -> GroupInflight:
+    """``new``, or ``old`` where equal (see ``_sharing_unchanged``), part by part."""
+    if new == old and all(map(_moved_alike, new.partitions, old.partitions)):
+        return old
+    kept = {(part.topic, part.partition): part for part in old.partitions}
+    partitions = []
+    for part in new.partitions:
+        earlier = kept.get((part.topic, part.partition))
+        same = earlier is not None and earlier == part and _moved_alike(part, earlier)
+        partitions.append(earlier if same and earlier is not None else part)
+    description = old.description if new.description == old.description else new.description
+    return replace(new, description=description, partitions=tuple(partitions))
+
+
+def _moved_alike(one: PartitionInflight, other: PartitionInflight) -> bool:
+    """Whether two share-partitions' windows record the same start-offset move."""
+    return (one.window and one.window.start_offset_moved) == (
+        other.window and other.window.start_offset_moved
+    )
 
 
 def _count_brokers(
