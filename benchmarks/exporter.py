@@ -61,7 +61,10 @@ before the first refresh, after it, every 60 refreshes and at the end, and the
 least-squares slope per refresh after the warm-up (the stall history full and
 ``WARM_REFRESHES`` done) and over the second half hour alone (the allocator's
 arenas were still filling for some 60 refreshes in the first run), each against
-the target.
+the target. With each RSS line, and every ``--memory-detail`` refreshes, it prints
+where the memory sits (``allocator_figures``: glibc's bytes in use and free,
+pymalloc's arenas, the mappings' resident KiB by kind), which is how the creep of
+session 18 was found to be pymalloc's arenas with the Python objects flat.
 """
 
 from __future__ import annotations
@@ -71,11 +74,13 @@ import array
 import asyncio
 import collections
 import contextlib
+import ctypes
 import gc
 import math
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -151,6 +156,76 @@ def peak_rss_mib() -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33+): sizes in bytes."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def allocator_figures() -> str:
+    """Where the resident memory sits, to tell a leak from an allocator keeping pages.
+
+    glibc's malloc (``mallinfo2``: bytes in use, free inside its heaps, mmapped
+    chunks), pymalloc's 256 KiB arenas (``sys._debugmallocstats``, which writes to
+    the C stderr: read back through a temporary file), and the resident KiB of the
+    process's mappings by kind (``/proc/self/smaps``: the brk heap, anonymous
+    mappings, files). A growing "in use" is memory someone holds; a growing "free"
+    with "in use" flat is the heap fragmenting; more arenas with Python blocks flat
+    is pymalloc's fragmentation."""
+    parts = []
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+        parts.append(
+            f"malloc in use {info.uordblks / 2**20:.1f} MiB, free in heaps "
+            f"{info.fordblks / 2**20:.1f} MiB, mmapped {info.hblkhd / 2**20:.1f} MiB"
+        )
+    except (OSError, AttributeError):
+        parts.append("malloc: no mallinfo2")
+    with tempfile.TemporaryFile() as capture:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(capture.fileno(), 2)
+            sys._debugmallocstats()  # noqa: SLF001 -- CPython's own allocator report
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        capture.seek(0)
+        for line in capture.read().decode(errors="replace").splitlines():
+            if line.startswith("# arenas allocated current"):
+                parts.append(f"pymalloc arenas {line.split('=')[1].strip()}")
+    resident: collections.Counter[str] = collections.Counter()
+    kind = ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5:
+            name = fields[5] if len(fields) > 5 else ""
+            kind = (
+                "heap"
+                if name == "[heap]"
+                else "anon"
+                if not name
+                else "file"
+                if name.startswith("/")
+                else "other"
+            )
+        elif fields and fields[0] == "Rss:":
+            resident[kind] += int(fields[1])
+    parts.append(
+        "resident KiB "
+        + ", ".join(f"{name} {resident[name]:,}" for name in ("heap", "anon", "file", "other"))
+    )
+    return "; ".join(parts)
 
 
 def process_cpu_s(pid: int | None) -> float:
@@ -382,9 +457,12 @@ def verdict(ok: bool) -> str:
     return "meets" if ok else "MISSES"
 
 
-def hour(refresher: Refresher, groups: int, partitions: int) -> None:
+def hour(
+    refresher: Refresher, groups: int, partitions: int, detail_every: int = HOUR_PRINT_EVERY
+) -> None:
     """``--hour``: 240 refreshes, the stall history on a clock that a 15 s interval
-    advances at each, RSS printed as it goes; then the slope after the warm-up."""
+    advances at each, RSS printed as it goes (with ``allocator_figures`` every
+    ``detail_every``); then the slope after the warm-up."""
     clock = SimulatedClock(HOUR_INTERVAL_S)
     refresher.history_clock = clock
     page = MetricsPage(lambda: refresher.snapshot, "bench")
@@ -412,6 +490,8 @@ def hour(refresher: Refresher, groups: int, partitions: int) -> None:
                 f"{blocks[index]:,} Python blocks allocated",
                 flush=True,
             )
+        if done == 1 or done % detail_every == 0:
+            print(f"    {allocator_figures()}", flush=True)
 
     began = time.perf_counter()
     points = asyncio.run(refresh_many(refresher, page, HOUR_REFRESHES, clock, progress))
@@ -513,6 +593,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--sandbox-pid", type=int, help="with --bootstrap: its process, for its CPU"
     )
     parser.add_argument(
+        "--memory-detail",
+        type=int,
+        default=HOUR_PRINT_EVERY,
+        metavar="N",
+        help="--hour: print where the memory sits (malloc, pymalloc, mappings) every N refreshes",
+    )
+    parser.add_argument(
         "--baseline",
         action="store_true",
         help="also time the reads one group at a time (the unbatched way), for the ratio",
@@ -551,7 +638,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         tune_gc()  # as exporter_server.serve does before its first refresh
         if args.hour:
             try:
-                hour(refresher, args.groups, args.partitions)
+                hour(refresher, args.groups, args.partitions, args.memory_detail)
             finally:
                 source.close()
             return
