@@ -44,7 +44,6 @@ from kshare_cli.admin.models import (
     MemberDescription,
 )
 from kshare_cli.admin.share_groups import ShareGroupAdmin
-from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.kafka.api_keys import DELETE_GROUPS, DELETE_SHARE_GROUP_OFFSETS, LIST_GROUPS
 from kshare_cli.wire.build import build
@@ -366,20 +365,6 @@ def test_a_dry_run_sends_no_delete_and_all_groups_takes_only_empty_ones() -> Non
 # --------------------------------------------------------------------------- against a broker
 
 
-def _settings(cluster: Cluster, tmp_path: Path) -> ConnectionSettings:
-    command_config = None
-    if cluster.client_config:
-        command_config = tmp_path / "client.properties"
-        command_config.write_text("".join(f"{k}={v}\n" for k, v in cluster.client_config.items()))
-    return resolve_settings(
-        bootstrap=cluster.bootstrap,
-        command_config=command_config,
-        profile=None,
-        environ={},
-        profiles_path=tmp_path / "profiles.toml",
-    )
-
-
 def _ask(
     settings: ConnectionSettings, call: Callable[[ShareGroupAdmin], Coroutine[Any, Any, T]]
 ) -> T:
@@ -407,7 +392,7 @@ def test_delete_offsets_then_the_group_on_a_broker(
         [NewTopic(topic, 2, 1), NewTopic(other, 1, 1)]
     ).values():
         future.result(30)
-    settings = _settings(cluster, tmp_path)
+    settings = cluster.settings(tmp_path)
 
     async def scenario(admin: ShareGroupAdmin) -> tuple[Deletions, ...]:
         await _alter_offsets(admin, group, topic, 2)
@@ -444,7 +429,7 @@ def test_unknown_groups_are_not_found_on_a_broker(
 ) -> None:
     group = f"kshare-del-missing-{unique}"
     deletions = _ask(
-        _settings(cluster, tmp_path), lambda admin: delete_groups(admin, [group], dry_run=dry_run)
+        cluster.settings(tmp_path), lambda admin: delete_groups(admin, [group], dry_run=dry_run)
     )
     assert deletions.all_not_found()
     (result,) = deletions

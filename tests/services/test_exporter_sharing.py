@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 
 from kshare_cli.admin.inflight import PartitionInflight
-from kshare_cli.connect.resolve import resolve_settings
-from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.render.metrics import MetricsPage
 from kshare_cli.services.exporter import Refresher
 from kshare_cli.services.exporter_server import build_refresher
@@ -34,16 +32,6 @@ RECORDS = {0: 3, 1: 3}
 MORE = 2  # produced to partition 1 between refreshes
 
 
-def _settings(cluster: Cluster, directory: Path) -> ConnectionSettings:
-    config = None
-    if cluster.client_config:
-        config = directory / "client.properties"
-        config.write_text("".join(f"{k}={v}\n" for k, v in cluster.client_config.items()))
-    return resolve_settings(
-        bootstrap=cluster.bootstrap, command_config=config, profile=None, environ={}
-    )
-
-
 @pytest.fixture
 def refresher(
     cluster: Cluster, unique: str, tmp_path: Path
@@ -52,7 +40,7 @@ def refresher(
     topic, group = f"sharing-{unique}", f"sharing-{unique}"
     create_topic(cluster, topic, partitions=len(RECORDS))
     produce(cluster, topic, RECORDS)
-    settings = _settings(cluster, tmp_path)
+    settings = cluster.settings(tmp_path)
 
     async def make_group() -> None:
         async with await KafkaClient.connect(settings, timeout_s=30) as client:

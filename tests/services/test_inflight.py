@@ -14,7 +14,6 @@ import asyncio
 import uuid
 from collections.abc import Callable, Collection, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -30,7 +29,6 @@ from confluent_kafka.admin import (
 from kshare_cli.admin.inflight import GroupInflight, GroupNotFound, GroupSummary
 from kshare_cli.admin.models import GroupFailure, GroupOffsets
 from kshare_cli.admin.share_groups import ShareGroupAdmin
-from kshare_cli.connect.resolve import resolve_settings
 from kshare_cli.connect.settings import ConnectionSettings
 from kshare_cli.errors import ExitCode
 from kshare_cli.kafka.api_keys import (
@@ -75,16 +73,6 @@ class Bed:
         return self.ask(lambda admin: InflightService(admin, state).group(self.group, topics))
 
 
-def _settings(cluster: Cluster, directory: Path) -> ConnectionSettings:
-    config = None
-    if cluster.client_config:
-        config = directory / "client.properties"
-        config.write_text("".join(f"{k}={v}\n" for k, v in cluster.client_config.items()))
-    return resolve_settings(
-        bootstrap=cluster.bootstrap, command_config=config, profile=None, environ={}
-    )
-
-
 def _produce(cluster: Cluster, topic: str, partition: int, count: int) -> None:
     producer = Producer(cluster.config(**{"linger.ms": 100}))
     for index in range(count):
@@ -97,7 +85,7 @@ def bed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     suffix = uuid.uuid4().hex[:8]
     topics = {"t": f"kshare-admin-inflight-t-{suffix}", "u": f"kshare-admin-inflight-u-{suffix}"}
     group = f"kshare-admin-inflight-{suffix}"
-    settings = _settings(cluster, tmp_path_factory.mktemp("inflight-admin"))
+    settings = cluster.settings(tmp_path_factory.mktemp("inflight-admin"))
     admin = AdminClient(cluster.config())
     for future in admin.create_topics(
         [NewTopic(topics["t"], 2, 1), NewTopic(topics["u"], 1, 1)]

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from kshare_cli.connect.java_properties import load_properties
+from kshare_cli.connect.resolve import resolve_settings
+from kshare_cli.connect.settings import ConnectionSettings
 from tests.support.sandbox_thread import SandboxThread
 
 #: Topic configs for a test that produces records with fixed, old CreateTimes (the golden
@@ -57,6 +59,22 @@ class Cluster:
         merged.update(self.client_config)
         merged.update(extra)
         return merged
+
+    def settings(self, directory: Path) -> ConnectionSettings:
+        """kshare's connection settings for this cluster, as a user's ``--bootstrap-server``
+        and ``--command-config`` give them (the client properties written to a file in
+        ``directory``); no profile, no environment."""
+        config = None
+        if self.client_config:
+            config = directory / "client.properties"
+            config.write_text("".join(f"{k}={v}\n" for k, v in self.client_config.items()))
+        return resolve_settings(
+            bootstrap=self.bootstrap,
+            command_config=config,
+            profile=None,
+            environ={},
+            profiles_path=directory / "profiles.toml",
+        )
 
 
 @pytest.fixture(scope="session")
