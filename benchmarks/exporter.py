@@ -170,11 +170,26 @@ class _MallInfo2(ctypes.Structure):
     ]  # fmt: skip
 
 
+#: A mapping's kind by its name in ``/proc/self/smaps`` (else a file's path, or "other").
+_MAPPING_KINDS = {"[heap]": "heap", "": "anon"}
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (argparse words the refusal)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def allocator_figures() -> str:
     """Where the resident memory sits, to tell a leak from an allocator keeping pages.
 
     glibc's malloc (``mallinfo2``: bytes in use, free inside its heaps, mmapped
-    chunks), pymalloc's 256 KiB arenas (``sys._debugmallocstats``, which writes to
+    chunks), pymalloc's 1 MiB arenas (CPython 3.10+; ``sys._debugmallocstats``, which writes to
     the C stderr: read back through a temporary file), and the resident KiB of the
     process's mappings by kind (``/proc/self/smaps``: the brk heap, anonymous
     mappings, files). A growing "in use" is memory someone holds; a growing "free"
@@ -210,15 +225,7 @@ def allocator_figures() -> str:
         fields = line.split()
         if fields and "-" in fields[0] and len(fields) >= 5:
             name = fields[5] if len(fields) > 5 else ""
-            kind = (
-                "heap"
-                if name == "[heap]"
-                else "anon"
-                if not name
-                else "file"
-                if name.startswith("/")
-                else "other"
-            )
+            kind = _MAPPING_KINDS.get(name, "file" if name.startswith("/") else "other")
         elif fields and fields[0] == "Rss:":
             resident[kind] += int(fields[1])
     parts.append(
@@ -594,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--memory-detail",
-        type=int,
+        type=positive_int,
         default=HOUR_PRINT_EVERY,
         metavar="N",
         help="--hour: print where the memory sits (malloc, pymalloc, mappings) every N refreshes",

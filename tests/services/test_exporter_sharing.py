@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from kshare_cli.admin.inflight import PartitionInflight
+from kshare_cli.admin.inflight import GroupInflight, PartitionInflight
 from kshare_cli.render.metrics import MetricsPage
-from kshare_cli.services.exporter import Refresher
+from kshare_cli.services.exporter import Refresher, _sharing_unchanged
 from kshare_cli.services.exporter_server import build_refresher
 from kshare_cli.services.health import Sample, Thresholds
+from kshare_cli.state.replay import StartOffsetMove
 from kshare_cli.state.sources import TailingStateSource
+from kshare_cli.state.window import InFlightWindow
 from kshare_cli.wire.client import KafkaClient
 from tests.support.records import create_topic, produce
 from tests.support.sandbox import Cluster
@@ -108,3 +110,32 @@ def test_a_changed_share_partition_is_read_anew_and_the_others_are_kept(
         f'partition="{partition}",topic="{topic}"}} {float(lag)}'
         for partition, lag in ((0, RECORDS[0]), (1, RECORDS[1] + MORE))
     ]
+
+
+def _reading(moved_at_ms: int, lag: int) -> Sample:
+    window = InFlightWindow(
+        start_offset=3,
+        delivery_complete_count=0,
+        runs=(),
+        snapshot_epoch=1,
+        state_epoch=0,
+        leader_epoch=0,
+        write_timestamp=1_000,
+        start_offset_moved=StartOffsetMove(at_ms=moved_at_ms, exact=True),
+    )
+    partitions = tuple(
+        PartitionInflight("t", index, None, 3, 3 + lag, lag, None, window) for index in (0, 1)
+    )
+    return Sample(GroupInflight("g", None, partitions, None), taken_at=1.0)
+
+
+def test_a_window_that_moved_at_another_time_is_not_shared_though_it_compares_equal() -> None:
+    """A window's ``start_offset_moved`` is outside its equality (two replays of the same
+    state may know the move to different precision), so it is compared apart."""
+    earlier = _reading(moved_at_ms=500, lag=2)
+    (same,) = _sharing_unchanged([_reading(moved_at_ms=500, lag=2)], [earlier])
+    assert isinstance(same, Sample) and same.group is earlier.group
+    (moved,) = _sharing_unchanged([_reading(moved_at_ms=900, lag=2)], [earlier])
+    assert isinstance(moved, Sample) and moved.group == earlier.group  # equal, yet ...
+    moves = [p.window and p.window.start_offset_moved for p in moved.group.partitions]
+    assert moves == [StartOffsetMove(at_ms=900, exact=True)] * 2  # ... the reading's own move
